@@ -1,0 +1,66 @@
+"""Typed errors. The CLI turns each into one clear line and a non-zero exit code."""
+
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """Base of every error the CLI reports as one line (exit code 2)."""
+
+
+class DataFormatError(PipelineError):
+    """A data file is malformed: names the file, the 1-based line and the field."""
+
+    def __init__(self, path: object, line: int | None, field: str | None, message: str) -> None:
+        self.path, self.line, self.field = str(path), line, field
+        where = self.path
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", field '{field}'"
+        super().__init__(f"{where}: {message}")
+
+
+class ChecksumError(PipelineError):
+    """A downloaded or mirrored file does not have its published md5 sum."""
+
+
+class UnknownNameError(PipelineError):
+    """An unknown registry name (data set, model, query type, metric)."""
+
+
+class StoreUnavailable(PipelineError):
+    """The graph store cannot be reached or started."""
+
+
+class QuerySyntaxError(PipelineError):
+    """A soft query text does not parse; carries the 1-based column."""
+
+    def __init__(self, text: str, column: int, message: str) -> None:
+        self.text, self.column = text, column
+        pointer = " " * (column - 1) + "^"
+        super().__init__(f"column {column}: {message}\n  {text}\n  {pointer}")
+
+
+class ResolutionError(PipelineError):
+    """A query names an entity or relation that the data set does not have."""
+
+
+class ArtifactError(PipelineError):
+    """A run directory, export or query set is missing, truncated, foreign or of another data set."""
+
+
+def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:
+    """Up to n vocabulary entries closest to word (for 'did you mean' messages)."""
+    import difflib
+
+    return difflib.get_close_matches(word, vocabulary, n=n, cutoff=0.6)
+
+
+def unknown_name(kind: str, name: str, known: list[str]) -> UnknownNameError:
+    """An UnknownNameError listing the known names and the closest ones."""
+    hint = close_matches(name, known)
+    msg = f"unknown {kind} '{name}'"
+    if hint:
+        msg += f" (did you mean {', '.join(hint)}?)"
+    msg += f"; known: {', '.join(sorted(known))}"
+    return UnknownNameError(msg)
