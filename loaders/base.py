@@ -130,7 +130,9 @@ class KGData:
 def merge_mean(rows: pd.DataFrame) -> pd.DataFrame:
     """Merge duplicate (h, r, t) rows by the mean confidence; sorted by (r, h, t), fresh index."""
     if rows.empty:
-        return pd.DataFrame({c: pd.Series(dtype="int64") for c in "hrt"} | {"conf": pd.Series(dtype="float64")})
+        return pd.DataFrame(
+            {c: pd.Series(dtype="int64") for c in "hrt"} | {"conf": pd.Series(dtype="float64")}
+        )
     g = rows.groupby(["r", "h", "t"], sort=True, as_index=False)["conf"].mean()
     return g[["h", "r", "t", "conf"]].reset_index(drop=True)
 
@@ -150,7 +152,9 @@ def verify_md5(path: Path, expected: str | None) -> str:
     """md5 of path; raises ChecksumError naming the file when it differs from expected."""
     got = md5sum(path)
     if expected is not None and got != expected:
-        raise ChecksumError(f"{path}: md5 {got} does not match the published {expected} (corrupt or other version)")
+        raise ChecksumError(
+            f"{path}: md5 {got} does not match the published {expected} (corrupt or other version)"
+        )
     return got
 
 
@@ -163,7 +167,9 @@ def _download(url: str, dest: Path) -> None:
     try:
         with urllib.request.urlopen(url, timeout=60) as resp, open(tmp, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {dest.name}", leave=False) as bar:
+            with tqdm(
+                total=total, unit="B", unit_scale=True, desc=f"download {dest.name}", leave=False
+            ) as bar:
                 for block in iter(lambda: resp.read(1 << 16), b""):
                     out.write(block)
                     bar.update(len(block))
@@ -196,7 +202,9 @@ def resolve_source(spec: DatasetSpec, source: str | Path | None) -> Path:
             if not archive.exists():
                 _download(f.url, archive)
             with zipfile.ZipFile(archive) as zf:
-                member = next((m for m in zf.namelist() if m.endswith("/" + f.filename) or m == f.filename), None)
+                member = next(
+                    (m for m in zf.namelist() if m.endswith("/" + f.filename) or m == f.filename), None
+                )
                 if member is None:
                     raise PipelineError(f"{archive}: no member {f.filename}")
                 with zf.open(member) as src, open(target, "wb") as dst:
@@ -247,7 +255,9 @@ def parse_id_map(path: Path, header: bool, expected_rows: int | None = None) -> 
     arr = arr[order]
     if len(arr) and not np.array_equal(arr, np.arange(len(arr))):
         bad = int(np.nonzero(arr != np.arange(len(arr)))[0][0])
-        raise DataFormatError(path, None, "id", f"ids must be exactly 0..{len(arr) - 1}; id {bad} is missing or repeated")
+        raise DataFormatError(
+            path, None, "id", f"ids must be exactly 0..{len(arr) - 1}; id {bad} is missing or repeated"
+        )
     return pd.DataFrame({"id": arr, "name": [names[j] for j in order]})
 
 
@@ -288,7 +298,11 @@ def parse_triples(
             r[i] = relation_index.setdefault(parts[1], len(relation_index))  # type: ignore[union-attr]
             t[i] = entity_index.setdefault(parts[2], len(entity_index))
             continue
-        for arr, j, fld, bound in ((h, 0, "head", n_entities), (r, 1, "relation", n_relations), (t, 2, "tail", n_entities)):
+        for arr, j, fld, bound in (
+            (h, 0, "head", n_entities),
+            (r, 1, "relation", n_relations),
+            (t, 2, "tail", n_entities),
+        ):
             try:
                 v = int(parts[j])
             except ValueError:

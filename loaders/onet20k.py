@@ -11,7 +11,9 @@ SPEC = DatasetSpec(
     domain="employment",
     description="O*NET jobs and skills (AmpliGraph's load_onet20k)",
     files=(
-        FileSpec("train", "train.tsv", _ZIP, "516220427a9a18516fd7a804a6944d64", 461_932, archive="onet20k.zip"),
+        FileSpec(
+            "train", "train.tsv", _ZIP, "516220427a9a18516fd7a804a6944d64", 461_932, archive="onet20k.zip"
+        ),
         FileSpec("val", "valid.tsv", _ZIP, "d7806951ac3d916c5c5a0304eea064d2", 850, archive="onet20k.zip"),
         FileSpec("test", "test.tsv", _ZIP, "e5baec19037cb0bddc5a2fe3c0f4445a", 2_000, archive="onet20k.zip"),
     ),

@@ -14,9 +14,15 @@ SPEC = DatasetSpec(
         FileSpec("train", "train.tsv", _UKGE + "train.tsv", "d8b54de3482c0d043118cbd05f2666cf", 230_929),
         FileSpec("val", "val.tsv", _UKGE + "val.tsv", "2bd094118f4be1f4f6d6a1d4707271c1", 19_017),
         FileSpec("test", "test.tsv", _UKGE + "test.tsv", "7e6e345f496ed9a0cc58b91d4877ddd6", 21_720),
-        FileSpec("entities", "entity_id.csv", _IDS, "8480c66b9b45e1c16d841326228552ab", 4_999, archive="ppi5k.zip"),
-        FileSpec("relations", "relation_id.csv", _IDS, "7076ee67df3cc8d1d29aea174c690ab7", 7, archive="ppi5k.zip"),
-        FileSpec("softlogic", "softlogic.tsv", _UKGE + "softlogic.tsv", "80e04b88aa8f458aacdc19422d2e55ed", 85_299),
+        FileSpec(
+            "entities", "entity_id.csv", _IDS, "8480c66b9b45e1c16d841326228552ab", 4_999, archive="ppi5k.zip"
+        ),
+        FileSpec(
+            "relations", "relation_id.csv", _IDS, "7076ee67df3cc8d1d29aea174c690ab7", 7, archive="ppi5k.zip"
+        ),
+        FileSpec(
+            "softlogic", "softlogic.tsv", _UKGE + "softlogic.tsv", "80e04b88aa8f458aacdc19422d2e55ed", 85_299
+        ),
     ),
     n_entities=4_999,
     n_relations=7,

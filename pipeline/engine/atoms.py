@@ -1,0 +1,155 @@
+"""Soft atoms as batched matrices "default + sparse exceptions" (design sections 1 and 2).
+
+Confidences are float32 and the `c >= alpha` test is made in float32 (alpha rounded to float32), so the
+engine, the oracle in the tests and any direct computation agree on facts at the threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from pipeline.engine.adjacency import Adjacency
+from pipeline.query.model import Atom
+
+NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class AtomParams:
+    """One atom position over a batch of B queries: rel (B,) int64, alpha/beta (B,) float32, neg (B,) bool."""
+
+    rel: torch.Tensor
+    alpha: torch.Tensor
+    beta: torch.Tensor
+    neg: torch.Tensor
+
+    @classmethod
+    def of(cls, atoms: Sequence[Atom], device: torch.device | str) -> AtomParams:
+        return cls(
+            torch.tensor([a.relation for a in atoms], dtype=torch.int64, device=device),
+            torch.tensor([a.alpha for a in atoms], dtype=torch.float32, device=device),
+            torch.tensor([a.beta for a in atoms], dtype=torch.float32, device=device),
+            torch.tensor([a.negated for a in atoms], dtype=torch.bool, device=device),
+        )
+
+    def value(self, conf: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+        """Atom values for confidences conf (T,) of batch elements b (T,) (None: conf is (B,) aligned)."""
+        alpha, beta, neg = (
+            (self.alpha, self.beta, self.neg) if b is None else (self.alpha[b], self.beta[b], self.neg[b])
+        )
+        cc = torch.where(neg, 1.0 - conf, conf)
+        return torch.where(cc >= alpha, beta * cc, torch.full_like(cc, NEG_INF))
+
+    def default(self) -> torch.Tensor:
+        """(B,) the value of a fact that is not stored (c = 0): 0 / beta, or -inf when alpha forbids it."""
+        return self.value(torch.zeros_like(self.alpha))
+
+
+class RelationMatrix:
+    """V_b(s, o) of one atom per batch element, oriented so that s is the child variable: from_head=True
+    means s is the atom's head (rows by head)."""
+
+    def __init__(self, adj: Adjacency, params: AtomParams, from_head: bool) -> None:
+        self.adj, self.params, self.ori, self.from_head = adj, params, adj.oriented(from_head), from_head
+        self.default = params.default()
+
+    def rows(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Stored entries of rows (b[i], s[i]): (pair (T,), o (T,), value (T,)), grouped by pair, o sorted."""
+        pair, o, conf = self.ori.rows(self.params.rel[b], s, self.adj.n_entities)
+        return pair, o, self.params.value(conf, b[pair])
+
+    def contains(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        return self.ori.lookup(self.params.rel[b], s, o, self.adj.n_entities)[0]
+
+    def column(self, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Support of columns (b[i], o[i]): (pair (T,), s (T,)) of every stored (s, o)."""
+        pair, s, _ = self.adj.oriented(not self.from_head).rows(self.params.rel[b], o, self.adj.n_entities)
+        return pair, s
+
+
+class SumMatrix:
+    """The sum of several atoms between the same two variables (a multi-edge): default = sum of defaults,
+    exceptions = the union of their supports, each atom contributing its stored value or its default."""
+
+    def __init__(self, parts: Sequence[RelationMatrix]) -> None:
+        self.parts = list(parts)
+        self.n = parts[0].adj.n_entities
+        self.default = torch.stack([p.default for p in parts]).sum(0)
+
+    def rows(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Entries of the union of the parts' supports (not sorted), each the sum over parts of the
+        part's stored value or its default."""
+        got = [p.rows(b, s) for p in self.parts]
+        keys = [pair * self.n + o for pair, o, _ in got]  # each sorted: grouped by pair, o ascending
+        # Grow the union part by part; a membership test against the sorted keys of one part needs no
+        # sort of the union itself.
+        union, total = keys[0], got[0][2].clone()
+        for j in range(1, len(self.parts)):
+            key, val, d = keys[j], got[j][2], self.parts[j].default
+            if key.numel() == 0:
+                total += d[b[union // self.n]]
+                continue
+            found, pos = _member(union, key)
+            total += torch.where(found, val[pos], d[b[union // self.n]])
+            fresh, _ = _member(key, union if j == 1 else torch.sort(union).values)
+            fresh = ~fresh
+            extra_key = key[fresh]
+            extra = val[fresh]
+            pair_x = extra_key // self.n
+            for i in range(j):  # earlier parts do not store these entries: their defaults
+                extra = extra + self.parts[i].default[b[pair_x]]
+            union, total = torch.cat([union, extra_key]), torch.cat([total, extra])
+        return union // self.n, union % self.n, total
+
+    def column(self, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Union of the parts' column supports (repeats allowed): (pair (T,), s (T,))."""
+        got = [p.column(b, o) for p in self.parts]
+        return torch.cat([g[0] for g in got]), torch.cat([g[1] for g in got])
+
+    def contains(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        out = self.parts[0].contains(b, s, o)
+        for p in self.parts[1:]:
+            out |= p.contains(b, s, o)
+        return out
+
+
+def _member(query: torch.Tensor, sorted_keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(found (Q,) bool, position (Q,)) of each query key in a sorted key array."""
+    if sorted_keys.numel() == 0:
+        return torch.zeros(query.shape, dtype=torch.bool, device=query.device), torch.zeros_like(query)
+    pos = torch.searchsorted(sorted_keys, query).clamp_(max=sorted_keys.numel() - 1)
+    return sorted_keys[pos] == query, pos
+
+
+def fold_anchor(adj: Adjacency, params: AtomParams, anchor: torch.Tensor, var_is_tail: bool) -> torch.Tensor:
+    """(B, N): the row V(e, .) (var is the tail) or the column V(., e) (var is the head) of each query."""
+    m = RelationMatrix(adj, params, from_head=var_is_tail)
+    bsz = anchor.numel()
+    out = m.default[:, None].expand(bsz, adj.n_entities).clone()
+    b = torch.arange(bsz, device=anchor.device)
+    pair, o, val = m.rows(b, anchor)
+    out[pair, o] = val
+    return out
+
+
+def fold_diagonal(adj: Adjacency, params: AtomParams) -> torch.Tensor:
+    """(B, N): diag V for a self-loop atom r(?x, ?x)."""
+    from pipeline.engine.adjacency import expand
+
+    bsz = params.rel.numel()
+    out = params.default()[:, None].expand(bsz, adj.n_entities).clone()
+    start = adj.diag_off[params.rel]
+    pair, ent, conf = expand(start, adj.diag_off[params.rel + 1] - start, adj.diag_ent, adj.diag_conf)
+    out[pair, ent] = params.value(conf, pair)
+    return out
+
+
+def constant_value(
+    adj: Adjacency, params: AtomParams, head: torch.Tensor, tail: torch.Tensor
+) -> torch.Tensor:
+    """(B,): the value of an atom between two constants."""
+    found, conf = adj.fwd.lookup(params.rel, head, tail, adj.n_entities)
+    return torch.where(found, params.value(conf), params.default())

@@ -1,0 +1,192 @@
+"""The sparse max-plus product of design section 2, step 3:
+
+    out[b, o] = max_s  C[b, s] + M_b(s, o)
+
+for a batch of state vectors C (B, N) and matrices M_b given as "default d_b + stored exceptions".
+Split by whether (s, o) is stored:
+  * stored:      a scatter-max over the stored entries. For a state finite on few entities, only the
+                 rows of those entities are gathered (CSR); for a state finite almost everywhere (alpha 0
+                 upstream), the matrix's finite entries are streamed once as contiguous arrays, over the
+                 transposed batch when many rows share a relation (see _dense_rows, _stream_wide);
+  * not stored:  d_b + max over s outside column o's support of C[b, s]. That maximum is C's best entry
+                 unless (best, o) is stored, then the second best, ... so it is found by walking C's
+                 top entries, and only for the few columns that hold all of them.
+No dense |E| x |E| matrix is formed; the work is the stored entries touched plus O(B * N).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
+
+Matrix = RelationMatrix | SumMatrix
+_TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
+_DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
+_WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
+_WALK = 8  # top entries walked per column before a column is finished exactly (_max_off_column)
+
+
+def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
+    """(B, N) float32: the max-plus product of state (B, N) (-inf = impossible) with matrices m."""
+    bsz, n = state.shape
+    dev = state.device
+    out = torch.full((bsz * n,), NEG_INF, dtype=torch.float32, device=dev)
+
+    # Stored entries: only rows with a finite state can contribute. A nearly everywhere finite state is
+    # better served by streaming its relation's facts once (no ragged gather, no per-fact parameters).
+    if bool(torch.isfinite(state.amin(dim=1)).all()):  # finite everywhere (alpha 0 upstream): one cheap pass
+        finite, dense = None, torch.ones(bsz, dtype=torch.bool, device=dev)
+    else:
+        finite = torch.isfinite(state)
+        dense = finite.sum(1) > _DENSE_FRACTION * n
+    n_dense = int(dense.sum())
+    if n_dense:
+        _dense_rows(state, m, torch.nonzero(dense, as_tuple=True)[0], out.view(bsz, n))
+        finite = None if n_dense == bsz else finite & ~dense[:, None]
+    if finite is not None:
+        b, s = torch.nonzero(finite, as_tuple=True)
+        if b.numel():
+            pair, o, val = m.rows(b, s)
+            cand = state[b[pair], s[pair]] + val
+            out.scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
+    out = out.view(bsz, n)
+
+    # Entries not stored take the default; only batch elements with a finite default need it. Column o
+    # gets d + (best state entry), except the few columns whose support holds that entry (pb, po).
+    sel = torch.nonzero(torch.isfinite(m.default), as_tuple=True)[0]
+    if not sel.numel():
+        return out
+    whole = sel.numel() == bsz  # the common all-or-nothing batch: no row copies
+    rows = out if whole else out[sel]
+    d = m.default[sel]
+    top, pb, po, pv = _outside_support(state if whole else state[sel], sel, m)
+    stored = rows[pb, po]
+    if torch.is_grad_enabled() and (rows.requires_grad or top.requires_grad):
+        rows = torch.maximum(rows, (top + d)[:, None])  # not in place: autograd (calibration L) goes here
+    else:
+        torch.maximum(rows, (top + d)[:, None], out=rows)
+    rows[pb, po] = torch.maximum(stored, pv + d[pb])
+    if whole:
+        return rows
+    out[sel] = rows
+    return out
+
+
+def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor, out: torch.Tensor) -> None:
+    """out[rows] = max over the stored (s, o) of state[rows, s] + V(s, o), streaming the finite entries
+    of each row's matrix as contiguous arrays. Rows are grouped by their atoms' (relation, negated,
+    alpha), so the alpha filter (and a multi-edge's union of supports) is built once per group, leaving
+    one fused multiply-add per atom and one scatter-max per entry and row."""
+    n = state.shape[1]
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
+    cols = [
+        (p.params.rel[rows].tolist(), p.params.neg[rows].tolist(), p.params.alpha[rows].tolist())
+        for p in parts
+    ]
+    groups: dict[tuple, list[int]] = {}
+    for i, b in enumerate(rows.tolist()):
+        key = tuple((p.from_head, c[0][i], c[1][i], c[2][i]) for p, c in zip(parts, cols, strict=True))
+        groups.setdefault(key, []).append(b)
+    for key, members in groups.items():
+        src, dst, cc = parts[0].adj.finite_facts(key)
+        if not src.numel():
+            continue
+        bs = torch.tensor(members, device=state.device)
+        if len(members) == state.shape[0]:  # one group holds the whole batch: no row copy
+            bs = slice(None)
+        betas = [p.params.beta[bs] for p in parts]
+        if len(members) >= _WIDE:
+            res = _stream_wide(state[bs], betas, src, dst, cc)
+        else:
+            g = state[bs][:, src]
+            for beta, w in zip(betas, cc, strict=True):
+                g.addcmul_(beta[:, None], w[None, :])
+            res = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
+            res.scatter_reduce_(1, dst.expand(len(members), -1), g, reduce="amax", include_self=True)
+        out[bs] = res  # each row is in exactly one group and out is still -inf there
+
+
+def _stream_wide(
+    state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
+) -> torch.Tensor:
+    """(B, N) max over entries i of state[:, src_i] + sum_p betas[p] * cc[p, i] at column dst_i, for many
+    rows at once. Works on the transposed state (N, B) so every entry moves one contiguous run of B
+    floats, in blocks small enough for the cache (entries sorted by dst keep the scatter's writes local)."""
+    bsz, n = state.shape
+    st = state.t().contiguous()
+    out = torch.full((n, bsz), NEG_INF, dtype=torch.float32, device=state.device)
+    block = max(256, (1 << 18) // bsz)
+    for lo in range(0, src.numel(), block):
+        g = st.index_select(0, src[lo : lo + block])
+        for beta, w in zip(betas, cc, strict=True):
+            g.addcmul_(w[lo : lo + block, None], beta[None, :])
+        out.scatter_reduce_(
+            0, dst[lo : lo + block, None].expand(-1, bsz), g, reduce="amax", include_self=True
+        )
+    return out.t()
+
+
+def _outside_support(
+    state: torch.Tensor, sel: torch.Tensor, m: Matrix
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For each selected row of state (S, N), max over s with (s, o) not stored, in compressed form:
+    top (S,) the row's best entry, right for every column except the pairs (pb, po) (P,) whose column
+    support holds that entry; pv (P,) the exact value there, found by walking the row's next best entries."""
+    n = state.shape[1]
+    k = min(_TOPK, n)
+    vals, idx = torch.topk(state, k, dim=1)
+    pair, o, _ = m.rows(sel, idx[:, 0])  # the best entry's row: the columns it is stored in
+    keep = torch.isfinite(vals[pair, 0])  # a row all -inf: nothing better exists
+    pb, po = pair[keep], o[keep]
+    pv = torch.empty(pb.shape, dtype=state.dtype, device=state.device)
+    act = torch.arange(pb.numel(), device=state.device)  # pairs still walking
+    j = 1
+    while act.numel():
+        b, c = pb[act], po[act]
+        if j > _WALK:  # columns holding many top entries (hubs): finish them exactly, column by column
+            pv[act] = _max_off_column(state, sel, b, c, m)
+            break
+        if j >= k:  # the walk outgrew the fetched top entries: fetch more
+            vals, idx = _extend(state, vals, idx, min(4 * k, n))
+            k = vals.shape[1]
+        if j >= n:  # every s is in the support: only stored entries exist in this column
+            pv[act] = NEG_INF
+            break
+        v = vals[b, j]
+        pv[act] = v
+        act = act[torch.isfinite(v) & m.contains(sel[b], idx[b, j], c)]
+        j += 1
+    return vals[:, 0], pb, po, pv
+
+
+def _max_off_column(
+    state: torch.Tensor, sel: torch.Tensor, pb: torch.Tensor, po: torch.Tensor, m: Matrix
+) -> torch.Tensor:
+    """(P,): for pairs (row pb, column po), max of state[pb] over s with (s, po) not stored, by masking
+    the column's support in a copy of the row (chunked: at most ~16M floats at once)."""
+    n = state.shape[1]
+    out = torch.empty(pb.numel(), dtype=state.dtype, device=state.device)
+    step = max(1, (1 << 24) // n)
+    for lo in range(0, pb.numel(), step):
+        b, o = pb[lo : lo + step], po[lo : lo + step]
+        rows = state[b].clone()
+        pair, s = m.column(sel[b], o)
+        rows[pair, s] = NEG_INF
+        out[lo : lo + step] = rows.amax(dim=1)
+    return out
+
+
+def _extend(
+    state: torch.Tensor, vals: torch.Tensor, idx: torch.Tensor, k_new: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lengthen each row's best-first list (vals, idx) (S, k) to (S, k_new) without reordering its prefix.
+    topk may order tied values differently from one call to the next, so the new entries are those of a
+    larger topk not already listed, in order: the walk then never repeats nor skips an entity."""
+    k = idx.shape[1]
+    v2, i2 = torch.topk(state, k_new, dim=1)
+    listed = torch.zeros(state.shape, dtype=torch.bool, device=state.device)
+    listed.scatter_(1, idx, True)
+    dup = listed.gather(1, i2)
+    order = torch.sort(dup.to(torch.int8), dim=1, stable=True).indices[:, : k_new - k]  # unlisted first
+    return torch.cat([vals, v2.gather(1, order)], 1), torch.cat([idx, i2.gather(1, order)], 1)

@@ -1,0 +1,298 @@
+"""Evaluation tables of answered query sets: metrics per query, per type and averaged, x100, like the paper.
+
+Per query: the ground-truth answers a_1..a_n (best first) and their predicted ranks among all entities,
+read from an answers file (:mod:`pipeline.answer`), go through every metric of :data:`pipeline.metrics.METRICS`.
+Per type: the mean over the queries where the metric is defined. ``avg``: the mean over the types (every
+type weighs the same, as in the paper's tables). Summaries are ``{metric: {type or "avg": value x100}}``;
+``docs/results.json`` is ``{dataset: {method: summary}}`` and ``docs/results.md`` its tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.metrics import METRICS
+
+# The design's 12 types in the paper's column order (types not listed here follow, sorted).
+TYPE_ORDER = ("1p", "2p", "2i", "2in", "2il", "2m", "2u", "3in", "ip", "im", "inp", "up")
+
+# The paper's averages x100 (the issue's targets), for the comparison beside our tables.
+PAPER: dict[str, dict[str, dict[str, float]]] = {
+    "cn15k": {"SRC(D+L)": {"tau": 12.4, "rho": 16.2, "map": 13.7, "ndcg": 23.2}},
+    "ppi5k": {
+        "SRC(D+L)": {"tau": 58.2, "rho": 68.7, "map": 64.1, "ndcg": 70.1},
+        "SRC(L)": {"map": 69.8, "ndcg": 71.6},
+    },
+}
+
+Summary = dict[str, dict[str, float]]  # {metric: {type or "avg": value x100}}
+
+
+def query_metrics(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined).
+
+    frame: answers rows (columns query_id, type, entity, rank, truth_rank; see pipeline.answer)."""
+    queries = frame[["query_id", "type"]].drop_duplicates("query_id").sort_values("query_id")
+    truth = frame[frame["truth_rank"] > 0].sort_values(["query_id", "truth_rank"])
+    # One sorted pass: the ranks of each query's true answers, in their true order.
+    ids = truth["query_id"].to_numpy()
+    ranks = truth["rank"].to_numpy(np.int64)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
+    by_query = dict(zip(ids[starts], np.split(ranks, starts[1:]), strict=True)) if len(ids) else {}
+    rows = []
+    for qid, qtype in zip(queries["query_id"], queries["type"], strict=True):
+        r = by_query.get(qid, np.zeros(0, dtype=np.int64))
+        row: dict[str, Any] = {"query_id": qid, "type": qtype, "n_answers": len(r)}
+        for name, m in METRICS.items():
+            row[name] = m(r) if len(r) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["query_id", "type", "n_answers", *METRICS])
+
+
+def ordered_types(types: list[str] | set[str]) -> list[str]:
+    """Types in the paper's column order, unknown ones after them sorted."""
+    known = [t for t in TYPE_ORDER if t in types]
+    return known + sorted(set(types) - set(TYPE_ORDER))
+
+
+def summarise(per_query: pd.DataFrame) -> Summary:
+    """{metric: {type: mean x100, ..., "avg": mean over types}}; types with no defined value are left out."""
+    out: Summary = {}
+    types = ordered_types(set(per_query["type"]))
+    for name in METRICS:
+        by_type = {}
+        for t in types:
+            vals = per_query.loc[per_query["type"] == t, name].dropna()
+            if len(vals):
+                by_type[t] = round(float(vals.mean()) * 100.0, 4)
+        by_type["avg"] = round(float(np.mean(list(by_type.values()))), 4) if by_type else math.nan
+        out[name] = by_type
+    return out
+
+
+def query_counts(per_query: pd.DataFrame) -> dict[str, int]:
+    """Number of evaluated queries per type (queries with at least one ground-truth answer)."""
+    kept = per_query[per_query["n_answers"] > 0]
+    counts = kept.groupby("type").size().to_dict()
+    return {t: int(counts[t]) for t in ordered_types(set(counts))}
+
+
+# ------------------------------------------------------------------------------------------------ tables
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
+
+
+def table_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the paper-style table: metrics as rows, types then avg as columns."""
+    types = ordered_types({t for by in summary.values() for t in by if t != "avg"})
+    header = ["metric", *types, "avg"]
+    rows = [
+        [
+            METRICS[m].label if m in METRICS else m,
+            *[_fmt(summary[m].get(t)) for t in types],
+            _fmt(summary[m].get("avg")),
+        ]
+        for m in summary
+    ]
+    return header, rows
+
+
+def markdown_table(summary: Summary) -> str:
+    header, rows = table_rows(summary)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def text_table(summary: Summary) -> str:
+    header, rows = table_rows(summary)
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+
+    def fmt(cells: list[str]) -> str:
+        # the metric name left-aligned, the numbers right-aligned
+        return "  ".join(
+            c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)])
+
+
+# ------------------------------------------------------------------------------------------------ reports
+
+
+def evaluate_answers(path: str | Path) -> list[dict[str, Any]]:
+    """Evaluate an answers file or every answers file of a directory.
+
+    Returns one report per file: {dataset, method, file, counts, summary} (summary x100)."""
+    from pipeline.answer import find_answer_files, read_answers
+
+    reports = []
+    for f in find_answer_files(path):
+        ans = read_answers(f)
+        per_query = query_metrics(ans.frame)
+        reports.append(
+            {
+                "dataset": ans.meta["dataset"],
+                "method": ans.method,
+                "file": str(f),
+                "query_set": ans.meta.get("query_set"),
+                "counts": query_counts(per_query),
+                "summary": summarise(per_query),
+            }
+        )
+    return reports
+
+
+def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
+    """Write one report as ``<stem>.metrics.json`` and ``<stem>.metrics.md``; returns both paths."""
+    stem = Path(stem)
+    js = stem.with_name(stem.name + ".metrics.json")
+    md = stem.with_name(stem.name + ".metrics.md")
+    js.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    md.write_text(
+        f"# {report['dataset']}: {report['method']}\n\nQueries per type: "
+        + ", ".join(f"{t} {n}" for t, n in report["counts"].items())
+        + "\n\n"
+        + markdown_table(report["summary"])
+        + "\n"
+    )
+    return js, md
+
+
+# --------------------------------------------------------------------------------------- docs/results.*
+
+RESULTS_SECTION = "Query answering"
+COUNTS_SECTION = "Query counts"
+
+
+def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Path, Path]:
+    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}) and regenerate the sections
+    of ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
+    docs = Path(docs)
+    docs.mkdir(parents=True, exist_ok=True)
+    js_path, md_path = docs / "results.json", docs / "results.md"
+    results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
+    counts_path = docs / "results_counts.json"
+    counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
+    for r in reports:
+        results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
+        counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
+    js_path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    counts_path.write_text(json.dumps(counts, indent=2, sort_keys=True) + "\n")
+
+    body = [
+        "Metrics x100 per query type and averaged over types (design section 1); paper figures are averages.\n"
+    ]
+    for dataset in sorted(results):
+        body.append(f"### {dataset}\n")
+        for method in sorted(results[dataset]):
+            body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
+        paper = PAPER.get(dataset, {})
+        if paper:
+            body.append(comparison_table(dataset, results[dataset]) + "\n")
+    count_lines = ["Evaluated queries (with at least one ground-truth answer) per type.\n"]
+    for dataset in sorted(counts):
+        for method in sorted(counts[dataset]):
+            c = counts[dataset][method]
+            count_lines.append(f"- {dataset} {method}: " + ", ".join(f"{t} {n}" for t, n in c.items()))
+    sections = _read_sections(md_path)
+    sections[RESULTS_SECTION] = "\n".join(body)
+    sections[COUNTS_SECTION] = "\n".join(count_lines) + "\n"
+    _write_sections(md_path, sections)
+    return js_path, md_path
+
+
+def set_section(docs: str | Path, name: str, text: str) -> Path:
+    """Replace (or add) the ``## name`` section of ``docs/results.md``, keeping every other section."""
+    md_path = Path(docs) / "results.md"
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    sections = _read_sections(md_path)
+    sections[name] = text
+    _write_sections(md_path, sections)
+    return md_path
+
+
+def comparison_table(dataset: str, methods: dict[str, Summary]) -> str:
+    """Averages of our methods beside the paper's figures (x100)."""
+    names = list(METRICS)
+    lines = [
+        f"Averages beside the paper ({dataset}):\n",
+        "| method | " + " | ".join(METRICS[m].label for m in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for method in sorted(methods):
+        lines.append(
+            f"| {method} | " + " | ".join(_fmt(methods[method].get(m, {}).get("avg")) for m in names) + " |"
+        )
+    for method, figs in PAPER.get(dataset, {}).items():
+        lines.append(f"| paper {method} | " + " | ".join(_fmt(figs.get(m)) for m in names) + " |")
+    return "\n".join(lines)
+
+
+def _read_sections(path: Path) -> dict[str, str]:
+    """``## heading`` -> its text, in file order; text before the first heading is kept under ''."""
+    sections: dict[str, str] = {}
+    if not path.exists():
+        return {"": "# Results\n"}
+    current, buf = "", []
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            sections[current] = "\n".join(buf).strip("\n") + "\n"
+            current, buf = line[3:].strip(), []
+        else:
+            buf.append(line)
+    sections[current] = "\n".join(buf).strip("\n") + "\n"
+    return sections
+
+
+def _write_sections(path: Path, sections: dict[str, str]) -> None:
+    out = [sections.get("", "# Results\n").rstrip("\n") + "\n"]
+    out += [f"## {name}\n\n{text.strip(chr(10))}\n" for name, text in sections.items() if name]
+    tmp = path.with_suffix(".md.part")
+    tmp.write_text("\n".join(out))
+    tmp.replace(path)
+
+
+# ------------------------------------------------------------------------------------------------ plots
+
+
+def plot_methods(results: dict[str, Summary], out: str | Path, title: str = "") -> Path:
+    """Grouped bars per query type (one group per type, one bar per method), one panel per metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = sorted(results)
+    types = ordered_types({t for s in results.values() for by in s.values() for t in by if t != "avg"}) + [
+        "avg"
+    ]
+    fig, axes = plt.subplots(
+        len(METRICS), 1, figsize=(max(8, 0.9 * len(types) * max(1, len(methods)) / 2), 3 * len(METRICS))
+    )
+    width = 0.8 / max(1, len(methods))
+    x = np.arange(len(types))
+    for ax, name in zip(np.atleast_1d(axes), METRICS, strict=True):
+        for i, method in enumerate(methods):
+            vals = [results[method].get(name, {}).get(t, np.nan) for t in types]
+            ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=method)
+        ax.set_xticks(x, types)
+        ax.set_ylabel(f"{METRICS[name].label} x100")
+        ax.axhline(0, color="black", linewidth=0.5)
+    np.atleast_1d(axes)[0].legend(fontsize="small", ncol=2)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -1,0 +1,304 @@
+"""The neural adjacency: every (h, r, t) whose predicted confidence is at least a threshold, as Arrow files
+(design section 2). The engine reads it like an observed graph; facts not stored count as confidence 0.
+
+Layout of an export directory:
+
+    manifest.json        format, dataset, model_hash, threshold, n_entities, n_relations, per-relation files
+    rel-0000.arrow ...   Arrow IPC file per relation: head int32, tail int32, score float32, sorted by
+                         (head, tail); the schema metadata repeats format, dataset, model_hash, threshold,
+                         relation, so a file separated from its manifest still says what it is.
+
+Scores are computed in blocks of heads against all tails (on CPU or GPU), so no dense |E| x |E| matrix is
+ever held. The cache is keyed by the model's content hash and the threshold: a rerun with the same model
+and threshold reuses the files, a different model (even in the same run directory) never does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import torch
+from tqdm import tqdm
+
+from pipeline import config
+from pipeline.errors import ArtifactError, PipelineError
+from pipeline.kg import GraphTensors
+
+FORMAT = "soft-queries/neural-adjacency/1"
+MANIFEST = "manifest.json"
+SCHEMA = pa.schema([("head", pa.int32()), ("tail", pa.int32()), ("score", pa.float32())])
+
+
+def relation_file(r: int) -> str:
+    return f"rel-{r:04d}.arrow"
+
+
+def default_export_dir(dataset: str, model_hash: str, threshold: float) -> Path:
+    """PIPELINE_HOME/exports/<dataset>-<hash prefix>-t<threshold>: named by content, never by run name."""
+    return config.home() / "exports" / f"{dataset}-{model_hash[:16]}-t{threshold:g}"
+
+
+def export_adjacency(
+    run_dir: str | Path,
+    threshold: float = 0.1,
+    out: str | Path | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    block_rows: int | None = None,
+    max_fraction: float = 1 / 3,
+) -> dict[str, Any]:
+    """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
+
+    run_dir: a run directory (pipeline.models.runs); threshold in (0, 1]; out: export directory (default
+    under PIPELINE_HOME, named by the model hash); max_fraction: stop with an error when more than this
+    fraction of all |R| |E|^2 pairs pass the threshold (a sparse export would be larger than the dense
+    matrix; raise the threshold instead). Returns the manifest (with "path" and "cached": True when
+    an existing export of the same model and threshold was reused).
+    """
+    from pipeline.models import load_run, read_run
+
+    if not (0.0 < threshold <= 1.0):
+        raise PipelineError(
+            f"--threshold must be in (0, 1], got {threshold} (0 would store the dense matrix)"
+        )
+    run = read_run(run_dir)
+    dev = config.select_device(device)
+    model = load_run(run.path, device=dev)
+    model_hash = model.content_hash()
+    out = Path(out) if out is not None else default_export_dir(run.dataset, model_hash, threshold)
+    cached = _reusable(out, model_hash, threshold)
+    if cached is not None:
+        return {**cached, "path": str(out), "cached": True}
+    if out.exists() and not out.is_dir():
+        raise ArtifactError(f"{out}: exists and is not a directory; choose another --out")
+    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        raise ArtifactError(f"{out}: exists and is not an export directory; choose another --out")
+
+    n = model.n_entities
+    tails = torch.arange(n, device=dev)
+    rows = block_rows or model.block_rows(n)
+    all_pairs = n * n * model.n_relations
+    max_facts = int(max_fraction * all_pairs)
+    total = scored = 0
+    meta_common = {
+        "format": FORMAT,
+        "dataset": run.dataset,
+        "model_hash": model_hash,
+        "threshold": repr(float(threshold)),
+        "n_entities": str(n),
+        "n_relations": str(model.n_relations),
+        "model": model.name,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    relations = []
+    t0 = time.perf_counter()
+    try:
+        bar = tqdm(
+            total=model.n_relations * n,
+            desc="export",
+            unit="head",
+            unit_scale=True,
+            disable=not progress,
+            dynamic_ncols=True,
+        )
+        for r in range(model.n_relations):
+            path = tmp / relation_file(r)
+            schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
+            nnz = 0
+            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                start = 0
+                while start < n:
+                    heads = torch.arange(start, min(n, start + rows), device=dev)
+                    try:
+                        scores = model.score_block(heads, r, tails)
+                    except (torch.OutOfMemoryError, RuntimeError) as exc:
+                        if rows == 1 or not _is_oom(exc):
+                            raise
+                        rows = max(1, rows // 2)  # shrink the block instead of crashing
+                        continue
+                    # nonzero() walks row-major, so the pairs come out sorted by (head, tail)
+                    hi, ti = (scores >= threshold).nonzero(as_tuple=True)
+                    sc = scores[hi, ti]
+                    if len(hi):
+                        writer.write_batch(
+                            pa.record_batch(
+                                [
+                                    pa.array((hi + start).to(torch.int32).cpu().numpy()),
+                                    pa.array(ti.to(torch.int32).cpu().numpy()),
+                                    pa.array(sc.to(torch.float32).cpu().numpy()),
+                                ],
+                                schema=schema,
+                            )
+                        )
+                    nnz += len(hi)
+                    total += len(hi)
+                    scored += len(heads) * n
+                    # judge early (after a block and 2% of all pairs) so an unselective model fails in
+                    # seconds, and always before the stored facts outgrow the dense matrix
+                    early = scored >= min(all_pairs, max(len(heads) * n, all_pairs // 50))
+                    if total > max_facts or (early and total > max_fraction * scored):
+                        raise PipelineError(
+                            f"threshold {threshold} keeps {total / scored:.1%} of the (h, r, t) pairs scored so "
+                            f"far (limit {max_fraction:.0%}, relation {r}): the model is not selective at this "
+                            "threshold and the export would outgrow the dense matrix; choose a higher --threshold"
+                        )
+                    bar.update(len(heads))
+                    start += len(heads)
+            relations.append(
+                {"relation": r, "file": relation_file(r), "nnz": int(nnz), "bytes": path.stat().st_size}
+            )
+        bar.close()
+        seconds = time.perf_counter() - t0
+        manifest = {
+            **{k: v for k, v in meta_common.items() if k not in ("threshold", "n_entities", "n_relations")},
+            "threshold": float(threshold),
+            "n_entities": n,
+            "n_relations": model.n_relations,
+            "run_dir": str(run.path),
+            "device": dev,
+            "seconds": seconds,
+            "relations": relations,
+            "nnz": int(sum(x["nnz"] for x in relations)),
+            "bytes": int(sum(x["bytes"] for x in relations)),
+            "dense_float32_bytes": 4 * n * n * model.n_relations,
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)  # an export of another model or threshold: replaced, never mixed
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {**manifest, "path": str(out), "cached": False}
+
+
+def _is_oom(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate" in text
+
+
+def _reusable(out: Path, model_hash: str, threshold: float) -> dict[str, Any] | None:
+    """The manifest of a complete export of this exact model and threshold at `out`, else None."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("format") != FORMAT or manifest.get("model_hash") != model_hash:
+        return None
+    if float(manifest.get("threshold", -1)) != float(threshold):
+        return None
+    for rel in manifest.get("relations", []):
+        p = out / rel["file"]
+        if not p.exists() or p.stat().st_size != rel["bytes"]:
+            return None
+    return manifest
+
+
+def read_relation_file(
+    path: Path, manifest: dict[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """One relation's (head, tail, score) arrays and its schema metadata; ArtifactError on a truncated,
+    foreign or inconsistent file."""
+    try:
+        with pa.memory_map(str(path), "r") as src:
+            reader = pa.ipc.open_file(src)
+            schema = reader.schema
+            table = reader.read_all()
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: missing from the export") from None
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable Arrow IPC file (truncated or foreign?): {exc}") from None
+    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    if meta.get("format") != FORMAT:
+        raise ArtifactError(f"{path}: not a neural adjacency file (schema metadata has no format '{FORMAT}')")
+    if not schema.remove_metadata().equals(SCHEMA):
+        raise ArtifactError(
+            f"{path}: columns {schema.remove_metadata()} instead of head int32, tail int32, score float32"
+        )
+    if manifest is not None:
+        for key in ("dataset", "model_hash"):
+            if meta.get(key) != str(manifest[key]):
+                raise ArtifactError(
+                    f"{path}: {key} {meta.get(key)!r} differs from the manifest's {manifest[key]!r}"
+                )
+    h = table.column("head").to_numpy().astype(np.int64)
+    t = table.column("tail").to_numpy().astype(np.int64)
+    s = table.column("score").to_numpy().astype(np.float32)
+    return h, t, s, meta
+
+
+def load_adjacency(
+    path: str | Path, dataset: str | None = None, device: str | torch.device = "cpu"
+) -> tuple[GraphTensors, dict[str, Any]]:
+    """An export directory as the engine's input graph, plus its manifest.
+
+    Returns (GraphTensors with conf = predicted confidence >= threshold, manifest dict). With `dataset`,
+    an export of another data set raises ArtifactError; so do a missing manifest, and a truncated,
+    foreign, unsorted or out-of-range relation file.
+    """
+    folder = Path(path)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST})") from None
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{folder / MANIFEST}: unreadable ({exc})") from None
+    if manifest.get("format") != FORMAT:
+        raise ArtifactError(f"{folder / MANIFEST}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    if dataset is not None and manifest["dataset"] != dataset:
+        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
+    n, n_rel, thr = int(manifest["n_entities"]), int(manifest["n_relations"]), float(manifest["threshold"])
+    parts = []
+    for rel in manifest["relations"]:
+        file = folder / rel["file"]
+        h, t, s, meta = read_relation_file(file, manifest)
+        r = int(rel["relation"])
+        if meta.get("relation") != str(r) or len(h) != rel["nnz"]:
+            raise ArtifactError(
+                f"{file}: relation/size differ from the manifest (relation {meta.get('relation')}, {len(h)} rows)"
+            )
+        if len(h):
+            if h.min() < 0 or t.min() < 0 or h.max() >= n or t.max() >= n:
+                raise ArtifactError(f"{file}: entity id out of range 0..{n - 1}")
+            key = h * n + t
+            if np.any(np.diff(key) <= 0):
+                raise ArtifactError(f"{file}: rows not sorted by (head, tail) or repeated")
+            if s.min() < np.float32(thr) or s.max() > 1.0:
+                raise ArtifactError(f"{file}: scores outside [{thr}, 1]")
+        parts.append((h, np.full(len(h), r, np.int64), t, s))
+    # each file is sorted by (head, tail) and checked above; in relation order they are already sorted by
+    # (relation, head, tail), so the graph is assembled without a re-sort
+    rel_ids = [int(rel["relation"]) for rel in manifest["relations"]]
+    if sorted(rel_ids) != list(range(n_rel)):
+        raise ArtifactError(f"{folder / MANIFEST}: relations {rel_ids} are not exactly 0..{n_rel - 1}")
+    counts = np.zeros(n_rel, np.int64)
+    for rel in manifest["relations"]:
+        counts[int(rel["relation"])] = int(rel["nnz"])
+    parts = [p for p in parts if len(p[0])]
+    parts.sort(key=lambda p: int(p[1][0]))
+
+    def cat(i: int, dt: type) -> torch.Tensor:
+        arr = np.concatenate([p[i] for p in parts]).astype(dt, copy=False) if parts else np.zeros(0, dt)
+        return torch.as_tensor(arr, device=device)
+
+    offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(counts)]), dtype=torch.int64, device=device)
+    graph = GraphTensors(
+        manifest["dataset"],
+        n,
+        n_rel,
+        cat(0, np.int64),
+        cat(1, np.int64),
+        cat(2, np.int64),
+        cat(3, np.float32),
+        offsets,
+    )
+    return graph, manifest

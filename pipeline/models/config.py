@@ -1,0 +1,81 @@
+"""Training configuration: one frozen value per run, saved as the run's config.json.
+
+Defaults follow the reference code of each backbone: UKGE (dim 128, lr 1e-3, batch 1024, 10 negatives per
+fact and side, L2 5e-4) and BEUrRE for CN15k (dim 64, lr 1e-4, batch 4096, 30 negatives, Gumbel beta 0.01).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.errors import ArtifactError, PipelineError
+
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ukge_logi": {"dim": 128, "lr": 1e-3, "batch_size": 1024, "negatives": 10, "model_kwargs": {"l2": 5e-4}},
+    "ukge_rect": {"dim": 128, "lr": 1e-3, "batch_size": 1024, "negatives": 10, "model_kwargs": {"l2": 5e-4}},
+    "beurre": {
+        "dim": 64,
+        "lr": 1e-4,
+        "batch_size": 4096,
+        "negatives": 30,
+        "model_kwargs": {"gumbel_beta": 0.01},
+    },
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. `negatives` corruptions per fact for heads and as many for tails; early stopping
+    after `patience` epochs without a lower selection MSE; `select_on` = "valid_pos_neg" (default, as the
+    BEUrRE code: the mean of the MSE on valid positives and on as many sampled valid negatives, so a model
+    that calls everything likely is not selected) or "valid_pos" (positives only); `psl_weight` scales the
+    soft-logic loss of UKGE+PSL (0.2 in UKGE's code)."""
+
+    dataset: str
+    model: str
+    psl: bool = False
+    dim: int = 128
+    epochs: int = 100
+    lr: float = 1e-3
+    batch_size: int = 1024
+    negatives: int = 10
+    patience: int = 10
+    select_on: str = "valid_pos_neg"
+    psl_weight: float = 0.2
+    seed: int = 0
+    device: str | None = None
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.select_on not in ("valid_pos_neg", "valid_pos"):
+            raise PipelineError(f"select_on must be valid_pos_neg or valid_pos, not {self.select_on!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ArtifactError(f"config.json: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+    def resumable_from(self, other: TrainConfig) -> bool:
+        """Same run up to the epoch budget and device (those may change on resume)."""
+        strip = lambda c: {k: v for k, v in c.to_dict().items() if k not in ("epochs", "device")}  # noqa: E731
+        return strip(self) == strip(other)
+
+
+def default_config(dataset: str, model: str, **overrides: Any) -> TrainConfig:
+    """The reference defaults of `model`, with overrides (None values are ignored)."""
+    from pipeline.models import get_model_class
+
+    get_model_class(model)  # unknown name -> UnknownNameError listing the known ones
+    base = dict(MODEL_DEFAULTS.get(model, {}))
+    kwargs = dict(base.pop("model_kwargs", {}))
+    kwargs.update(overrides.pop("model_kwargs", None) or {})
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    return TrainConfig(dataset=dataset, model=model, model_kwargs=kwargs, **base)

@@ -1,0 +1,173 @@
+"""The soft query model (design section 1): terms, soft atoms, conjunctions and DNF queries.
+
+All values are frozen dataclasses, so queries hash, compare and can key caches. Entities and relations are
+integer ids here; names live only in the text form (see :mod:`pipeline.query.vocab`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.errors import PipelineError
+
+VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, order=True)
+class Var:
+    """A variable `?name`; `?y` is the free variable, every other one is existential."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not VAR_NAME.fullmatch(str(self.name)):
+            raise PipelineError(f"variable name {self.name!r} must match {VAR_NAME.pattern}")
+
+
+@dataclass(frozen=True, order=True)
+class Const:
+    """An entity constant (anchor), by entity id."""
+
+    eid: int
+
+
+Term = Var | Const
+
+FREE = Var("y")
+
+
+@dataclass(frozen=True)
+class Atom:
+    """A soft atom `relation(head, tail, alpha, beta)`, optionally negated.
+
+    Value for a substitution with confidence c: positive `beta*c` if `c >= alpha`, else -inf;
+    negated `beta*(1-c)` if `1-c >= alpha`, else -inf. alpha is the necessity in [0, 1], beta the
+    importance (a finite weight >= 0)."""
+
+    head: Term
+    relation: int
+    tail: Term
+    alpha: float = 0.0
+    beta: float = 1.0
+    negated: bool = False
+
+    def __post_init__(self) -> None:
+        # Checked here so that every way of building a query (parser, templates, records) agrees.
+        if not isinstance(self.head, Var | Const) or not isinstance(self.tail, Var | Const):
+            raise PipelineError(f"atom terms must be Var or Const, got {self.head!r}, {self.tail!r}")
+        if not (0.0 <= float(self.alpha) <= 1.0):
+            raise PipelineError(f"alpha {self.alpha} is outside [0, 1]")
+        if not (math.isfinite(float(self.beta)) and float(self.beta) >= 0.0):
+            raise PipelineError(f"beta {self.beta} must be a finite number >= 0")
+        if int(self.relation) < 0:
+            raise PipelineError(f"relation id {self.relation} is negative")
+
+    @property
+    def terms(self) -> tuple[Term, Term]:
+        return (self.head, self.tail)
+
+    def variables(self) -> tuple[Var, ...]:
+        return tuple(t for t in self.terms if isinstance(t, Var))
+
+
+@dataclass(frozen=True)
+class Conjunction:
+    """Atoms joined by `&`; utility = sum of atom values (-inf absorbs), existentials maximised."""
+
+    atoms: tuple[Atom, ...]
+
+    def __post_init__(self) -> None:
+        if not self.atoms:
+            raise PipelineError("a conjunction needs at least one atom")
+        object.__setattr__(self, "atoms", tuple(self.atoms))
+
+    def variables(self) -> tuple[Var, ...]:
+        """Distinct variables in order of first appearance."""
+        seen: dict[Var, None] = {}
+        for a in self.atoms:
+            for v in a.variables():
+                seen.setdefault(v, None)
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A soft query in disjunctive normal form with the free variable `?y`: max over conjunctions."""
+
+    conjunctions: tuple[Conjunction, ...]
+
+    def __post_init__(self) -> None:
+        if not self.conjunctions:
+            raise PipelineError("a query needs at least one conjunction")
+        object.__setattr__(self, "conjunctions", tuple(self.conjunctions))
+
+    @classmethod
+    def of(cls, *conjunctions: tuple[Atom, ...] | list[Atom] | Conjunction) -> Query:
+        """Query.of([a1, a2], [a3]) is (a1 & a2) | a3."""
+        return cls(tuple(c if isinstance(c, Conjunction) else Conjunction(tuple(c)) for c in conjunctions))
+
+    @property
+    def atoms(self) -> tuple[Atom, ...]:
+        return tuple(a for c in self.conjunctions for a in c.atoms)
+
+    def anchors(self) -> tuple[int, ...]:
+        """Entity ids of the constants, in order of appearance (with repeats)."""
+        return tuple(t.eid for a in self.atoms for t in a.terms if isinstance(t, Const))
+
+    def relations(self) -> tuple[int, ...]:
+        return tuple(a.relation for a in self.atoms)
+
+    # Structured form for Parquet / JSON: a list of conjunctions, each a list of atom dicts.
+    def to_records(self) -> list[list[dict[str, Any]]]:
+        """JSON-able form: [[{"head", "relation", "tail", "alpha", "beta", "negated"}, ...], ...]; terms are
+        strings `?name` for variables and ints for entity ids."""
+
+        def term(t: Term) -> str | int:
+            return f"?{t.name}" if isinstance(t, Var) else int(t.eid)
+
+        return [
+            [
+                {
+                    "head": term(a.head),
+                    "relation": int(a.relation),
+                    "tail": term(a.tail),
+                    "alpha": float(a.alpha),
+                    "beta": float(a.beta),
+                    "negated": bool(a.negated),
+                }
+                for a in c.atoms
+            ]
+            for c in self.conjunctions
+        ]
+
+    @classmethod
+    def from_records(cls, records: list[list[dict[str, Any]]]) -> Query:
+        """Inverse of :meth:`to_records`."""
+
+        def term(x: Any) -> Term:
+            if isinstance(x, str) and x.startswith("?"):
+                return Var(x[1:])
+            return Const(int(x))
+
+        try:
+            return cls.of(
+                *[
+                    [
+                        Atom(
+                            term(d["head"]),
+                            int(d["relation"]),
+                            term(d["tail"]),
+                            float(d.get("alpha", 0.0)),
+                            float(d.get("beta", 1.0)),
+                            bool(d.get("negated", False)),
+                        )
+                        for d in conj
+                    ]
+                    for conj in records
+                ]
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PipelineError(f"malformed query record: {exc}") from exc

@@ -1,0 +1,387 @@
+"""`pipeline reproduce DATASET`: the paper's experiment in one command, resumable stage by stage.
+
+ingest -> sample (train set with alpha = 0; valid and test sets with the chosen alpha/beta modes) ->
+train each backbone -> export its neural adjacency -> answer the test set with SRC, SRC(D), SRC(L), SRC(D+L)
+-> evaluate (docs/results.json, docs/results.md, a plot). Each stage writes ``OUT/stages.json`` entries
+``{stage: {key, outputs, seconds}}``; a stage whose key (a hash of everything it depends on: settings, data
+checksums, the model's content hash, the query sets' contents) matches and whose outputs exist is skipped.
+Evaluation is cheap and always runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.calibration import CALIBRATIONS
+
+STAGES_FILE = "stages.json"
+
+
+@dataclass(frozen=True)
+class ReproduceConfig:
+    """Everything the reproduction depends on besides the data (all part of the stage keys)."""
+
+    dataset: str
+    models: tuple[str, ...] = ("ukge_logi",)
+    epochs: int | None = None  # None: the backbone's default
+    dim: int | None = None
+    per_type: int = 100  # valid and test queries per type
+    train_per_type: int = 200
+    alpha: str = "hybrid"
+    beta: str = "random"
+    threshold: float = 0.1
+    l_epochs: int = 20
+    calibrations: tuple[str, ...] = CALIBRATIONS
+    seed: int = 0
+    device: str | None = None
+    psl: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key(self, *fields: str, **more: Any) -> str:
+        d = asdict(self)
+        parts = {f: d[f] for f in fields} | more
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Stages:
+    """The stage ledger OUT/stages.json: which stage ran with which key and produced what."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / STAGES_FILE
+        self.doc: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.report: list[dict[str, Any]] = []
+
+    def run(
+        self, name: str, key: str, fn: Callable[[], dict[str, Any]], log: Callable[[str], None]
+    ) -> dict[str, Any]:
+        """Run fn unless the ledger holds the same key for name and every output path it recorded exists."""
+        done = self.doc.get(name)
+        if done and done["key"] == key and all(Path(p).exists() for p in done.get("paths", [])):
+            log(f"[skip] {name} (same inputs, outputs present)")
+            self.report.append({"stage": name, "skipped": True, "seconds": 0.0})
+            return done["outputs"]
+        log(f"[run]  {name}")
+        t0 = time.perf_counter()
+        outputs = fn()
+        seconds = time.perf_counter() - t0
+        self.doc[name] = {
+            "key": key,
+            "outputs": outputs,
+            "paths": outputs.get("_paths", []),
+            "seconds": seconds,
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".json.part")
+        tmp.write_text(json.dumps(self.doc, indent=2, sort_keys=True, default=str) + "\n")
+        tmp.replace(self.path)
+        self.report.append({"stage": name, "skipped": False, "seconds": seconds})
+        return outputs
+
+
+def _file_checksum(path: str | Path) -> str:
+    """The query set's content (ids and texts), so a re-sampled file with new queries changes the key."""
+    from pipeline.calibration import queryset_checksum
+    from pipeline.sampling import read_query_set
+
+    return queryset_checksum(read_query_set(path).frame)
+
+
+def reproduce(
+    cfg: ReproduceConfig,
+    out: str | Path,
+    docs: str | Path | None = None,
+    store_uri: str | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+    runs: dict[str, str | Path] | None = None,
+    kg: Any = None,
+) -> dict[str, Any]:
+    """Run (or resume) the reproduction of cfg.dataset under out; evaluation tables go to docs when given.
+
+    runs: {model: run directory} of backbones already trained (e.g. by `pipeline train`): used as they are,
+    keyed by their model's content hash, instead of training. kg: the loaded data set (default: loaded by
+    name; tests pass a small one).
+
+    Returns {stages: [{stage, skipped, seconds}], reports: [evaluation reports], seconds, out}."""
+    from loaders import load
+    from pipeline.errors import PipelineError
+
+    for c in cfg.calibrations:
+        if c not in CALIBRATIONS:
+            raise PipelineError(f"unknown calibration '{c}'; expected one of {', '.join(CALIBRATIONS)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    stages = Stages(out)
+    kg = kg if kg is not None else load(cfg.dataset)
+    runs = {m: Path(p) for m, p in (runs or {}).items()}
+    data_key = json.dumps(kg.checksums, sort_keys=True)
+    store_holder: dict[str, Any] = {}
+
+    def store():
+        if "s" not in store_holder:
+            from pipeline.store import open_store
+
+            store_holder["s"] = open_store(store_uri)
+        return store_holder["s"]
+
+    try:
+        # ---- ingest (the store keeps its own completeness marker; this records that it was done)
+        def do_ingest() -> dict[str, Any]:
+            from pipeline.store.ingest import ingest
+
+            rep = ingest(kg, store(), progress=progress)
+            return {"report": str(rep)}
+
+        stages.run("ingest", cfg.key("dataset", data=data_key, store=store_uri), do_ingest, log)
+
+        # ---- sample
+        sets: dict[str, str] = {}
+        plan = [
+            ("train", "zero", cfg.train_per_type, None),
+            ("valid", cfg.alpha, cfg.per_type, None),
+            ("test", cfg.alpha, cfg.per_type, None),
+        ]
+        for split, alpha, per_type, types in plan:
+
+            def do_sample(split=split, alpha=alpha, per_type=per_type, types=types) -> dict[str, Any]:
+                from pipeline.sampling.run import sample_to_dir
+
+                rep = sample_to_dir(
+                    kg,
+                    store(),
+                    out / "queries",
+                    split,
+                    types,
+                    per_type,
+                    alpha,
+                    cfg.beta,
+                    cfg.seed,
+                    browse=True,
+                    progress=progress,
+                )
+                return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
+
+            key = cfg.key(
+                "dataset", "beta", "seed", data=data_key, split=split, alpha=alpha, per_type=per_type
+            )
+            sets[split] = stages.run(f"sample {split}", key, do_sample, log)["file"]
+        set_keys = {s: _file_checksum(p) for s, p in sets.items()}
+
+        answers_dir = out / "answers"
+        answer_files = []
+        for model in cfg.models:
+            # ---- train
+            run_dir = runs.get(model, out / "runs" / f"{cfg.dataset}-{model}-s{cfg.seed}")
+
+            def do_train(model=model, run_dir=run_dir) -> dict[str, Any]:
+                from pipeline.models import default_config, train
+
+                tc = default_config(
+                    cfg.dataset,
+                    model,
+                    epochs=cfg.epochs,
+                    dim=cfg.dim,
+                    seed=cfg.seed,
+                    device=cfg.device,
+                    psl=cfg.psl or None,
+                )
+                res = train(kg, tc, run_dir, resume=(run_dir / "checkpoint.pt").exists(), progress=progress)
+                return {
+                    "run": str(run_dir),
+                    "results": res.get("test"),
+                    "_paths": [str(run_dir / "model.pt")],
+                }
+
+            if model in runs:
+                if not (run_dir / "model.pt").exists():
+                    raise PipelineError(
+                        f"--run {model}={run_dir}: not a finished run directory (no model.pt)"
+                    )
+                log(f"[use]  train {model}: the trained run {run_dir}")
+            else:
+                key = cfg.key("dataset", "epochs", "dim", "seed", "psl", data=data_key, model=model)
+                stages.run(f"train {model}", key, do_train, log)
+
+            # ---- export (its cache is keyed by the model's content hash)
+            def do_export(run_dir=run_dir) -> dict[str, Any]:
+                from pipeline.export import export_adjacency
+
+                man = export_adjacency(
+                    run_dir,
+                    cfg.threshold,
+                    out / "exports" / run_dir.name,
+                    device=cfg.device,
+                    progress=progress,
+                )
+                return {
+                    "path": man["path"],
+                    "model_hash": man["model_hash"],
+                    "nnz": man["nnz"],
+                    "_paths": [man["path"]],
+                }
+
+            from pipeline.models import load_run
+
+            model_hash = load_run(run_dir).content_hash()
+            export = stages.run(
+                f"export {model}", cfg.key("threshold", model_hash=model_hash), do_export, log
+            )
+
+            # ---- answer with every calibration
+            for calibration in cfg.calibrations:
+
+                def do_answer(calibration=calibration, run_dir=run_dir, export=export) -> dict[str, Any]:
+                    from pipeline.answer import run_answer
+
+                    rep = run_answer(
+                        sets["test"],
+                        export["path"],
+                        calibration,
+                        answers_dir,
+                        sets["valid"],
+                        sets["train"],
+                        run_dir,
+                        cfg.device,
+                        cfg.seed,
+                        cfg.l_epochs,
+                        progress=progress,
+                        kg=kg,
+                    )
+                    return {
+                        "path": rep["path"],
+                        "seconds": rep["seconds"],
+                        "throughput": rep["throughput"],
+                        "delta": rep.get("delta"),
+                        "_paths": [rep["path"]],
+                    }
+
+                # L's settings matter only to the variants that use L.
+                key = cfg.key(
+                    "seed",
+                    *(("l_epochs",) if "L" in calibration else ()),
+                    model_hash=model_hash,
+                    threshold=cfg.threshold,
+                    sets=set_keys,
+                    calibration=calibration,
+                )
+                answer_files.append(stages.run(f"answer {model} {calibration}", key, do_answer, log)["path"])
+    finally:
+        if "s" in store_holder:
+            store_holder["s"].close()
+
+    # ---- evaluate (always: cheap, and keeps the docs current)
+    from pipeline import evaluate
+
+    reports = []
+    for path in answer_files:
+        reports += evaluate.evaluate_answers(path)
+    for r in reports:
+        evaluate.save_report(r, Path(r["file"]).with_suffix(""))
+    if docs is not None:
+        evaluate.update_results(reports, docs)
+        evaluate.plot_methods(
+            {r["method"]: r["summary"] for r in reports},
+            Path(docs) / f"results_{cfg.dataset}.png",
+            title=cfg.dataset,
+        )
+    seconds = time.perf_counter() - t_start
+    if docs is not None:
+        evaluate.set_section(
+            docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, stages, runs, seconds)
+        )
+    summary = {
+        "dataset": cfg.dataset,
+        "config": asdict(cfg),
+        "runs": {m: str(p) for m, p in runs.items()},
+        "stages": stages.report,
+        "seconds": seconds,
+        "out": str(out),
+        "reports": reports,
+    }
+    (out / "reproduce.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    return summary
+
+
+def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path], seconds: float) -> str:
+    """Markdown for docs/results.md: the settings, each stage's time and the answering throughput per type."""
+    import platform
+
+    import torch
+
+    from pipeline.evaluate import ordered_types
+
+    lines = [
+        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models)} --per-type {cfg.per_type} "
+        f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
+        f"--l-epochs {cfg.l_epochs} --seed {cfg.seed}"
+        + "".join(f" --run {m}={p}" for m, p in runs.items())
+        + "`",
+        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
+        f"device {cfg.device or 'auto'}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Queries: {cfg.per_type} per type in valid and test (12 types), {cfg.train_per_type} per train type (alpha zero).",
+        "",
+        "| stage | seconds (when it last ran) |",
+        "|---|---:|",
+    ]
+    total = 0.0
+    for name, entry in stages.doc.items():
+        lines.append(f"| {name} | {entry['seconds']:.1f} |")
+        total += entry["seconds"]
+    lines += [f"| **all stages** | **{total:.1f}** |", "", f"This invocation: {seconds:.1f} s.", ""]
+    answers = {
+        n: e["outputs"]
+        for n, e in stages.doc.items()
+        if n.startswith("answer ") and "throughput" in e["outputs"]
+    }
+    choices = [f"- {name}: {c}" for name, o in answers.items() if (c := calibration_choice(o["path"]))]
+    if choices:
+        lines += ["Calibration chosen on the valid queries:", "", *choices, ""]
+    if answers:
+        types = ordered_types({t for o in answers.values() for t in o["throughput"]})
+        lines += [
+            "Answering throughput (queries/s, engine time only, batches of one type):",
+            "",
+            "| answer stage | " + " | ".join(types) + " |",
+            "|---|" + "---:|" * len(types),
+        ]
+        for name, o in answers.items():
+            tp = o["throughput"]
+            lines.append(
+                f"| {name} | "
+                + " | ".join(f"{tp[t]['queries_per_s']:.1f}" if t in tp else "-" for t in types)
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def calibration_choice(answers_path: str) -> str:
+    """What calibration selected for an answers file: delta for D, the kept epoch of L (0 = identity)."""
+    import pyarrow.parquet as pq
+
+    path = Path(answers_path)
+    if not path.exists():
+        return ""
+    meta = json.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
+    parts = []
+    if "delta" in meta:
+        parts.append(f"delta = {meta['delta']:g}")
+    l_json = Path(meta["l_dir"]) / "L.json" if meta.get("l_dir") else None
+    if l_json is not None and l_json.exists():
+        hist = json.loads(l_json.read_text())["history"]
+        epochs = hist["epochs"]
+        best = max(epochs, key=lambda k: (epochs[k]["valid"], -int(k)))
+        skipped = hist["shapes_skipped"]
+        parts.append(
+            f"L kept epoch {best} of {len(epochs) - 1} (valid score {epochs[best]['valid']:.2f}, "
+            f"{epochs['0']['valid']:.2f} without L; fitted on {', '.join(hist['shapes_used'])}"
+            + (f"; not differentiable through the engine: {', '.join(skipped)}" if skipped else "")
+            + ")"
+        )
+    return "; ".join(parts)

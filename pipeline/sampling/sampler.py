@@ -1,0 +1,262 @@
+"""Sample a query set: walks over the store ground each query type, the engine computes the ground truth
+on the observed graphs, and the usefulness filter keeps valid/test queries whose answers need the split.
+
+Reproducible: each type draws from its own generator seeded by (seed, type index in QUERY_TYPES), and the
+kept queries are the first acceptable ones in draw order, so batch sizes never change the result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.engine import Adjacency
+from pipeline.errors import PipelineError, unknown_name
+from pipeline.kg import observed_graph
+from pipeline.query import QUERY_TYPES, TRAIN_TYPES, to_text
+from pipeline.sampling.atoms import query_to_records
+from pipeline.sampling.requirements import (
+    alpha_for,
+    check_alpha_mode,
+    check_beta_mode,
+    draw_betas,
+    draw_level,
+)
+from pipeline.sampling.truth import ground_truth
+from pipeline.sampling.useful import is_useful
+from pipeline.sampling.walks import GRAPH_PROPERTY, StoreWalker, ground
+
+SPLITS = ("train", "valid", "test")
+ATTEMPTS_PER_QUERY = 50  # walks drawn per wanted query before giving up on a type
+
+
+class SamplingError(PipelineError):
+    """A query type cannot be sampled as asked (too few groundable or useful queries within the budget)."""
+
+
+@dataclass
+class TypeReport:
+    """What sampling one type took: attempts and why candidates were dropped, seconds in the store
+    (Cypher walks) and in the engine (ground truth), and the answer counts of the kept queries."""
+
+    type: str
+    wanted: int
+    kept: int = 0
+    attempts: int = 0
+    dead_ends: int = 0
+    degenerate: int = 0
+    duplicates: int = 0
+    no_answers: int = 0
+    not_useful: int = 0
+    store_seconds: float = 0.0
+    engine_seconds: float = 0.0
+    answer_counts: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def useful_share(self) -> float:
+        """Kept / candidates that had answers on the split's graph (what the usefulness filter let through)."""
+        judged = self.kept + self.not_useful
+        return self.kept / judged if judged else float("nan")
+
+    def summary(self) -> dict:
+        d = asdict(self)
+        counts = np.asarray(d.pop("answer_counts") or [0])
+        d.update(
+            useful_share=round(self.useful_share, 4),
+            answers_median=float(np.median(counts)),
+            answers_p90=float(np.percentile(counts, 90)),
+            answers_max=int(counts.max()),
+        )
+        return d
+
+
+def resolve_types(types: Sequence[str] | None, split: str) -> list[str]:
+    """The query types to sample: given names (validated), else the literature's defaults: train types for
+    train, all 12 for valid/test."""
+    if split not in SPLITS:
+        raise unknown_name("split", split, list(SPLITS))
+    if not types:
+        return list(TRAIN_TYPES) if split == "train" else list(QUERY_TYPES)
+    out = []
+    for t in types:
+        if t not in QUERY_TYPES:
+            raise unknown_name("query type", t, list(QUERY_TYPES))
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def check_store_content(store, kg, dataset: str) -> None:
+    """The walks (store) and the ground truth (kg) must see the same graph: the store's load marker must
+    be complete and carry kg's content key."""
+    from pipeline.store import cypher_text
+    from pipeline.store.ingest import content_key
+
+    rows = store.run(cypher_text("stats_dataset"), {"dataset": dataset})
+    if not rows or not rows[0].get("complete"):
+        raise SamplingError(
+            f"the store holds no complete copy of data set '{dataset}': run `pipeline ingest {dataset}` first"
+        )
+    if rows[0].get("key") != content_key(kg):
+        raise SamplingError(
+            f"the store's copy of '{dataset}' differs from the loaded files (content key {rows[0].get('key')} != "
+            f"{content_key(kg)}): run `pipeline ingest {dataset}` again"
+        )
+
+
+def sample_queries(
+    kg,
+    store,
+    split: str,
+    types: Sequence[str] | None,
+    per_type: int,
+    alpha_mode: str,
+    beta_mode: str,
+    seed: int,
+    alpha_table: np.ndarray,
+    dataset: str | None = None,
+    attempts_per_query: int = ATTEMPTS_PER_QUERY,
+    progress: bool = True,
+) -> tuple[list[dict], list[TypeReport]]:
+    """Sample per_type queries of each type on kg's split, walking the store's copy of the data set
+    (``dataset``, default kg.name). Returns the query-set rows (see :mod:`pipeline.sampling.queryset`)
+    and one report per type. Raises SamplingError when a type cannot be filled within
+    attempts_per_query * per_type walks."""
+    types = resolve_types(types, split)
+    check_alpha_mode(alpha_mode)
+    check_beta_mode(beta_mode)
+    if per_type < 1:
+        raise SamplingError(f"--per-type must be at least 1, got {per_type}")
+    dataset = dataset or kg.name
+    train_adj = Adjacency.from_graph(observed_graph(kg, "train"))
+    split_adj = train_adj if split == "train" else Adjacency.from_graph(observed_graph(kg, split))
+    check_store_content(store, kg, dataset)
+    walker = StoreWalker(store, dataset, split)
+    pool = walker.answer_pool()
+    if len(pool) == 0:
+        raise SamplingError(
+            f"data set '{dataset}' has no {split} facts ({GRAPH_PROPERTY[split]} is never set)"
+        )
+    rows: list[dict] = []
+    reports: list[TypeReport] = []
+    type_index = {name: i for i, name in enumerate(QUERY_TYPES)}
+    bar = tqdm(
+        total=per_type * len(types), desc=f"sample {split}", unit="query", disable=not progress, leave=False
+    )
+    try:
+        for name in types:
+            rng = np.random.default_rng([int(seed), type_index[name]])
+            report, kept = _sample_type(
+                name,
+                walker,
+                pool,
+                rng,
+                per_type,
+                split,
+                train_adj,
+                split_adj,
+                alpha_mode,
+                beta_mode,
+                alpha_table,
+                attempts_per_query,
+                bar,
+            )
+            reports.append(report)
+            for i, row in enumerate(kept):
+                row.update(id=f"{split}-{name}-{i:05d}", type=name, seed=int(seed))
+                rows.append(row)
+    finally:
+        bar.close()
+    return rows, reports
+
+
+def _sample_type(
+    name,
+    walker,
+    pool,
+    rng,
+    per_type,
+    split,
+    train_adj,
+    split_adj,
+    alpha_mode,
+    beta_mode,
+    alpha_table,
+    attempts_per_query,
+    bar,
+) -> tuple[TypeReport, list[dict]]:
+    qt = QUERY_TYPES[name]
+    report = TypeReport(name, per_type)
+    budget = attempts_per_query * per_type
+    seen: set[str] = set()
+    kept: list[dict] = []
+    store0 = walker.stats.store_seconds
+    dead0, degen0 = walker.stats.dead_ends, walker.stats.degenerate
+    while len(kept) < per_type and report.attempts < budget:
+        # Draw a chunk of candidates sized by the acceptance rate so far; filtering consumes no random
+        # numbers, so the result does not depend on the chunk size.
+        rate = max(len(kept) / report.attempts, 0.05) if report.attempts else 1.0
+        want = min(budget - report.attempts, max(16, math.ceil(1.2 * (per_type - len(kept)) / rate)), 4096)
+        batch = []
+        for _ in range(want):
+            report.attempts += 1
+            answer = int(pool[int(rng.integers(len(pool)))])
+            g = ground(qt, walker, answer, rng)
+            if g is None:
+                continue
+            level = draw_level(rng, alpha_mode)
+            alphas = alpha_for(alpha_table, g.relations, level)
+            betas = draw_betas(rng, beta_mode, qt.n_atoms)
+            query = qt.build(g.relations, g.anchors, alphas, betas)
+            text = to_text(query)
+            if text in seen:
+                report.duplicates += 1
+                continue
+            seen.add(text)
+            batch.append((query, text, level))
+        t0 = time.perf_counter()
+        queries = [q for q, _, _ in batch]
+        easy = ground_truth(queries, train_adj)
+        hard = easy if split_adj is train_adj else ground_truth(queries, split_adj)
+        report.engine_seconds += time.perf_counter() - t0
+        for (query, text, level), (e_ids, e_vals, _), (h_ids, h_vals, h_all) in zip(
+            batch, easy, hard, strict=True
+        ):
+            if len(kept) == per_type:
+                break
+            if not h_ids:
+                report.no_answers += 1
+                continue
+            if split != "train" and not is_useful(e_ids, e_vals, h_ids, h_vals):
+                report.not_useful += 1
+                continue
+            kept.append(
+                {
+                    "text": text,
+                    "atoms": query_to_records(query),
+                    "alpha_level": level,
+                    "answers_easy": e_ids,
+                    "utilities_easy": e_vals,
+                    "answers_hard": h_ids,
+                    "utilities_hard": h_vals,
+                }
+            )
+            report.answer_counts.append(h_all)
+            bar.update(1)
+    report.kept = len(kept)
+    report.store_seconds = walker.stats.store_seconds - store0
+    report.dead_ends = walker.stats.dead_ends - dead0
+    report.degenerate = walker.stats.degenerate - degen0
+    if report.kept < per_type:
+        raise SamplingError(
+            f"query type {name}: only {report.kept} of {per_type} {'useful ' if split != 'train' else ''}queries "
+            f"after {report.attempts} walks on the {split} graph ({report.dead_ends} dead ends, {report.degenerate} "
+            f"degenerate, {report.duplicates} duplicates, {report.no_answers} without answers, {report.not_useful} "
+            f"not useful); ask for fewer with --per-type"
+        )
+    return report, kept

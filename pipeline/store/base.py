@@ -1,0 +1,195 @@
+"""The graph-store interface (design section 4): one small API with two implementations, FalkorDB's
+native client (the embedded default and CI) and the official neo4j driver over Bolt (Neo4j 5).
+
+Graph model, shared by both backends and every .cypher file:
+
+- ``(:Entity {dataset, eid, name})``: one node per entity of a data set;
+- one relationship per distinct (h, r, t), typed by the relation's *type* (see :func:`relation_type`),
+  with properties ``dataset, rid, conf_train, conf_valid, conf_test`` (absent = null where the fact is
+  not in that nested graph; design section 1);
+- ``(:Relation {dataset, rid, name, type})``: the validated relation vocabulary of a data set;
+- ``(:Dataset {name, key, complete, ...})``: the load marker; ``complete = true`` is written last.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from pipeline.errors import PipelineError
+
+# the Cypher placeholder for a relationship type; formatted in only by :func:`with_rel_type`
+REL_PLACEHOLDER = "{REL}"
+
+# FalkorDB accepts no backtick inside a quoted identifier and its bulk loader splits type names on ':'
+# (and reads NUL-terminated strings), so these characters (and '%', to stay injective) are
+# percent-encoded; every other relation name is its own type, verbatim.
+_TYPE_ESCAPE = re.compile(r"[%`:\\\x00-\x1f]")
+
+
+class CypherError(PipelineError):
+    """The store rejected a query (syntax, constraint, server-side failure); names the query."""
+
+
+def relation_type(name: str) -> str:
+    """The relationship type of a relation name: the name itself, with '%', '`', ':', '\\' and control
+    characters percent-encoded (an injective map, the identity on ordinary names). Raises PipelineError on
+    an empty name."""
+    if not isinstance(name, str) or not name:
+        raise PipelineError(f"relation name {name!r} cannot be a relationship type (empty)")
+    return _TYPE_ESCAPE.sub(lambda m: f"%{ord(m.group()):02X}", name)
+
+
+def relation_types(names: Sequence[str]) -> list[str]:
+    """Types of a whole relation vocabulary (rid order); raises PipelineError on an empty or repeated
+    name (the encoding is injective, so distinct names give distinct types)."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise PipelineError(f"relation name {n!r} appears twice in the vocabulary")
+        seen.add(n)
+    return [relation_type(n) for n in names]
+
+
+def with_rel_type(cypher: str, rel_type: str) -> str:
+    """Format a relationship type into a query at its ``{REL}`` placeholder (backtick-quoted). Only types
+    made by :func:`relation_type` are accepted, so no text from the data reaches the query unescaped."""
+    if "`" in rel_type or not rel_type or rel_type != relation_type(_decode(rel_type)):
+        raise PipelineError(f"{rel_type!r} is not a validated relationship type")
+    if REL_PLACEHOLDER not in cypher:
+        raise PipelineError("query has no {REL} placeholder")
+    return cypher.replace(REL_PLACEHOLDER, f"`{rel_type}`")
+
+
+def _decode(rel_type: str) -> str:
+    return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), rel_type)
+
+
+def plain(value: Any) -> Any:
+    """A result value as plain Python: numpy scalars to Python, NaN to None, lists recursively."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+class Store(ABC):
+    """A connection to one graph: ``run`` a query, ``run_batches`` of UNWIND rows, plus the
+    backend-specific index creation and bulk load. Use as a context manager or call :meth:`close`."""
+
+    backend: str = ""
+    uri: str = ""
+    graph: str = ""
+
+    # ------------------------------------------------------------------------------------------ queries
+    @abstractmethod
+    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run one query; rows keyed by the RETURN aliases. Nodes and relationships come back as their
+        property maps. Raises CypherError (bad query) or StoreUnavailable (connection lost)."""
+
+    def run_batches(
+        self,
+        cypher: str,
+        rows: Sequence[Any],
+        batch_size: int = 10_000,
+        params: dict[str, Any] | None = None,
+        progress: tqdm | None = None,
+    ) -> int:
+        """Run ``cypher`` once per slice of ``rows`` bound to ``$rows`` (use ``UNWIND $rows AS row``),
+        with ``params`` besides; advances ``progress`` by the rows sent. Returns the number of rows."""
+        if batch_size < 1:
+            raise PipelineError(f"batch_size must be >= 1, got {batch_size}")
+        extra = dict(params or {})
+        for i in range(0, len(rows), batch_size):
+            chunk = list(rows[i : i + batch_size])
+            self.run(cypher, {**extra, "rows": chunk})
+            if progress is not None:
+                progress.update(len(chunk))
+        return len(rows)
+
+    # ------------------------------------------------------------------------------------------ schema
+    @abstractmethod
+    def indexes(self) -> set[tuple[str, str]]:
+        """The existing single-property node indexes as (label, property) pairs."""
+
+    def ensure_index(self, label: str, prop: str) -> bool:
+        """Create ``INDEX FOR (n:label) ON (n.prop)`` unless it exists (the common subset has no
+        IF NOT EXISTS). Returns True when it was created."""
+        for s in (label, prop):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s):
+                raise PipelineError(f"not a plain identifier: {s!r}")
+        if (label, prop) in self.indexes():
+            return False
+        self.run(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        return True
+
+    # ------------------------------------------------------------------------------------------ bulk load
+    def create_entities(
+        self, dataset: str, eids: np.ndarray, names: Sequence[str], batch_size: int = 10_000
+    ) -> None:
+        """Create one (:Entity {dataset, eid, name}) per entry (the data set must have none yet)."""
+        from pipeline.store import cypher_text
+
+        rows = [{"eid": int(e), "name": str(n)} for e, n in zip(eids, names, strict=True)]
+        self.run_batches(cypher_text("ingest_entities"), rows, batch_size, {"dataset": dataset})
+
+    def create_facts(
+        self,
+        dataset: str,
+        rel_type: str,
+        rid: int,
+        heads: np.ndarray,
+        tails: np.ndarray,
+        confs: dict[str, np.ndarray],
+        batch_size: int = 10_000,
+        progress: tqdm | None = None,
+    ) -> None:
+        """Create one relationship of type ``rel_type`` per (head, tail) between existing entities of
+        ``dataset``, with rid and ``conf_train/conf_valid/conf_test`` from ``confs`` (NaN = absent).
+        heads, tails: (n,) int eids; confs values: (n,) float64."""
+        from pipeline.store import cypher_text
+
+        cols = {k: [None if x != x else float(x) for x in confs[k].tolist()] for k in CONF_COLUMNS}
+        rows = [
+            {"h": h, "t": t, **{k: cols[k][i] for k in CONF_COLUMNS}}
+            for i, (h, t) in enumerate(zip(heads.tolist(), tails.tolist(), strict=True))
+        ]
+        cypher = with_rel_type(cypher_text("ingest_facts"), rel_type)
+        self.run_batches(cypher, rows, batch_size, {"dataset": dataset, "rid": int(rid)}, progress)
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def checkpoint(self) -> None:
+        """Make the writes so far durable where the server does not do it itself (the embedded FalkorDB
+        server snapshots only here and on stop). A no-op on Neo4j, which commits durably."""
+        return None
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r}, graph={self.graph!r})"
+
+
+CONF_COLUMNS = ("conf_train", "conf_valid", "conf_test")
+
+
+def chunked(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,127 @@
+"""Neo4j 5 (or any Bolt server) through the official neo4j driver: one driver for the store's life,
+every query in a managed transaction (``session.execute_read/execute_write``).
+
+Credentials: user:password in the URI, else ``NEO4J_AUTH`` ("user/password", or "none"), else none.
+The database is the URI path (``bolt://host:7687/neo4j``), else the server's default.
+FalkorDB's experimental Bolt port ignores the database in transactions and always uses its graph
+named ``falkordb``; it also prints float parameters with 6 decimals and fails on parameters over a few KB,
+so use small batches there (the CI smoke test does).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from pipeline.errors import PipelineError, StoreUnavailable
+from pipeline.store.base import CypherError, Store, plain
+
+_READ_PREFIXES = ("MATCH", "RETURN", "UNWIND", "WITH", "CALL DB.", "SHOW", "OPTIONAL")
+_WRITE_WORDS = ("CREATE", "MERGE", "DELETE", "SET ", "REMOVE", "DROP", "LOAD CSV")
+
+
+def auth_from(uri: str) -> tuple[str, str] | None:
+    """(user, password) from the URI's userinfo or NEO4J_AUTH; None for no authentication."""
+    parts = urlsplit(uri)
+    if parts.username is not None:
+        return unquote(parts.username), unquote(parts.password or "")
+    env = os.environ.get("NEO4J_AUTH")
+    if not env or env.lower() == "none":
+        return None
+    user, sep, password = env.partition("/")
+    if not sep:
+        raise PipelineError("NEO4J_AUTH must be 'user/password' or 'none'")
+    return user, password
+
+
+class BoltStore(Store):
+    """A Bolt server (Neo4j 5) at ``bolt://`` / ``neo4j://`` URIs."""
+
+    backend = "neo4j"
+
+    def __init__(self, uri: str, auth: tuple[str, str] | None = None, database: str | None = None) -> None:
+        import neo4j
+        from neo4j.exceptions import AuthError, ServiceUnavailable
+
+        parts = urlsplit(uri)
+        if not parts.hostname:
+            raise PipelineError(f"store URI {uri!r} names no host")
+        self.database = database or (parts.path.strip("/") or None)
+        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        self.uri = f"{parts.scheme}://{netloc}" + (f"/{self.database}" if self.database else "")
+        self.graph = self.database or "(default)"
+        auth = auth if auth is not None else auth_from(uri)
+        try:
+            self._driver = neo4j.GraphDatabase.driver(
+                f"{parts.scheme}://{netloc}", auth=auth, connection_timeout=5
+            )
+            self._driver.verify_connectivity()
+        except AuthError as exc:
+            raise StoreUnavailable(
+                f"{self.uri} refused the credentials ({exc.message}); set NEO4J_AUTH=user/password"
+            ) from None
+        except (ServiceUnavailable, OSError, ValueError) as exc:
+            raise StoreUnavailable(f"cannot reach a Bolt server at {self.uri}: {exc}") from None
+        except neo4j.exceptions.Neo4jError as exc:
+            raise StoreUnavailable(f"{self.uri}: {exc.message or exc}") from None
+
+    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        import neo4j
+        from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+        def work(tx: Any) -> list[dict[str, Any]]:
+            result = tx.run(cypher, params or {})
+            return [{k: _value(v) for k, v in rec.items()} for rec in result]
+
+        try:
+            with self._driver.session(database=self.database) as session:
+                if _is_read(cypher):
+                    return session.execute_read(work)
+                return session.execute_write(work)
+        except (ServiceUnavailable, SessionExpired, OSError) as exc:
+            raise StoreUnavailable(f"lost the Bolt server at {self.uri}: {exc}") from None
+        except neo4j.exceptions.Neo4jError as exc:
+            raise CypherError(
+                f"{self.uri} rejected the query: {exc.message or exc}\n  query: {' '.join(cypher.split())[:200]}"
+            ) from None
+
+    def indexes(self) -> set[tuple[str, str]]:
+        from pipeline.store import cypher_text
+
+        try:
+            rows = self.run(cypher_text("neo4j_indexes"))
+        except CypherError:
+            # a Bolt server that is not Neo4j: FalkorDB's Bolt port (the CI smoke test) lists them this way
+            from pipeline.store.falkordb_store import FalkorDBStore
+
+            return FalkorDBStore._index_pairs(self.run(cypher_text("falkordb_indexes")))
+        out = set()
+        for row in rows:
+            if row["entityType"] == "NODE" and row["labelsOrTypes"] and len(row["properties"] or []) == 1:
+                out.add((row["labelsOrTypes"][0], row["properties"][0]))
+        return out
+
+    def close(self) -> None:
+        driver = getattr(self, "_driver", None)
+        if driver is not None:
+            driver.close()
+            self._driver = None
+
+
+def _is_read(cypher: str) -> bool:
+    """Route plain reads to execute_read (replicas in a cluster); anything that writes to execute_write."""
+    text = " ".join(cypher.upper().split())
+    return text.startswith(_READ_PREFIXES) and not any(w in text for w in _WRITE_WORDS)
+
+
+def _value(v: Any) -> Any:
+    from neo4j.graph import Node, Path, Relationship
+
+    if isinstance(v, (Node, Relationship)):
+        return dict(v.items())
+    if isinstance(v, Path):
+        return [dict(n.items()) for n in v.nodes]
+    if isinstance(v, list):
+        return [_value(x) for x in v]
+    return plain(v)

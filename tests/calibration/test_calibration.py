@@ -1,0 +1,207 @@
+"""Calibration D and L on a real (tiny) pipeline: a trained UKGE, its export, engine-computed truths."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from pipeline.answer import read_answers, run_answer
+from pipeline.calibration import AffineCalibration, calibrated_adjacency, calibrated_graph, feature_tables
+from pipeline.cli import cli
+from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.export import load_adjacency
+from pipeline.models import load_run
+from pipeline.query.parser import parse
+
+
+def test_affine_formula_by_hand() -> None:
+    calib = AffineCalibration(1, 1)
+    with torch.no_grad():
+        calib.w_head.copy_(torch.tensor([[0.5, 0.0]]))  # rho gets 0.5 * e_h
+        calib.w_tail.copy_(torch.tensor([[0.0, 0.1]]))  # lambda gets 0.1 * e_t
+        calib.bias.copy_(torch.tensor([0.0, -0.2]))
+    tables = (torch.tensor([[1.0], [2.0]]), torch.tensor([[0.0]]), torch.tensor([[1.0], [-1.0]]))
+    h, r, t = torch.tensor([0, 1, 1]), torch.tensor([0, 0, 0]), torch.tensor([0, 1, 0])
+    got = calib.calibrate(torch.tensor([0.4, 0.3, 0.9]), h, r, t, calib.projections(tables))
+    # 0.4 * 1.5 + (0.1 - 0.2) = 0.5 · 0.3 * 2 + (-0.1 - 0.2) = 0.3 · 0.9 * 2 + (0.1 - 0.2) = 1.7 -> capped at 1
+    assert got.tolist() == pytest.approx([0.5, 0.3, 1.0])
+    got = calib.calibrate(
+        torch.tensor([0.1]),
+        torch.tensor([0]),
+        torch.tensor([0]),
+        torch.tensor([1]),
+        calib.projections(tables),
+    )
+    assert got.tolist() == [0.0]  # 0.1 * 1.5 - 0.3 < 0: relu
+
+
+def test_untrained_l_is_the_identity() -> None:
+    calib = AffineCalibration(3, 2)
+    tables = (torch.randn(5, 3), torch.randn(2, 2), torch.randn(5, 3))
+    conf = torch.rand(4)
+    idx = torch.tensor([0, 1, 2, 4])
+    assert torch.equal(
+        calib.calibrate(conf, idx, torch.tensor([0, 1, 1, 0]), idx, calib.projections(tables)), conf
+    )
+
+
+def test_calibrated_index_equals_reindexed_calibrated_graph(toy_pipeline: dict) -> None:
+    """Two implementations: calibrating the engine's index in place vs calibrating the facts and indexing again."""
+    graph, _ = load_adjacency(toy_pipeline["export"])
+    model = load_run(toy_pipeline["run"])
+    tables = feature_tables(model)
+    calib = AffineCalibration(tables[0].shape[1], tables[1].shape[1])
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for p in calib.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+        fast = calibrated_adjacency(Adjacency.from_graph(graph), calib, tables)
+        slow = Adjacency.from_graph(calibrated_graph(graph, calib, tables))
+    queries = [
+        parse(t)
+        for t in (
+            "#0(#3, ?y)",
+            "#1(#5, ?x, 0.2) & #2(?x, ?y)",
+            "!#0(#1, ?y) & #2(?y, ?y)",
+            "#0(#2, ?y, 0.5) | #1(?y, #7)",
+        )
+    ]
+    assert torch.equal(evaluate_batch(queries, fast), evaluate_batch(queries, slow))
+
+
+@pytest.mark.slow
+def test_l_and_d_fit_select_cache_and_repeat(toy_pipeline: dict, tmp_path: Path) -> None:
+    p = toy_pipeline
+    kw = dict(
+        valid_queries=p["valid"], train_queries=p["train"], seed=0, l_epochs=6, progress=False, kg=p["kg"]
+    )
+    rep = run_answer(p["test"], p["export"], "D+L", tmp_path / "a", **kw)
+    info = json.loads((Path(rep["l_dir"]) / "L.json").read_text())
+    hist = info["history"]
+    losses = [e["loss"] for k, e in hist["epochs"].items() if k != "0"]
+    assert losses[-1] < losses[0]  # training lowers the squared utility error
+    # Shapes the engine cannot differentiate through are named, never silently dropped.
+    assert "1p" in hist["shapes_used"]
+    assert sorted(hist["shapes_used"] + hist["shapes_skipped"]) == ["1p", "2i", "2in", "2p"]
+    assert hist["best_valid"] >= hist["epochs"]["0"]["valid"]  # selection never does worse than no L on valid
+    assert rep["delta"] in (0.0, 0.05, 0.1, 0.15, 0.2)
+    d_files = list((p["run"] / "calibration").glob("D-*.json"))
+    scores = json.loads(d_files[0].read_text())["scores"]
+    assert scores[str(rep["delta"])] == max(scores.values())
+    # Same inputs and seed: the saved L and delta are reused and the answers are identical.
+    mtime = (Path(rep["l_dir"]) / "L.pt").stat().st_mtime_ns
+    again = run_answer(p["test"], p["export"], "D+L", tmp_path / "b", **kw)
+    assert (Path(rep["l_dir"]) / "L.pt").stat().st_mtime_ns == mtime and again["l_key"] == rep["l_key"]
+    a, b = read_answers(rep["path"]).frame, read_answers(again["path"]).frame
+    assert a.equals(b)
+    # A calibrated answer set differs from the uncalibrated one only through the confidences and alphas.
+    plain = read_answers(run_answer(p["test"], p["export"], "none", tmp_path / "c", progress=False)["path"])
+    assert plain.meta["method"] == "SRC" and read_answers(rep["path"]).meta["method"] == "SRC(D+L)"
+    assert set(plain.frame["query_id"]) == set(a["query_id"])
+
+
+@pytest.mark.slow
+def test_refit_from_scratch_is_deterministic(toy_pipeline: dict, tmp_path: Path) -> None:
+    import shutil
+
+    p = toy_pipeline
+    run_copy = tmp_path / "run"
+    shutil.copytree(p["run"], run_copy, ignore=shutil.ignore_patterns("calibration"))
+    outs = []
+    for i in range(2):
+        shutil.rmtree(run_copy / "calibration", ignore_errors=True)
+        rep = run_answer(
+            p["test"],
+            p["export"],
+            "L",
+            tmp_path / f"o{i}",
+            None,
+            p["train"],
+            run_copy,
+            seed=5,
+            l_epochs=2,
+            progress=False,
+            kg=p["kg"],
+        )
+        outs.append(torch.load(Path(rep["l_dir"]) / "L.pt"))
+    for k in outs[0]:
+        assert torch.equal(outs[0][k], outs[1][k])
+    assert any(v.abs().sum() > 0 for v in outs[0].values())  # it did learn something
+
+
+def test_cli_answer_and_evaluate(toy_pipeline: dict, tmp_path: Path) -> None:
+    p = toy_pipeline
+    res = CliRunner().invoke(
+        cli,
+        [
+            "answer",
+            str(p["test"]),
+            "--adjacency",
+            str(p["export"]),
+            "--calibration",
+            "D",
+            "--valid-queries",
+            str(p["valid"]),
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["method"] == "SRC(D)" and set(doc["throughput"]) == {"1p", "2i", "2in", "2p"}
+    res = CliRunner().invoke(cli, ["evaluate", doc["path"], "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)[0]["summary"]
+    assert set(summary) == {"tau", "rho", "map", "ndcg"}
+    assert all(-100 <= v <= 100 for by in summary.values() for v in by.values() if not math.isnan(v))
+
+
+def test_cli_answer_errors_are_one_line(toy_pipeline: dict, tmp_path: Path) -> None:
+    p = toy_pipeline
+    res = CliRunner().invoke(
+        cli, ["answer", str(p["test"]), "--adjacency", str(p["export"]), "--calibration", "D"]
+    )
+    assert res.exit_code == 2 and "--valid-queries" in res.output and res.output.count("\n") == 1
+    res = CliRunner().invoke(cli, ["answer", str(p["test"]), "--adjacency", str(tmp_path)])
+    assert res.exit_code == 2 and "not a neural adjacency export" in res.output
+    res = CliRunner().invoke(
+        cli, ["answer", str(p["test"]), "--adjacency", str(p["export"]), "--calibration", "L"]
+    )
+    assert res.exit_code == 2 and "--train-queries" in res.output
+
+
+def test_cli_answer_write_back(toy_pipeline: dict, fresh_store, tmp_path: Path) -> None:
+    import numpy as np
+
+    p = toy_pipeline
+    fresh_store.ensure_index("Entity", "eid")
+    n = p["kg"].n_entities
+    fresh_store.create_entities("toy", np.arange(n), [f"e{i}" for i in range(n)])
+    uri = f"falkordb://{fresh_store.host}:{fresh_store.port}/{fresh_store.graph}"
+    args = [
+        "answer",
+        str(p["test"]),
+        "--adjacency",
+        str(p["export"]),
+        "--out",
+        str(tmp_path),
+        "--write-back",
+        "--store",
+        uri,
+        "--json",
+    ]
+    for _ in range(2):  # the second run replaces the first
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    frame = read_answers(doc["path"]).frame
+    expected = int(((frame["rank"] <= 10) & np.isfinite(frame["utility"])).sum())
+    assert doc["written_back"] == expected
+    rows = fresh_store.run("MATCH (:Query)-[a:ANSWER]->(:Entity) RETURN a.method AS m, count(a) AS n")
+    assert rows == [{"m": "ukge_logi SRC", "n": expected}]

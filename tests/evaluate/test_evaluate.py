@@ -1,0 +1,188 @@
+"""Evaluation tables from answers files: exact values on hand-made answers, docs merging, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.answer import answer_rows, read_answers, write_answers
+from pipeline.cli import cli
+from pipeline.evaluate import (
+    PAPER,
+    evaluate_answers,
+    markdown_table,
+    ordered_types,
+    plot_methods,
+    query_metrics,
+    summarise,
+    update_results,
+)
+
+L3 = math.log2(3)
+INF = -math.inf
+
+# Three queries over 6 entities. q1 (1p) is predicted perfectly; q2 (1p) has its two answers swapped;
+# q3 (2p) has one answer, predicted third.
+UTIL = torch.tensor(
+    [
+        [0.9, 0.5, INF, 0.0, INF, INF],
+        [0.2, 0.7, 0.3, INF, 0.1, INF],
+        [0.4, 0.4, 0.1, 0.8, INF, 0.0],
+    ]
+)
+TRUTH = [
+    (np.array([0, 1]), np.array([1.0, 0.5])),
+    (np.array([1, 2]), np.array([0.9, 0.6])),
+    (np.array([1]), np.array([0.3])),
+]
+
+
+def _answers(
+    tmp_path: Path, method: str = "SRC", backbone: str = "ukge_logi", util: torch.Tensor = UTIL
+) -> Path:
+    frame = answer_rows(["q1", "q2", "q3"], ["1p", "1p", "2p"], util, TRUTH, k=3)
+    meta = {"dataset": "toy", "method": method, "backbone": backbone, "query_set": "toy.parquet"}
+    return write_answers(frame, tmp_path / f"{backbone}-{method}.parquet", meta)
+
+
+def test_answer_rows_hold_top_k_and_every_truth(tmp_path: Path) -> None:
+    ans = read_answers(_answers(tmp_path))
+    f = ans.frame
+    q3 = f[f["query_id"] == "q3"].set_index("entity")
+    # q3 top 3: entity 3 (0.8), then 0 and 1 tie at 0.4 -> by id; the truth (1) is already among them.
+    assert sorted(q3.index) == [0, 1, 3]
+    assert q3.loc[1, "rank"] == 3 and q3.loc[1, "truth_rank"] == 1 and q3.loc[0, "truth_rank"] == 0
+    q1 = f[f["query_id"] == "q1"].set_index("entity")
+    assert q1.loc[[0, 1, 3], "rank"].tolist() == [1, 2, 3]
+    assert math.isnan(q1.loc[3, "truth_utility"]) and q1.loc[1, "truth_utility"] == 0.5
+    # A truth outside the top k is still written, with its rank among all entities.
+    few = answer_rows(["q"], ["1p"], UTIL[:1], [(np.array([4]), np.array([0.2]))], k=1)
+    assert few.set_index("entity").loc[4, "rank"] == 5  # -inf entities 2, 4, 5 last, by id
+    assert ans.meta["method"] == "SRC" and ans.method == "ukge_logi SRC"
+
+
+def test_per_query_and_per_type_values_by_hand(tmp_path: Path) -> None:
+    per_query = query_metrics(read_answers(_answers(tmp_path)).frame).set_index("query_id")
+    # q2: truth (1, 2); predicted order 1 (0.7), 2 (0.3), 0 (0.2): R = (1, 2), perfect.
+    assert per_query.loc["q2", "ndcg"] == pytest.approx(1.0)
+    # q3: one answer at rank 3: NDCG 1/3, AP 0 (no hit in the top 1), correlations undefined.
+    assert per_query.loc["q3", "ndcg"] == pytest.approx(1 / 3)
+    assert per_query.loc["q3", "map"] == 0.0 and math.isnan(per_query.loc["q3", "tau"])
+    summary = summarise(per_query.reset_index())
+    assert summary["ndcg"] == {
+        "1p": 100.0,
+        "2p": pytest.approx(100 / 3, abs=1e-4),
+        "avg": pytest.approx(200 / 3, abs=1e-4),
+    }
+    # tau is defined for the 1p queries only, so the average is theirs.
+    assert summary["tau"] == {"1p": 100.0, "avg": 100.0}
+
+
+def test_swapped_answers_give_hand_values(tmp_path: Path) -> None:
+    util = UTIL.clone()
+    util[1] = torch.tensor([0.2, 0.3, 0.7, INF, 0.1, INF])  # q2: entity 2 first, then 1: R = (2, 1)
+    summary = summarise(query_metrics(read_answers(_answers(tmp_path, util=util)).frame))
+    ndcg_q2 = (0.5 + 1 / L3) / (1 + 0.5 / L3)
+    assert summary["ndcg"]["1p"] == pytest.approx(100 * (1 + ndcg_q2) / 2, abs=1e-4)
+    assert summary["tau"]["1p"] == pytest.approx(0.0) and summary["rho"]["1p"] == pytest.approx(0.0)
+    assert summary["map"]["1p"] == pytest.approx(100.0)
+
+
+def test_types_follow_the_paper_order() -> None:
+    assert ordered_types({"up", "1p", "zz", "2in", "2i"}) == ["1p", "2i", "2in", "up", "zz"]
+    table = markdown_table({"ndcg": {"2p": 50.0, "1p": 100.0, "avg": 75.0}})
+    assert table.splitlines()[0] == "| metric | 1p | 2p | avg |"
+    assert table.splitlines()[2] == "| NDCG | 100.0 | 50.0 | 75.0 |"
+
+
+def test_docs_results_merge_and_keep_other_sections(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "results.md").write_text("# Results\n\n## Confidence prediction\n\n| model | MSE |\n| x | 1 |\n")
+    a = _answers(tmp_path, "SRC")
+    b = _answers(tmp_path, "SRC(D)")
+    update_results(evaluate_answers(a), docs)
+    update_results(evaluate_answers(tmp_path), docs)  # both files; SRC again replaces, never duplicates
+    results = json.loads((docs / "results.json").read_text())
+    assert set(results["toy"]) == {"ukge_logi SRC", "ukge_logi SRC(D)"}
+    assert results["toy"]["ukge_logi SRC"]["ndcg"]["1p"] == 100.0
+    md = (docs / "results.md").read_text()
+    assert "## Confidence prediction\n\n| model | MSE |\n| x | 1 |" in md
+    assert md.count("## Query answering") == 1 and md.count("**ukge_logi SRC**") == 1
+    assert b.exists()
+
+
+def test_paper_comparison_is_in_the_docs(tmp_path: Path) -> None:
+    frame = answer_rows(["q1"], ["1p"], UTIL[:1], TRUTH[:1], k=3)
+    path = write_answers(
+        frame, tmp_path / "a.parquet", {"dataset": "ppi5k", "method": "SRC(D+L)", "query_set": "x"}
+    )
+    update_results(evaluate_answers(path), tmp_path)
+    md = (tmp_path / "results.md").read_text()
+    assert "| paper SRC(D+L) | 58.2 | 68.7 | 64.1 | 70.1 |" in md
+    assert PAPER["cn15k"]["SRC(D+L)"]["ndcg"] == 23.2
+
+
+def test_plot_is_a_png(tmp_path: Path) -> None:
+    out = plot_methods(
+        {"a": {"ndcg": {"1p": 50.0, "avg": 50.0}}, "b": {"ndcg": {"1p": 70.0, "avg": 70.0}}},
+        tmp_path / "p.png",
+    )
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_evaluate_table_json_and_files(tmp_path: Path) -> None:
+    path = _answers(tmp_path)
+    res = CliRunner().invoke(cli, ["evaluate", str(path), "--plot", str(tmp_path / "p.png")])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("toy  ukge_logi SRC  (3 queries: 1p 2, 2p 1)")
+    assert lines[1].split() == ["metric", "1p", "2p", "avg"]
+    assert lines[5].split() == ["MAP", "100.0", "0.0", "50.0"]
+    assert lines[6].split() == ["NDCG", "100.0", "33.3", "66.7"]
+    assert (tmp_path / "ukge_logi-SRC.metrics.json").exists() and (tmp_path / "p.png").exists()
+    res = CliRunner().invoke(cli, ["evaluate", str(path), "--json"])
+    doc = json.loads(res.output)
+    assert doc[0]["summary"]["map"]["2p"] == 0.0
+
+
+def test_cli_evaluate_bad_input_is_one_line(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.parquet"
+    pd.DataFrame({"a": [1]}).to_parquet(bogus)
+    res = CliRunner().invoke(cli, ["evaluate", str(bogus)])
+    assert res.exit_code == 2
+    assert res.output.strip().count("\n") == 0 and "not an answers file" in res.output
+    res = CliRunner().invoke(cli, ["evaluate", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "no such answers file" in res.output
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(3, 30), st.integers(1, 5))
+def test_rows_then_metrics_agree_with_direct_ranks(seed: int, b: int, n: int, k: int) -> None:
+    """answer_rows keeps only the top k and the truths, yet the metrics equal those computed from the full
+    utility vectors with the numpy rank oracle."""
+    from pipeline.metrics import METRICS, ranks_of
+
+    rng = np.random.default_rng(seed)
+    util = rng.choice([-math.inf, 0.0, 0.2, 0.5, 0.7, 1.0], size=(b, n)).astype(np.float32)
+    truth = []
+    for _ in range(b):
+        ents = rng.choice(n, size=rng.integers(0, min(n, 6) + 1), replace=False)
+        truth.append((ents, np.sort(rng.uniform(0.1, 1, len(ents)))[::-1]))
+    frame = answer_rows([f"q{i}" for i in range(b)], ["1p"] * b, torch.from_numpy(util), truth, k=k)
+    per_query = query_metrics(frame).set_index("query_id")
+    for i in range(b):
+        ranks = ranks_of(util[i], truth[i][0])
+        for name, m in METRICS.items():
+            expected = m(ranks) if len(ranks) else math.nan
+            got = per_query.loc[f"q{i}", name]
+            assert (math.isnan(expected) and math.isnan(got)) or got == pytest.approx(expected), name

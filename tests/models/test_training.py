@@ -1,0 +1,204 @@
+"""Training on tiny KGs: the loss falls, seeds reproduce, resume replays an uninterrupted run, run
+directories hold what they promise, and bad input fails with a typed error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+
+from loaders.base import KGData
+from pipeline.errors import ArtifactError, PipelineError
+from pipeline.models import default_config, load_run, read_run, train
+from pipeline.models.training import batch_loss
+from pipeline.models.ukge import UKGELogi
+from tests.models.toy import toy_kg
+
+FAST = {"dim": 8, "batch_size": 32, "lr": 0.01}
+TRAINED = ["ukge_logi", "ukge_rect", "beurre"]
+
+
+def test_every_registered_model_has_a_training_test() -> None:
+    from pipeline.models import MODELS
+
+    assert sorted(MODELS) == sorted(TRAINED), "a registered model is missing from the training tests"
+
+
+def cfg_for(model: str, epochs: int, **kw):
+    return default_config("toy", model, epochs=epochs, **{**FAST, **kw})
+
+
+@pytest.mark.parametrize("model", TRAINED)
+def test_loss_decreases_on_a_learnable_kg(model: str, tmp_path: Path) -> None:
+    kg = toy_kg()
+    res = train(kg, cfg_for(model, 6), tmp_path / model, progress=False)
+    losses = [h["loss"] for h in res["history"]]
+    assert losses[-1] < 0.9 * losses[0]
+    assert all(b < a for a, b in zip(losses, losses[1:], strict=False))
+    # the selected epoch is the one of lowest valid MSE
+    best = min(res["history"], key=lambda h: h["selection_mse"])
+    assert res["best_epoch"] == best["epoch"]
+    assert res["valid"]["mse"] == pytest.approx(best["valid_mse"], rel=1e-6)
+    assert res["valid_negatives"]["mse"] == pytest.approx(best["valid_neg_mse"], rel=1e-6)
+    assert best["selection_mse"] == pytest.approx((best["valid_mse"] + best["valid_neg_mse"]) / 2)
+
+
+def test_batch_loss_by_hand() -> None:
+    m = UKGELogi(3, 1, dim=2, l2=0.0)
+    with torch.no_grad():
+        m.ent.zero_()  # plausibility 0 everywhere -> every prediction is sigmoid(b) = sigmoid(0) = 0.5
+    h, r, t, c = torch.tensor([0, 1]), torch.tensor([0, 0]), torch.tensor([1, 2]), torch.tensor([0.9, 0.3])
+    neg = torch.tensor([[2], [0]])
+    loss, parts = batch_loss(m, h, r, t, c, neg, neg)
+    assert parts["pos"] == pytest.approx(((0.5 - 0.9) ** 2 + (0.5 - 0.3) ** 2) / 2)
+    assert parts["neg"] == pytest.approx(0.25)
+    psl = (h, r, t, torch.tensor([0.7, 0.2]))  # only the fact predicted below its soft target counts
+    _, parts = batch_loss(m, h, r, t, c, neg, neg, psl, psl_weight=0.2)
+    assert parts["psl"] == pytest.approx(0.2 * ((0.7 - 0.5) ** 2 + 0.0) / 2)
+
+
+def test_same_seed_same_weights_other_seed_differs(tmp_path: Path) -> None:
+    kg = toy_kg()
+    a = train(kg, cfg_for("ukge_logi", 2, seed=7), tmp_path / "a", progress=False)
+    b = train(kg, cfg_for("ukge_logi", 2, seed=7), tmp_path / "b", progress=False)
+    c = train(kg, cfg_for("ukge_logi", 2, seed=8), tmp_path / "c", progress=False)
+    assert a["model_hash"] == b["model_hash"] != c["model_hash"]
+    assert load_run(tmp_path / "a").content_hash() == a["model_hash"]
+    assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]
+
+
+@pytest.mark.parametrize("model", ["ukge_rect", "beurre"])
+def test_resume_equals_uninterrupted(model: str, tmp_path: Path) -> None:
+    kg = toy_kg()
+    full = train(kg, cfg_for(model, 4, psl=True), tmp_path / "full", progress=False)
+    train(kg, cfg_for(model, 2, psl=True), tmp_path / "part", progress=False)
+    resumed = train(kg, cfg_for(model, 4, psl=True), tmp_path / "part", resume=True, progress=False)
+    assert resumed["epochs_run"] == 4
+    assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in full["history"]]
+    assert resumed["model_hash"] == full["model_hash"]
+    # a different config cannot resume that run
+    with pytest.raises(ArtifactError, match="differs in lr"):
+        train(kg, cfg_for(model, 5, psl=True, lr=0.5), tmp_path / "part", resume=True, progress=False)
+
+
+def test_run_directory_contents(tmp_path: Path) -> None:
+    kg = toy_kg()
+    res = train(kg, cfg_for("beurre", 2), tmp_path / "run", progress=False)
+    run = read_run(tmp_path / "run")
+    assert run.config["model"] == "beurre" and run.config["seed"] == 0 and run.config["dim"] == 8
+    meta = run.metadata
+    assert meta["seed"] == 0 and meta["data_checksums"] == {"toy": "seed0"}
+    assert meta["versions"]["torch"] == torch.__version__ and "git" in meta
+    assert {"valid", "test", "test_negatives"} <= set(run.results)
+    assert run.results["test"]["n"] == len(kg.split_facts("test"))
+    assert res["test_negatives"]["n"] == 10
+    state = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert set(state) == {"config", "state_dict"}  # a state dict + config, never a pickled module
+    model = load_run(tmp_path / "run")
+    from pipeline.models.evaluation import confidence_errors
+
+    assert confidence_errors(model, kg.split_facts("test"))["mse"] == pytest.approx(res["test"]["mse"])
+
+
+def test_bad_run_directories(tmp_path: Path) -> None:
+    kg = toy_kg()
+    train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False)
+    with pytest.raises(ArtifactError, match="data set 'toy', not 'cn15k'"):
+        load_run(tmp_path / "run", dataset="cn15k")
+    data = (tmp_path / "run" / "model.pt").read_bytes()
+    (tmp_path / "run" / "model.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArtifactError, match="model.pt: not a readable model file"):
+        load_run(tmp_path / "run")
+    with pytest.raises(ArtifactError, match="not a run directory"):
+        load_run(tmp_path / "nothing")
+    (tmp_path / "run" / "config.json").write_text("{trunc")
+    with pytest.raises(ArtifactError, match="config.json: not valid JSON"):
+        load_run(tmp_path / "run")
+
+
+def test_psl_needs_softlogic_and_dataset_must_match(tmp_path: Path) -> None:
+    kg = toy_kg(softlogic=False)
+    with pytest.raises(PipelineError, match="--psl needs the soft-logic facts"):
+        train(kg, cfg_for("ukge_logi", 1, psl=True), tmp_path / "r", progress=False)
+    with pytest.raises(PipelineError, match="data set 'other'"):
+        train(kg, default_config("other", "ukge_logi", epochs=1), tmp_path / "r", progress=False)
+
+
+def test_cli_train_errors_are_one_line() -> None:
+    from pipeline.cli import cli
+
+    res = CliRunner().invoke(cli, ["train", "ppi5k", "--model", "transe"])
+    assert res.exit_code == 2
+    assert res.output.strip().startswith("error: unknown model 'transe'") and "\n" not in res.output.strip()
+
+
+def _slice(kg: KGData, n_entities: int) -> KGData:
+    """The facts among the first n_entities entities of a real data set, as a data set of its own."""
+    keep = lambda df: df[(df["h"] < n_entities) & (df["t"] < n_entities)].reset_index(drop=True)  # noqa: E731
+    return KGData(
+        kg.name,
+        kg.entities.iloc[:n_entities],
+        kg.relations,
+        keep(kg.rows),
+        keep(kg.test_negatives),
+        keep(kg.softlogic) if kg.softlogic is not None else None,
+        kg.checksums,
+    )
+
+
+@pytest.mark.slow
+def test_real_slice_beats_the_constant_predictor(ppi5k, tmp_path: Path) -> None:
+    kg = _slice(ppi5k, 600)
+    assert len(kg.graph("train")) > 1000
+    res = train(
+        kg,
+        default_config("ppi5k", "ukge_logi", epochs=4, dim=32, batch_size=256, lr=0.01, psl=True),
+        tmp_path / "run",
+        progress=False,
+    )
+    test = kg.split_facts("test")
+    baseline = float(((test["conf"] - kg.graph("train")["conf"].mean()) ** 2).mean())
+    assert res["test"]["mse"] < 0.8 * baseline
+    assert json.loads((tmp_path / "run" / "metadata.json").read_text())["data_checksums"] == ppi5k.checksums
+    assert isinstance(kg.rows, pd.DataFrame)
+
+
+@pytest.mark.slow
+def test_cli_train_twice_gives_the_same_run(ppi5k, tmp_path: Path) -> None:
+    from pipeline.cli import cli
+
+    args = [
+        "train",
+        "ppi5k",
+        "--model",
+        "ukge_rect",
+        "--epochs",
+        "1",
+        "--dim",
+        "8",
+        "--batch-size",
+        "4096",
+        "--json",
+    ]
+    docs = []
+    for name in ("a", "b"):
+        res = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+        docs.append(json.loads(res.stdout))  # --json: one document on stdout, progress on stderr
+    assert docs[0]["model_hash"] == docs[1]["model_hash"]
+    assert docs[0]["test"] == docs[1]["test"] and docs[0]["test"]["n"] == len(ppi5k.split_facts("test"))
+    assert (tmp_path / "a" / "model.pt").exists() and (tmp_path / "a" / "checkpoint.pt").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_training_matches_cpu(tmp_path: Path) -> None:
+    kg = toy_kg()
+    cpu = train(kg, cfg_for("ukge_logi", 3, device="cpu"), tmp_path / "cpu", progress=False)
+    gpu = train(kg, cfg_for("ukge_logi", 3, device="cuda"), tmp_path / "gpu", progress=False)
+    # same seeds, same negatives (drawn on the CPU generator); kernels differ only in rounding
+    assert gpu["device"] == "cuda" and gpu["test"]["mse"] == pytest.approx(cpu["test"]["mse"], rel=1e-3)

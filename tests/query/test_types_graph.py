@@ -1,0 +1,95 @@
+"""The 12 query types and the query graph (components, multi-edges, self-loops, cycles)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.cli import registry_rows
+from pipeline.errors import PipelineError, UnknownNameError
+from pipeline.query import (
+    QUERY_TYPES,
+    TRAIN_TYPES,
+    Atom,
+    Const,
+    QueryGraph,
+    Var,
+    get_type,
+    parse,
+    to_text,
+    type_of,
+)
+
+EXPECTED = {  # name: (atoms, anchors, conjunctions, negated atoms)
+    "1p": (1, 1, 1, 0),
+    "2p": (2, 1, 1, 0),
+    "2i": (2, 2, 1, 0),
+    "2in": (2, 2, 1, 1),
+    "2il": (2, 1, 1, 0),
+    "2m": (3, 1, 1, 0),
+    "2u": (2, 2, 2, 0),
+    "3in": (3, 3, 1, 1),
+    "ip": (3, 2, 1, 0),
+    "im": (4, 2, 1, 0),
+    "inp": (3, 2, 1, 1),
+    "up": (3, 2, 2, 0),
+}
+
+
+def test_the_twelve_types():
+    assert list(QUERY_TYPES) == list(EXPECTED)
+    assert TRAIN_TYPES == ("1p", "2p", "2i", "2in", "2il")
+    for name, (atoms, anchors, conjs, negs) in EXPECTED.items():
+        qt = QUERY_TYPES[name]
+        assert (qt.n_atoms, qt.n_anchors, len(qt.template.conjunctions), sum(qt.negated)) == (
+            atoms,
+            anchors,
+            conjs,
+            negs,
+        )
+        assert not any(QueryGraph(c).has_cycle for c in qt.template.conjunctions)
+
+
+def test_build_and_recognise():
+    qt = get_type("inp")
+    q = qt.build([5, 6, 7], [100, 200], [0.1, 0.2, 0.3], [1.0, 0.5, 0.2])
+    assert to_text(q) == "!#5(#100, ?x, 0.1) & #6(#200, ?x, 0.2, 0.5) & #7(?x, ?y, 0.3, 0.2)"
+    assert type_of(q) == "inp" and qt.matches(q)
+    assert type_of(parse(to_text(q))) == "inp"
+    assert type_of(parse("#0(#1, ?y) & #0(#2, ?y)")) == "2i"
+    assert type_of(parse("!#0(#1, ?y) & #0(#2, ?y)")) == "2in"
+    assert type_of(parse("#0(#1, ?y) | #0(#2, ?x) & #1(?x, ?y)")) == "up"
+    assert type_of(parse("#0(?y, #1)")) is None  # the anchor must be the head
+    for qt in QUERY_TYPES.values():  # every type builds into a query of its own type
+        q = qt.build(list(range(qt.n_atoms)), list(range(10, 10 + qt.n_anchors)))
+        assert type_of(q) == qt.name
+
+
+def test_build_checks_lengths_and_names():
+    with pytest.raises(PipelineError, match="needs 2 relations"):
+        get_type("2p").build([1], [2])
+    with pytest.raises(UnknownNameError, match="did you mean 2p"):
+        get_type("2pp")
+
+
+def test_ls_query_types_rows():
+    rows = registry_rows("query-types")
+    assert [r["name"] for r in rows] == list(EXPECTED)
+    assert rows[1] == {"name": "2p", "train": "yes", "text": "r1(e1, ?x) & r2(?x, ?y)"}
+
+
+def test_query_graph():
+    g = QueryGraph(
+        parse("#0(#1, ?x) & #1(?x, ?y) & #2(?y, ?x) & #3(?x, ?x) & #4(#1, #2) & #5(?z, ?w)").conjunctions[0]
+    )
+    x, y, z, w = Var("x"), Var("y"), Var("z"), Var("w")
+    assert g.variables == (x, y, z, w)
+    assert g.anchor_atoms == (0,) and g.self_loops == (3,) and g.constant_atoms == (4,)
+    assert g.edges == {frozenset((x, y)): (1, 2), frozenset((z, w)): (5,)}  # a multi-edge, not a cycle
+    assert not g.has_cycle
+    assert g.components[0][0] == y and {frozenset(c) for c in g.components} == {
+        frozenset((x, y)),
+        frozenset((z, w)),
+    }
+    tri = QueryGraph(parse("#0(?y, ?x) & #0(?x, ?z) & #0(?z, ?y) & #0(?z, ?w)").conjunctions[0])
+    assert tri.has_cycle and tri.cycle_variables() == (x, z, y)
+    assert Atom(Const(1), 0, Var("y")).variables() == (Var("y"),)

@@ -1,0 +1,67 @@
+"""Soft requirements: alpha levels from percentiles, hybrid draws, beta modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.errors import PipelineError, UnknownNameError
+from pipeline.sampling.requirements import (
+    ALPHA_LEVELS,
+    alpha_for,
+    alpha_table,
+    draw_betas,
+    draw_level,
+    percentiles_from_confidences,
+)
+
+
+def test_percentiles_hand_computed():
+    # relation 0: confidences 0.2, 0.4, 0.6, 0.8 -> linear interpolation: 0.35, 0.5, 0.65
+    # relation 1: 0.9 alone (its zero row is a sampled negative, ignored); relation 2: no positive facts
+    rel = np.array([0, 0, 0, 0, 1, 1, 2])
+    conf = np.array([0.8, 0.2, 0.6, 0.4, 0.9, 0.0, 0.0])
+    p = percentiles_from_confidences(rel, conf, 3)
+    assert p[0] == pytest.approx((0.35, 0.5, 0.65))
+    assert p[1] == (0.9, 0.9, 0.9)
+    assert 2 not in p
+    table = alpha_table(p, 3)
+    assert alpha_for(table, [0, 1, 0], "normal") == pytest.approx([0.5, 0.9, 0.5])
+    assert alpha_for(table, [2], "zero") == [0.0]
+    with pytest.raises(PipelineError, match="relation 2 has no positive facts"):
+        alpha_for(table, [2], "low")
+
+
+def test_alpha_table_rejects_unordered_percentiles():
+    with pytest.raises(PipelineError, match="not ordered"):
+        alpha_table({0: (0.5, 0.4, 0.9)}, 1)
+    with pytest.raises(PipelineError, match="outside"):
+        alpha_table({3: (0.1, 0.2, 0.3)}, 2)
+
+
+def test_unknown_modes_are_named():
+    rng = np.random.default_rng(0)
+    with pytest.raises(UnknownNameError, match="alpha mode 'medium'"):
+        draw_level(rng, "medium")
+    with pytest.raises(UnknownNameError, match="beta mode 'uneven'"):
+        draw_betas(rng, "uneven", 3)
+
+
+def test_hybrid_draws_every_level_and_fixed_modes_do_not_draw():
+    rng = np.random.default_rng(7)
+    levels = {draw_level(rng, "hybrid") for _ in range(200)}
+    assert levels == set(ALPHA_LEVELS)
+    assert {draw_level(rng, "low") for _ in range(10)} == {"low"}
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 50))
+def test_random_betas_are_tenths_in_range(seed, n):
+    betas = draw_betas(np.random.default_rng(seed), "random", n)
+    assert len(betas) == n
+    for b in betas:
+        assert 0.1 <= b <= 1.0
+        assert round(b * 10) / 10 == b  # an exact decimal tenth, as the text form prints it
+    assert draw_betas(np.random.default_rng(seed), "equal", n) == [1.0] * n
+    assert draw_betas(np.random.default_rng(seed), "random", n) == betas  # seeded: reproducible

@@ -1,0 +1,60 @@
+"""Smoke test of the neo4j-driver backend over FalkorDB's (experimental) Bolt port.
+
+FalkorDB's Bolt ignores the database in transactions and always uses its graph ``falkordb``; it formats
+float parameters with 6 decimals and breaks on parameters over a few KB, hence tiny batches and values
+with few decimals. Its Bolt parameter formatting does not escape quotes, so names here stay plain."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.store import open_store
+from pipeline.store.embedded import launch
+from pipeline.store.falkordb_store import FalkorDBStore
+from pipeline.store.ingest import ingest
+from pipeline.store.stats import dataset_stats
+from tests.store.kgs import expected_facts, make_kg, snapshot
+
+pytestmark = pytest.mark.neo4j
+
+
+@pytest.fixture
+def bolt_and_native(tmp_path):
+    # a server of its own: a closed Bolt session stalls FalkorDB's next native connection, which must
+    # not hit the shared session server
+    info, proc = launch(tmp_path / "bolt_server", bolt_port=0, persist=False)
+    native = FalkorDBStore(info.host, info.port, "falkordb")  # the graph FalkorDB's Bolt port works on
+    try:
+        bolt = open_store(f"bolt://127.0.0.1:{info.bolt_port}")
+        try:
+            yield bolt, native
+        finally:
+            bolt.close()
+    finally:
+        native.close()
+        proc.kill()  # throw-away data: no need for a clean SHUTDOWN SAVE
+        proc.wait(timeout=30)
+
+
+def test_bolt_backend_runs_queries_and_ingests(bolt_and_native):
+    bolt, native = bolt_and_native
+    assert bolt.backend == "neo4j"
+    assert bolt.run("UNWIND [1, 2, 3] AS i RETURN i * 2 AS twice") == [
+        {"twice": 2},
+        {"twice": 4},
+        {"twice": 6},
+    ]
+
+    kg = make_kg("bolt_tiny")
+    report = ingest(kg, bolt, batch_size=3, progress=False)
+    assert (report.facts, report.method) == (6, "neo4j-cypher")
+    # written over Bolt, read back through the native client
+    snap = snapshot(native, "bolt_tiny")
+    assert [
+        {k: f[k] for k in ("h", "r", "t", "type", "conf_train", "conf_valid", "conf_test")}
+        for f in snap["facts"]
+    ] == expected_facts(kg)
+    assert ingest(kg, bolt, batch_size=3, progress=False).skipped
+    st = dataset_stats(bolt, "bolt_tiny")
+    assert st.facts == {"train": 3, "valid": 4, "test": 6}
+    assert st.per_relation[0].p50 == 0.625

@@ -1,0 +1,99 @@
+"""`pipeline ingest`, `pipeline stats` and `pipeline store` as a user drives them: tables, JSON, one-line
+errors with exit code 2, and nothing written on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from pipeline.store.embedded import free_port
+from tests.conftest import require_data
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+@pytest.fixture
+def graph_uri(fresh_store):
+    return f"falkordb://127.0.0.1:{fresh_store.server.port}/{fresh_store.graph}"
+
+
+@pytest.mark.slow
+def test_ingest_then_stats_json(graph_uri, fresh_store, ppi5k):
+    first = invoke("ingest", "ppi5k", "--store", graph_uri, "--json")
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.stdout)
+    assert (report["facts"], report["skipped"], report["store"]) == (
+        len(ppi5k.graph("test")),
+        False,
+        graph_uri,
+    )
+    second = invoke("ingest", "ppi5k", "--store", graph_uri)
+    assert second.exit_code == 0 and "unchanged" in second.stdout
+
+    stats = invoke("stats", "ppi5k", "--store", graph_uri, "--json")
+    assert stats.exit_code == 0, stats.output
+    doc = json.loads(stats.stdout)
+    assert doc["entities"] == 4999 and doc["facts"]["valid"] == len(ppi5k.graph("valid"))
+    binding = doc["per_relation"][0]
+    conf = ppi5k.graph("test").query("r == 0")["conf"].to_numpy()
+    assert binding["name"] == "binding"
+    assert np.allclose(
+        [binding["p25"], binding["p50"], binding["p75"]], np.percentile(conf, [25, 50, 75]), rtol=1e-13
+    )
+
+    table = invoke("stats", "ppi5k", "--store", graph_uri)
+    assert table.exit_code == 0
+    assert table.stdout.splitlines()[1].split()[:3] == ["rid", "relation", "train"]
+
+
+def test_bad_files_write_nothing(tmp_path, graph_uri, fresh_store):
+    folder = tmp_path / "ppi5k"
+    folder.mkdir()
+    for f in require_data("ppi5k").iterdir():
+        (folder / f.name).symlink_to(f)
+    (folder / "train.tsv").unlink()
+    (folder / "train.tsv").write_text("0\t0\t1\t0.5\n")
+    one_line_error(
+        invoke("ingest", "ppi5k", "--source", str(folder), "--store", graph_uri), "train.tsv", "md5"
+    )
+    assert fresh_store.run("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
+
+
+def test_unknown_dataset_and_store_down_are_one_line_errors(graph_uri):
+    one_line_error(invoke("ingest", "ppi5", "--store", graph_uri), "unknown data set 'ppi5'", "ppi5k")
+    port = free_port()
+    one_line_error(
+        invoke("stats", "ppi5k", "--store", f"falkordb://127.0.0.1:{port}"), "cannot reach FalkorDB"
+    )
+    one_line_error(invoke("stats", "ppi5k", "--store", "ftp://x"), "unknown store URI")
+    one_line_error(
+        invoke("stats", "ppi5k", "--store", graph_uri), "not in the store", "pipeline ingest ppi5k"
+    )
+
+
+def test_store_commands(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path))
+    assert invoke("store", "status").stdout.startswith("not running")
+    try:
+        started = invoke("store", "start")
+        assert started.exit_code == 0 and started.stdout.startswith("started: falkordb://127.0.0.1:")
+        assert invoke("store", "start").stdout.startswith("already running")
+        status = json.loads(invoke("store", "status", "--json").stdout)
+        assert status["running"] is True and status["data_dir"] == str(tmp_path / "store")
+    finally:
+        assert invoke("store", "stop").stdout.strip() == "stopped"
+    assert invoke("store", "stop").stdout.strip() == "not running"

@@ -1,0 +1,32 @@
+"""The command line as a user drives it: tables from the registries, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from loaders import REGISTRY
+from pipeline.cli import cli
+
+
+def test_ls_datasets_is_generated_from_the_registry() -> None:
+    result = CliRunner().invoke(cli, ["ls", "datasets"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split()[:4] == ["name", "domain", "entities", "relations"]
+    body = {line.split()[0]: line.split() for line in lines[2:]}
+    assert set(body) == set(REGISTRY)
+    assert body["cn15k"][2:7] == ["15000", "36", "204984", "16881", "17077"]
+
+
+def test_ls_json_is_one_document() -> None:
+    result = CliRunner().invoke(cli, ["ls", "datasets", "--json"])
+    rows = json.loads(result.output)
+    assert {r["name"] for r in rows} == set(REGISTRY)
+    assert next(r for r in rows if r["name"] == "ppi5k")["source"].startswith("https://")
+
+
+def test_unknown_listing_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["ls", "dataset"])
+    assert result.exit_code == 2 and "Invalid value" in result.output
