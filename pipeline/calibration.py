@@ -128,6 +128,7 @@ def feature_tables(
     _, er, _ = model.features(
         torch.zeros(m, dtype=torch.int64, device=dev), rels, torch.zeros(m, dtype=torch.int64, device=dev)
     )
+
     # Scale each table to a mean row norm of 1, so that [rho, lambda] = e . w moves by about lr per Adam
     # step whatever the backbone's dimension and scale (one learning rate suits every backbone).
     def norm(x: torch.Tensor) -> torch.Tensor:
