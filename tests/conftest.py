@@ -81,3 +81,27 @@ def fresh_store(falkordb_store):
     finally:
         store.drop()
         store.close()
+
+
+@pytest.fixture
+def bolt_and_native(tmp_path):
+    """(bolt, native): a BoltStore (the official neo4j driver) and a FalkorDBStore on one throw-away server
+    of its own with a Bolt port. FalkorDB's Bolt always works on graph ``falkordb``, so the native store
+    uses that graph. A server of its own because a closed Bolt session stalls FalkorDB's next native
+    connection, which must not hit the shared session server."""
+    from pipeline.store import open_store
+    from pipeline.store.embedded import launch
+    from pipeline.store.falkordb_store import FalkorDBStore
+
+    info, proc = launch(tmp_path / "bolt_server", bolt_port=0, persist=False)
+    native = FalkorDBStore(info.host, info.port, "falkordb")
+    try:
+        bolt = open_store(f"bolt://127.0.0.1:{info.bolt_port}")
+        try:
+            yield bolt, native
+        finally:
+            bolt.close()
+    finally:
+        native.close()
+        proc.kill()  # throw-away data: no need for a clean SHUTDOWN SAVE
+        proc.wait(timeout=30)

@@ -9,35 +9,21 @@ from pipeline.sampling.atoms import records_to_query
 from pipeline.sampling.cypher_answers import cypher_answers
 from pipeline.sampling.levels import kg_alpha_table, store_alpha_table, store_relation_types
 from pipeline.sampling.sampler import sample_queries
-from pipeline.store import open_store
-from pipeline.store.embedded import launch
-from pipeline.store.falkordb_store import FalkorDBStore
 from pipeline.store.ingest import ingest
 
 pytestmark = pytest.mark.neo4j
 
 
 @pytest.fixture
-def bolt_and_native(tmp_path, tiny_kg):
-    # a server of its own (as tests/store/test_bolt.py): a closed Bolt session stalls FalkorDB's next
-    # native connection, which must not hit the shared session server
-    info, proc = launch(tmp_path / "bolt_server", bolt_port=0, persist=False)
-    native = FalkorDBStore(info.host, info.port, "falkordb")  # the graph FalkorDB's Bolt port works on
-    try:
-        ingest(tiny_kg, native, progress=False)
-        bolt = open_store(f"bolt://127.0.0.1:{info.bolt_port}")
-        try:
-            yield bolt, native
-        finally:
-            bolt.close()
-    finally:
-        native.close()
-        proc.kill()  # throw-away data: no need for a clean SHUTDOWN SAVE
-        proc.wait(timeout=30)
+def ingested_pair(tiny_kg, bolt_and_native):
+    """The shared Bolt/native pair with the tiny KG ingested through the native client."""
+    _, native = bolt_and_native
+    ingest(tiny_kg, native, progress=False)
+    return bolt_and_native
 
 
-def test_bolt_and_native_sample_the_same_set(tiny_kg, bolt_and_native):
-    bolt, native = bolt_and_native
+def test_bolt_and_native_sample_the_same_set(tiny_kg, ingested_pair):
+    bolt, native = ingested_pair
     table = kg_alpha_table(tiny_kg)
     np_table = store_alpha_table(bolt, "tiny", tiny_kg.n_relations)
     assert abs(np_table - table).max() < 1e-6  # Bolt formats floats with 6 decimals

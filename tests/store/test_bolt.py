@@ -8,32 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.store import open_store
-from pipeline.store.embedded import launch
-from pipeline.store.falkordb_store import FalkorDBStore
 from pipeline.store.ingest import ingest
 from pipeline.store.stats import dataset_stats
 from tests.store.kgs import expected_facts, make_kg, snapshot
 
 pytestmark = pytest.mark.neo4j
-
-
-@pytest.fixture
-def bolt_and_native(tmp_path):
-    # a server of its own: a closed Bolt session stalls FalkorDB's next native connection, which must
-    # not hit the shared session server
-    info, proc = launch(tmp_path / "bolt_server", bolt_port=0, persist=False)
-    native = FalkorDBStore(info.host, info.port, "falkordb")  # the graph FalkorDB's Bolt port works on
-    try:
-        bolt = open_store(f"bolt://127.0.0.1:{info.bolt_port}")
-        try:
-            yield bolt, native
-        finally:
-            bolt.close()
-    finally:
-        native.close()
-        proc.kill()  # throw-away data: no need for a clean SHUTDOWN SAVE
-        proc.wait(timeout=30)
 
 
 def test_bolt_backend_runs_queries_and_ingests(bolt_and_native):
