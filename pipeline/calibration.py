@@ -5,7 +5,9 @@
 - ``L``: ``P_c = min(1, relu(P * (1 + rho) + lambda))`` with ``[rho, lambda] = W_h e_h + W_r e_r + W_t e_t + b``
   over the frozen backbone's feature vectors (``model.features``). Trained to minimise the squared error
   between predicted and true utilities of training queries with alpha = 0 (answers plus sampled
-  non-answers), the state kept is the best on the valid queries. The cap at 1 keeps ``1 - P_c`` (negation)
+  non-answers), the state kept is the best on the valid queries. The engine is differentiable through
+  every step (anchors, max-plus elimination, DNF max), so every train shape (2p, 2il included) is used,
+  in batches that mix shapes. The cap at 1 keeps ``1 - P_c`` (negation)
   a confidence. Only the stored exceptions of the exported adjacency are calibrated: a fact below the
   export threshold stays absent (confidence 0), exactly as SRC sees it without calibration.
 - ``D+L``: L first (trained with alpha = 0, so D does not change it), then delta chosen with L applied.
@@ -170,6 +172,8 @@ class LConfig:
     lr: float = 0.001
     batch_size: int = 64
     negatives: int = 32  # uniformly sampled entities per query besides its answers
+    negative_weight: float = 1.0  # weight of the sampled non-answers' mean error (answers' weigh 1)
+    weight_decay: float = 0.0
     seed: int = 0
 
 
@@ -192,6 +196,7 @@ def _batch_loss(
     true_u: torch.Tensor,
     negatives: int,
     gen: torch.Generator,
+    negative_weight: float = 1.0,
 ) -> torch.Tensor:
     pred_u = evaluate(queries, adj)
     mask = _loss_entities(true_u, negatives, gen)
@@ -201,8 +206,10 @@ def _batch_loss(
     # teach L to push every confidence to 0.
     err = (pred_u - true_u).pow(2)
     pos, neg = mask & answers, mask & ~answers
-    parts = [err[m].mean() for m in (pos, neg) if m.any()]
-    return torch.stack(parts).mean()
+    parts = [(err[m].mean(), w) for m, w in ((pos, 1.0), (neg, negative_weight)) if m.any() and w > 0]
+    if not parts:
+        return (pred_u * 0).nan_to_num().sum()  # nothing to fit in this batch: a zero loss with a graph
+    return sum(e * w for e, w in parts) / sum(w for _, w in parts)
 
 
 def fit_affine(
@@ -228,25 +235,31 @@ def fit_affine(
     gen = torch.Generator().manual_seed(cfg.seed)
     tables = feature_tables(model, adj.device)
     calib = AffineCalibration(tables[0].shape[1], tables[1].shape[1]).to(adj.device)
-    opt = torch.optim.Adam(calib.parameters(), lr=cfg.lr)
+    opt = torch.optim.Adam(calib.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     queries = [zero_alphas(q) for q in train_queries]
     groups: dict[Any, list[int]] = {}
     for i, q in enumerate(queries):
         groups.setdefault(shape_key(q), []).append(i)
-    # One shape per batch, like answering; the targets are exact utilities on the observed train graph.
-    batches, targets, used, skipped = [], [], [], []
+    # The targets are exact utilities on the observed train graph. Every shape is checked once for
+    # gradients (the engine is differentiable through every step; a shape that is not is named, never
+    # silently dropped); batches then mix shapes (the engine batches each shape within a call).
+    kept, used, skipped = [], [], []
+    true_u: dict[int, torch.Tensor] = {}
     for key, idx in groups.items():
         # Name the shape by its query type where it has one (for the record).
         label = next((qt.name for qt in QUERY_TYPES.values() if qt.matches(queries[idx[0]])), str(key))
-        chunks = [idx[s : s + cfg.batch_size] for s in range(0, len(idx), cfg.batch_size)]
         with torch.no_grad():
-            trues = [evaluate([queries[i] for i in c], truth) for c in chunks]
+            for s in range(0, len(idx), 256):
+                chunk = idx[s : s + 256]
+                for i, u in zip(chunk, evaluate([queries[i] for i in chunk], truth), strict=True):
+                    true_u[i] = u
+        trial = idx[: cfg.batch_size]
         try:  # one trial step without updating: does the engine's computation carry gradients here?
             _batch_loss(
                 evaluate,
-                [queries[i] for i in chunks[0]],
+                [queries[i] for i in trial],
                 calibrated_adjacency(adj, calib, tables),
-                trues[0],
+                torch.stack([true_u[i] for i in trial]),
                 cfg.negatives,
                 torch.Generator().manual_seed(0),
             ).backward()
@@ -256,9 +269,8 @@ def fit_affine(
         finally:
             opt.zero_grad()
         used.append(label)
-        batches += chunks
-        targets += trues
-    if not batches:
+        kept += idx
+    if not kept:
         raise PipelineError("calibration L: no training query shape is differentiable through the engine")
 
     def score() -> float:
@@ -275,8 +287,9 @@ def fit_affine(
         "shapes_skipped": skipped,
         "config": cfg.__dict__,
     }
+    n_batches = (len(kept) + cfg.batch_size - 1) // cfg.batch_size
     bar = tqdm(
-        total=cfg.epochs * len(batches),
+        total=cfg.epochs * n_batches,
         desc="calibration L",
         unit="batch",
         disable=not progress,
@@ -284,20 +297,23 @@ def fit_affine(
     )
     for epoch in range(1, cfg.epochs + 1):
         total, count = 0.0, 0
-        for bi in torch.randperm(len(batches), generator=gen).tolist():
+        order = [kept[i] for i in torch.randperm(len(kept), generator=gen).tolist()]
+        for lo in range(0, len(order), cfg.batch_size):
+            batch = order[lo : lo + cfg.batch_size]
             loss = _batch_loss(
                 evaluate,
-                [queries[i] for i in batches[bi]],
+                [queries[i] for i in batch],
                 calibrated_adjacency(adj, calib, tables),
-                targets[bi],
+                torch.stack([true_u[i] for i in batch]),
                 cfg.negatives,
                 gen,
+                cfg.negative_weight,
             )
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += loss.item() * len(batches[bi])
-            count += len(batches[bi])
+            total += loss.item() * len(batch)
+            count += len(batch)
             bar.update(1)
         val = score()
         history["epochs"][str(epoch)] = {"loss": total / max(1, count), "valid": val}

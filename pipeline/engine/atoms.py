@@ -64,6 +64,12 @@ class RelationMatrix:
     def contains(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
         return self.ori.lookup(self.params.rel[b], s, o, self.adj.n_entities)[0]
 
+    def entry(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        """(T,) V_b(s, o) at points (b[i], s[i], o[i]): the stored value or the default; differentiable in
+        the stored confidences."""
+        found, conf = self.ori.lookup(self.params.rel[b], s, o, self.adj.n_entities)
+        return torch.where(found, self.params.value(conf, b), self.default[b])
+
     def column(self, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Support of columns (b[i], o[i]): (pair (T,), s (T,)) of every stored (s, o)."""
         pair, s, _ = self.adj.oriented(not self.from_head).rows(self.params.rel[b], o, self.adj.n_entities)
@@ -108,6 +114,10 @@ class SumMatrix:
         """Union of the parts' column supports (repeats allowed): (pair (T,), s (T,))."""
         got = [p.column(b, o) for p in self.parts]
         return torch.cat([g[0] for g in got]), torch.cat([g[1] for g in got])
+
+    def entry(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        """(T,) the sum of the parts' values at points (b[i], s[i], o[i])."""
+        return torch.stack([p.entry(b, s, o) for p in self.parts]).sum(0)
 
     def contains(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
         out = self.parts[0].contains(b, s, o)

@@ -78,13 +78,21 @@ def solve(
         for c in q.conjunctions:
             groups.setdefault(shape_of(c), []).append((qi, c))
     chunks = [items[i : i + MAX_BATCH] for items in groups.values() for i in range(0, len(items), MAX_BATCH)]
+    graded: list[tuple[torch.Tensor, torch.Tensor]] = []  # (flat index, utilities) that carry a gradient
     for chunk in tqdm(chunks, desc="evaluate", unit="batch", disable=not progress, leave=False):
         idx = torch.tensor([qi for qi, _ in chunk], device=adj.device)
         util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap)
         # a scatter-max keeps repeated query indices (several conjunctions of one query) correct
         flat = (idx[:, None] * n + torch.arange(n, device=adj.device)).reshape(-1)
-        out.view(-1).scatter_reduce_(0, flat, util.reshape(-1), reduce="amax", include_self=True)
+        if util.requires_grad:  # in place twice would break autograd: one out-of-place scatter below
+            graded.append((flat, util.reshape(-1)))
+        else:
+            out.view(-1).scatter_reduce_(0, flat, util.reshape(-1), reduce="amax", include_self=True)
         approx.index_add_(0, idx, ap.to(torch.int32))
+    if graded:
+        flat = torch.cat([f for f, _ in graded])
+        vals = torch.cat([u for _, u in graded])
+        out = out.view(-1).scatter_reduce(0, flat, vals, reduce="amax", include_self=True).view(out.shape)
     return Evaluation(out, approx > 0)
 
 

@@ -25,10 +25,128 @@ _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
 _DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
 _WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
 _WALK = 8  # top entries walked per column before a column is finished exactly (_max_off_column)
+_GRAD_ENTRIES = 1 << 22  # stored entries examined at once when routing gradients (_attach_grad)
 
 
 def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
-    """(B, N) float32: the max-plus product of state (B, N) (-inf = impossible) with matrices m."""
+    """(B, N) float32: the max-plus product of state (B, N) (-inf = impossible) with matrices m.
+
+    Differentiable in state and in the graph's confidences (calibration L): the values are computed by the
+    fast path below without autograd, then the gradient of each output entry is routed to its argmax term,
+    state[b, s*] plus (where s* is a stored entry) that entry's value (see _attach_grad)."""
+    if torch.is_grad_enabled() and (state.requires_grad or _conf_requires_grad(m)):
+        with torch.no_grad():
+            out = _values(state.detach(), m)
+        return _attach_grad(state, m, out)
+    return _values(state, m)
+
+
+def _conf_requires_grad(m: Matrix) -> bool:
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
+    return any(p.adj.fwd.conf.requires_grad or p.adj.bwd.conf.requires_grad for p in parts)
+
+
+def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Tensor:
+    """out (B, N) (the product's values, no autograd) plus zero-valued terms that carry the gradient of
+    each finite entry (b, o) to one maximiser s*: d out[b, o] / d state[b, s*] = 1 and, where (s*, o) is
+    stored, d out / d V(s*, o) = 1 (through the stored confidences). Ties: the first maximiser found (a
+    valid subgradient). The forward values are exactly those of the fast path.
+
+    Maximisers: a stored entry whose term equals out (up to float rounding, since the fast path may fuse
+    the multiply-add), else the best state entry outside column o's support (the default's term)."""
+    bsz, n = state.shape
+    dev = state.device
+    sd = state.detach()
+    fin_out = torch.isfinite(out)
+    # Stored maximisers, a few batch rows at a time (the rows of a finite state hold a relation's facts).
+    won = torch.zeros((bsz, n), dtype=torch.bool, device=dev)
+    wb, ws, wo = [], [], []
+    with torch.no_grad():
+        for lo, hi in _row_chunks(sd, m):
+            b, s = torch.nonzero(torch.isfinite(sd[lo:hi]), as_tuple=True)
+            b = b + lo
+            if not b.numel():
+                continue
+            pair, o, val = m.rows(b, s)
+            bb, ss = b[pair], s[pair]
+            target = out[bb, o]
+            cand = sd[bb, ss] + val
+            hit = torch.isfinite(cand) & ((cand - target).abs() <= 1e-5 * target.abs().clamp_min(1.0))
+            bb, ss, o = bb[hit], ss[hit], o[hit]
+            cell = bb * n + o
+            cell, first = _first_occurrence(cell)
+            wb.append(bb[first])
+            ws.append(ss[first])
+            wo.append(o[first])
+            won.view(-1)[cell] = True
+    res = out
+    if wb:
+        b, s, o = torch.cat(wb), torch.cat(ws), torch.cat(wo)
+        term = state[b, s] + m.entry(b, s, o)
+        delta = torch.zeros(bsz * n, dtype=out.dtype, device=dev).index_add(
+            0, b * n + o, term - term.detach()
+        )
+        res = res + delta.view(bsz, n)
+    # Default maximisers: the best state entry outside the column's support.
+    rest = fin_out & ~won
+    if bool(rest.any()):
+        with torch.no_grad():
+            arg = sd.argmax(dim=1)[:, None].expand(bsz, n).clone()
+            rb, ro = torch.nonzero(rest, as_tuple=True)
+            inside = m.contains(rb, arg[rb, ro], ro)  # the row's best entry is stored in that column
+            if bool(inside.any()):
+                arg[rb[inside], ro[inside]] = _argmax_off_column(sd, rb[inside], ro[inside], m)
+        picked = state.gather(1, arg)
+        res = res + torch.where(rest, picked - picked.detach(), torch.zeros((), device=dev))
+    return res
+
+
+def _row_chunks(state: torch.Tensor, m: Matrix) -> list[tuple[int, int]]:
+    """Consecutive row ranges [lo, hi) of state (B, N) whose stored entries from finite state entries
+    number at most _GRAD_ENTRIES (a row over it is a range alone): bounds the memory of _attach_grad."""
+    bsz, n = state.shape
+    fin = torch.isfinite(state)
+    count = torch.zeros(bsz, dtype=torch.int64, device=state.device)
+    ents = torch.arange(n, device=state.device)
+    for p in m.parts if isinstance(m, SumMatrix) else [m]:
+        k = p.params.rel[:, None] * n + ents[None, :]
+        count += ((p.ori.ptr[k + 1] - p.ori.ptr[k]) * fin).sum(1)
+    chunks, lo, used = [], 0, 0
+    for i, c in enumerate(count.tolist()):
+        if i > lo and used + c > _GRAD_ENTRIES:
+            chunks.append((lo, i))
+            lo, used = i, 0
+        used += c
+    if lo < bsz:
+        chunks.append((lo, bsz))
+    return chunks
+
+
+def _first_occurrence(key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct keys (K,) and the position (K,) of each one's first occurrence in key (T,)."""
+    uniq, inv = torch.unique(key, return_inverse=True)
+    pos = torch.arange(key.numel(), device=key.device)
+    first = torch.full(uniq.shape, key.numel(), dtype=torch.int64, device=key.device)
+    first.scatter_reduce_(0, inv, pos, reduce="amin", include_self=True)
+    return uniq, first
+
+
+def _argmax_off_column(state: torch.Tensor, pb: torch.Tensor, po: torch.Tensor, m: Matrix) -> torch.Tensor:
+    """(P,) int64: for pairs (row pb, column po), an s maximising state[pb, s] over s with (s, po) not stored."""
+    n = state.shape[1]
+    out = torch.empty(pb.numel(), dtype=torch.int64, device=state.device)
+    step = max(1, (1 << 24) // n)
+    for lo in range(0, pb.numel(), step):
+        b, o = pb[lo : lo + step], po[lo : lo + step]
+        rows = state[b].clone()
+        pair, s = m.column(b, o)
+        rows[pair, s] = NEG_INF
+        out[lo : lo + step] = rows.argmax(dim=1)
+    return out
+
+
+def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
+    """The product's values (the fast path; in-place kernels, not differentiable)."""
     bsz, n = state.shape
     dev = state.device
     out = torch.full((bsz * n,), NEG_INF, dtype=torch.float32, device=dev)
@@ -62,10 +180,7 @@ def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     d = m.default[sel]
     top, pb, po, pv = _outside_support(state if whole else state[sel], sel, m)
     stored = rows[pb, po]
-    if torch.is_grad_enabled() and (rows.requires_grad or top.requires_grad):
-        rows = torch.maximum(rows, (top + d)[:, None])  # not in place: autograd (calibration L) goes here
-    else:
-        torch.maximum(rows, (top + d)[:, None], out=rows)
+    torch.maximum(rows, (top + d)[:, None], out=rows)
     rows[pb, po] = torch.maximum(stored, pv + d[pb])
     if whole:
         return rows

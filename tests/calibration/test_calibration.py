@@ -88,6 +88,7 @@ def test_l_and_d_fit_select_cache_and_repeat(toy_pipeline: dict, tmp_path: Path)
     # Shapes the engine cannot differentiate through are named, never silently dropped.
     assert "1p" in hist["shapes_used"]
     assert sorted(hist["shapes_used"] + hist["shapes_skipped"]) == ["1p", "2i", "2in", "2p"]
+    assert hist["shapes_skipped"] == []  # the engine is differentiable through every step (2p included)
     assert hist["best_valid"] >= hist["epochs"]["0"]["valid"]  # selection never does worse than no L on valid
     assert rep["delta"] in (0.0, 0.05, 0.1, 0.15, 0.2)
     d_files = list((p["run"] / "calibration").glob("D-*.json"))
@@ -205,3 +206,48 @@ def test_cli_answer_write_back(toy_pipeline: dict, fresh_store, tmp_path: Path) 
     assert doc["written_back"] == expected
     rows = fresh_store.run("MATCH (:Query)-[a:ANSWER]->(:Entity) RETURN a.method AS m, count(a) AS n")
     assert rows == [{"m": "ukge_logi SRC", "n": expected}]
+
+
+def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
+    """One batch of a 1p and a 2p query (two shapes in one engine call): the loss with non-answers weighted
+    0 is the mean squared error over the true answers, and its gradient reaches the facts that the 2p
+    query's existential step chose (r0(0, 1): the best x for every y)."""
+    import numpy as np
+
+    from pipeline.calibration import _batch_loss
+    from pipeline.kg import GraphTensors
+    from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+
+    x = Var("x")
+    one = Query((Conjunction((Atom(Const(0), 0, FREE),)),))
+    two = Query((Conjunction((Atom(Const(0), 0, x), Atom(x, 1, FREE))),))
+    h, r, t = np.array([0, 0, 1, 2]), np.array([0, 0, 1, 1]), np.array([1, 2, 3, 3])
+    pred = GraphTensors.from_arrays(h, r, t, np.array([0.9, 0.5, 0.7, 0.8], np.float32), 4, 2)
+    true = GraphTensors.from_arrays(h, r, t, np.array([1.0, 0.5, 0.5, 0.8], np.float32), 4, 2)
+    true_u = evaluate_batch([one, two], true)
+    conf = pred.conf.clone().requires_grad_(True)
+    from dataclasses import replace
+
+    loss = _batch_loss(
+        evaluate_batch,
+        [one, two],
+        Adjacency.from_graph(replace(pred, conf=conf)),
+        true_u,
+        8,
+        torch.Generator().manual_seed(0),
+        negative_weight=0.0,
+    )
+    # answers: 1p y=1 (0.9 vs 1.0), y=2 (0.5 vs 0.5); 2p y=0,1,2 via x=1 (0.9 vs 1.0), y=3 (1.6 vs 1.5)
+    errs = [0.1**2, 0.0, 0.1**2, 0.1**2, 0.1**2, 0.1**2]
+    assert loss.item() == pytest.approx(sum(errs) / len(errs), rel=1e-4)
+    loss.backward()
+    g = dict(
+        zip(
+            zip(pred.head.tolist(), pred.rel.tolist(), pred.tail.tolist(), strict=True),
+            conf.grad.tolist(),
+            strict=True,
+        )
+    )
+    # d/dc(0,0,1): 1p y=1 (2 * -0.1) + 2p y=0..3 (3 * 2 * -0.1 + 2 * 0.1), over 6 errors
+    assert g[(0, 0, 1)] == pytest.approx((-0.2 - 0.6 + 0.2) / 6, abs=1e-5)
+    assert g[(1, 1, 3)] == pytest.approx(0.2 / 6, abs=1e-5) and g[(2, 1, 3)] == 0.0
