@@ -274,6 +274,7 @@ def run_answer(
     from pipeline import config
     from pipeline.calibration import (
         DELTA_GRID,
+        L_VERSION,
         LConfig,
         cache_key,
         calibrated_adjacency,
@@ -339,9 +340,21 @@ def run_answer(
                 f"{run_path}: its model is not the one exported to {adjacency_dir} (content hash differs)"
             )
         lcfg = LConfig(epochs=l_epochs, seed=seed)
-        key_parts.update(train=queryset_checksum(train.frame), l_config=lcfg.__dict__)
+        # L alone is selected on the valid score at delta 0; under D+L on the best valid score over the
+        # delta grid (L and delta are chosen together: an L that lowers confidences is only useful with a
+        # delta that lowers the thresholds with them). Two selections, two saved calibrations.
+        l_select = "max-over-delta-grid" if "D" in calibration else "delta-0"
+        key_parts.update(
+            train=queryset_checksum(train.frame),
+            l_config=lcfg.__dict__,
+            l_select=l_select,
+            l_version=L_VERSION,
+        )
         l_key = cache_key(
-            {k: key_parts[k] for k in ("model_hash", "threshold", "valid", "train", "l_config")}
+            {
+                k: key_parts[k]
+                for k in ("model_hash", "threshold", "valid", "train", "l_config", "l_select", "l_version")
+            }
         )
         tables = feature_tables(model, adj.device)
         calib = load_affine(calib_dir / f"L-{l_key}", tables[0].shape[1], tables[1].shape[1], adj.device)
@@ -350,11 +363,21 @@ def run_answer(
             from pipeline.kg import observed_graph
 
             truth = as_adjacency(observed_graph(kg if kg is not None else load(dataset), "train", device=dev))
-            score = None
-            if valid is not None:
-                score = lambda a: selection_score(answer_query_set(valid, a, progress=False)[0])  # noqa: E731
+            deltas = DELTA_GRID if "D" in calibration else (0.0,)
+
+            def valid_score(a: Any) -> float:
+                assert valid is not None
+                return max(selection_score(answer_query_set(valid, a, d, progress=False)[0]) for d in deltas)
+
             calib, history = fit_affine(
-                model, adj, train.queries(), truth, evaluate_batch, score, lcfg, progress
+                model,
+                adj,
+                train.queries(),
+                truth,
+                evaluate_batch,
+                valid_score if valid is not None else None,
+                lcfg,
+                progress,
             )
             save_affine(
                 calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": key_parts, "history": history}

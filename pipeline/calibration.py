@@ -35,6 +35,8 @@ from pipeline.query.model import Conjunction, Query
 
 CALIBRATIONS = ("none", "D", "L", "D+L")
 DELTA_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
+# Bumped whenever L's training changes what it learns, so saved calibrations of older code are never reused.
+L_VERSION = 2
 
 # (queries, graph) -> (B, n_entities) utilities; the engine's evaluate_batch.
 Evaluator = Callable[[Sequence[Query], GraphTensors], torch.Tensor]

@@ -100,7 +100,7 @@ def table_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             *[_fmt(summary[m].get(t)) for t in types],
             _fmt(summary[m].get("avg")),
         ]
-        for m in summary
+        for m in [*(k for k in METRICS if k in summary), *sorted(set(summary) - set(METRICS))]
     ]
     return header, rows
 
@@ -202,7 +202,7 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
     for dataset in sorted(counts):
         for method in sorted(counts[dataset]):
             c = counts[dataset][method]
-            count_lines.append(f"- {dataset} {method}: " + ", ".join(f"{t} {n}" for t, n in c.items()))
+            count_lines.append(f"- {dataset} {method}: " + ", ".join(f"{t} {c[t]}" for t in ordered_types(c)))
     sections = _read_sections(md_path)
     sections[RESULTS_SECTION] = "\n".join(body)
     sections[COUNTS_SECTION] = "\n".join(count_lines) + "\n"

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.calibration import CALIBRATIONS
+from pipeline.calibration import CALIBRATIONS, L_VERSION
 
 STAGES_FILE = "stages.json"
 
@@ -270,6 +270,8 @@ def reproduce(
                     threshold=cfg.threshold,
                     sets=set_keys,
                     calibration=calibration,
+                    # a change of L's training code must re-run the variants that use L (only those)
+                    **({"l_version": L_VERSION} if "L" in calibration else {}),
                 )
                 answer_files.append(stages.run(f"answer {model} {calibration}", key, do_answer, log)["path"])
     finally:
@@ -309,6 +311,21 @@ def reproduce(
     return summary
 
 
+_STAGE_ORDER = ("ingest", "sample", "train", "export", "answer", "evaluate")
+_CALIBRATION_ORDER = {c: i for i, c in enumerate(CALIBRATIONS)}
+
+
+def _stage_order(name: str) -> tuple[int, str, int, str]:
+    """Stages in pipeline order (the ledger file is sorted by name): ingest, sample, train, export, answer by
+    model then calibration none/D/L/D+L."""
+    kind, _, rest = name.partition(" ")
+    *head, last = rest.split(" ") if rest else [""]
+    order = _STAGE_ORDER.index(kind) if kind in _STAGE_ORDER else len(_STAGE_ORDER)
+    if kind == "answer":
+        return order, " ".join(head), _CALIBRATION_ORDER.get(last, len(_CALIBRATION_ORDER)), last
+    return order, rest, 0, ""
+
+
 def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path], seconds: float) -> str:
     """Markdown for docs/results.md: the settings, each stage's time and the answering throughput per type."""
     import platform
@@ -331,13 +348,13 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
         "|---|---:|",
     ]
     total = 0.0
-    for name, entry in stages.doc.items():
+    for name, entry in sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0])):
         lines.append(f"| {name} | {entry['seconds']:.1f} |")
         total += entry["seconds"]
     lines += [f"| **all stages** | **{total:.1f}** |", "", f"This invocation: {seconds:.1f} s.", ""]
     answers = {
         n: e["outputs"]
-        for n, e in stages.doc.items()
+        for n, e in sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0]))
         if n.startswith("answer ") and "throughput" in e["outputs"]
     }
     choices = [f"- {name}: {c}" for name, o in answers.items() if (c := calibration_choice(o["path"]))]

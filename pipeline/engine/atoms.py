@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.adjacency import Adjacency
+from pipeline.engine.adjacency import Adjacency, merge_keys
 from pipeline.query.model import Atom
 
 NEG_INF = float("-inf")
@@ -86,29 +86,21 @@ class SumMatrix:
         self.default = torch.stack([p.default for p in parts]).sum(0)
 
     def rows(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Entries of the union of the parts' supports (not sorted), each the sum over parts of the
-        part's stored value or its default."""
+        """Entries of the union of the parts' supports: (pair (T,), o (T,), value (T,)), grouped by pair, o
+        sorted; each value is the sum, in part order, of every part's stored value or its default."""
         got = [p.rows(b, s) for p in self.parts]
-        keys = [pair * self.n + o for pair, o, _ in got]  # each sorted: grouped by pair, o ascending
-        # Grow the union part by part; a membership test against the sorted keys of one part needs no
-        # sort of the union itself.
-        union, total = keys[0], got[0][2].clone()
-        for j in range(1, len(self.parts)):
-            key, val, d = keys[j], got[j][2], self.parts[j].default
-            if key.numel() == 0:
-                total += d[b[union // self.n]]
-                continue
-            found, pos = _member(union, key)
-            total += torch.where(found, val[pos], d[b[union // self.n]])
-            fresh, _ = _member(key, union if j == 1 else torch.sort(union).values)
-            fresh = ~fresh
-            extra_key = key[fresh]
-            extra = val[fresh]
-            pair_x = extra_key // self.n
-            for i in range(j):  # earlier parts do not store these entries: their defaults
-                extra = extra + self.parts[i].default[b[pair_x]]
-            union, total = torch.cat([union, extra_key]), torch.cat([total, extra])
-        return union // self.n, union % self.n, total
+        # One sort of all the parts' keys finds the union and where each part's entries fall in it (a
+        # merge; two searchsorted passes per part cost more than this one sort).
+        union, inv = merge_keys([pair * self.n + o for pair, o, _ in got], b.numel() * self.n)
+        pair = union // self.n
+        bu = b[pair]
+        total, lo = None, 0
+        for p, (_, _, val) in zip(self.parts, got, strict=True):
+            x = p.default[bu]
+            x[inv[lo : lo + val.numel()]] = val
+            lo += val.numel()
+            total = x if total is None else total.add_(x)
+        return pair, union - pair * self.n, total
 
     def column(self, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Union of the parts' column supports (repeats allowed): (pair (T,), s (T,))."""
@@ -124,14 +116,6 @@ class SumMatrix:
         for p in self.parts[1:]:
             out |= p.contains(b, s, o)
         return out
-
-
-def _member(query: torch.Tensor, sorted_keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(found (Q,) bool, position (Q,)) of each query key in a sorted key array."""
-    if sorted_keys.numel() == 0:
-        return torch.zeros(query.shape, dtype=torch.bool, device=query.device), torch.zeros_like(query)
-    pos = torch.searchsorted(sorted_keys, query).clamp_(max=sorted_keys.numel() - 1)
-    return sorted_keys[pos] == query, pos
 
 
 def fold_anchor(adj: Adjacency, params: AtomParams, anchor: torch.Tensor, var_is_tail: bool) -> torch.Tensor:

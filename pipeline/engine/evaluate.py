@@ -79,21 +79,43 @@ def solve(
             groups.setdefault(shape_of(c), []).append((qi, c))
     chunks = [items[i : i + MAX_BATCH] for items in groups.values() for i in range(0, len(items), MAX_BATCH)]
     graded: list[tuple[torch.Tensor, torch.Tensor]] = []  # (flat index, utilities) that carry a gradient
+    written: set[int] = set()  # queries whose row of out holds a result already
     for chunk in tqdm(chunks, desc="evaluate", unit="batch", disable=not progress, leave=False):
-        idx = torch.tensor([qi for qi, _ in chunk], device=adj.device)
+        qis = [qi for qi, _ in chunk]
+        idx = torch.tensor(qis, device=adj.device)
         util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap)
-        # a scatter-max keeps repeated query indices (several conjunctions of one query) correct
-        flat = (idx[:, None] * n + torch.arange(n, device=adj.device)).reshape(-1)
         if util.requires_grad:  # in place twice would break autograd: one out-of-place scatter below
+            flat = (idx[:, None] * n + torch.arange(n, device=adj.device)).reshape(-1)
             graded.append((flat, util.reshape(-1)))
         else:
-            out.view(-1).scatter_reduce_(0, flat, util.reshape(-1), reduce="amax", include_self=True)
+            _max_into(out, qis, util, written)
         approx.index_add_(0, idx, ap.to(torch.int32))
     if graded:
         flat = torch.cat([f for f, _ in graded])
         vals = torch.cat([u for _, u in graded])
         out = out.view(-1).scatter_reduce(0, flat, vals, reduce="amax", include_self=True).view(out.shape)
     return Evaluation(out, approx > 0)
+
+
+def _max_into(out: torch.Tensor, qis: list[int], util: torch.Tensor, written: set[int]) -> None:
+    """out[qis[i]] = max(out[qis[i]], util[i]) for rows util (B, N), in place; written: the rows of out
+    set so far (updated). Whole-row copies in rounds of distinct queries (several conjunctions of one
+    query repeat its index), no (B * N) index as a scatter would need."""
+    rounds: list[list[int]] = []  # round k: the positions holding a query's (k+1)-th conjunction
+    seen: dict[int, int] = {}
+    for pos, qi in enumerate(qis):
+        k = seen[qi] = seen.get(qi, -1) + 1
+        if k == len(rounds):
+            rounds.append([])
+        rounds[k].append(pos)
+    for positions in rounds:
+        ids = [qis[p] for p in positions]
+        idx = torch.tensor(ids, device=out.device)
+        rows = util if len(positions) == len(qis) else util[torch.tensor(positions, device=out.device)]
+        if not written.isdisjoint(ids):
+            rows = torch.maximum(out.index_select(0, idx), rows)
+        out.index_copy_(0, idx, rows)
+        written.update(ids)
 
 
 def top_answers(utility: torch.Tensor, k: int = 100) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,18 +167,29 @@ def _tree(conjs: list[Conjunction], graph: QueryGraph, adj: Adjacency) -> torch.
     def consts(i: int, side: str) -> torch.Tensor:
         return torch.tensor([getattr(c.atoms[i], side).eid for c in conjs], dtype=torch.int64, device=dev)
 
-    scalar = torch.zeros(bsz, dtype=torch.float32, device=dev)
-    state = {v: torch.zeros((bsz, n), dtype=torch.float32, device=dev) for v in graph.variables}
+    # A variable's state is the sum of its terms in plan order; the first term is taken as it is and the
+    # others are added in place: no zero-filled (B, N) buffer per variable (fresh pages fault).
+    state: dict[Var, torch.Tensor] = {}
+
+    def add(v: Var, term: torch.Tensor) -> None:
+        state[v] = term if v not in state else state[v].add_(term)
+
+    def pop(v: Var) -> torch.Tensor:
+        got = state.pop(v, None)
+        return torch.zeros((bsz, n), dtype=torch.float32, device=dev) if got is None else got
+
+    scalar = None  # (B,) constant atoms and the best values of components without ?y
     for i in graph.constant_atoms:
-        scalar += constant_value(adj, params[i], consts(i, "head"), consts(i, "tail"))
+        val = constant_value(adj, params[i], consts(i, "head"), consts(i, "tail"))
+        scalar = val if scalar is None else scalar + val
     for i in graph.anchor_atoms:
         a = graph.atom(i)
         if isinstance(a.tail, Var):
-            state[a.tail] += fold_anchor(adj, params[i], consts(i, "head"), var_is_tail=True)
+            add(a.tail, fold_anchor(adj, params[i], consts(i, "head"), var_is_tail=True))
         else:
-            state[a.head] += fold_anchor(adj, params[i], consts(i, "tail"), var_is_tail=False)
+            add(a.head, fold_anchor(adj, params[i], consts(i, "tail"), var_is_tail=False))
     for i in graph.self_loops:
-        state[graph.atom(i).head] += fold_diagonal(adj, params[i])
+        add(graph.atom(i).head, fold_diagonal(adj, params[i]))
 
     for comp in graph.components:
         root = FREE if FREE in comp else comp[0]
@@ -164,11 +197,12 @@ def _tree(conjs: list[Conjunction], graph: QueryGraph, adj: Adjacency) -> torch.
             atoms = graph.edges[frozenset((child, parent))]
             parts = [RelationMatrix(adj, params[i], from_head=graph.atom(i).head == child) for i in atoms]
             m = parts[0] if len(parts) == 1 else SumMatrix(parts)
-            state[parent] += maxplus(state.pop(child), m)
+            add(parent, maxplus(pop(child), m))
         if root != FREE:
-            scalar += state.pop(root).amax(dim=1)
-    util = state[FREE] if FREE in state else torch.zeros((bsz, n), dtype=torch.float32, device=dev)
-    return util + scalar[:, None]
+            best = pop(root).amax(dim=1)
+            scalar = best if scalar is None else scalar + best
+    util = pop(FREE)
+    return util if scalar is None else util.add_(scalar[:, None])
 
 
 def _bfs_edges(graph: QueryGraph, root: Var) -> list[tuple[Var, Var]]:

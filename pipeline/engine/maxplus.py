@@ -24,6 +24,7 @@ Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
 _DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
 _WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
+_WIDE_BLOCK = 1 << 19  # floats gathered per block of entries (_stream_wide): 2 MiB, about the L2 cache
 _WALK = 8  # top entries walked per column before a column is finished exactly (_max_off_column)
 _GRAD_ENTRIES = 1 << 22  # stored entries examined at once when routing gradients (_attach_grad)
 
@@ -138,7 +139,7 @@ def _argmax_off_column(state: torch.Tensor, pb: torch.Tensor, po: torch.Tensor, 
     step = max(1, (1 << 24) // n)
     for lo in range(0, pb.numel(), step):
         b, o = pb[lo : lo + step], po[lo : lo + step]
-        rows = state[b].clone()
+        rows = state[b]  # advanced indexing: already a copy
         pair, s = m.column(b, o)
         rows[pair, s] = NEG_INF
         out[lo : lo + step] = rows.argmax(dim=1)
@@ -149,7 +150,6 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     """The product's values (the fast path; in-place kernels, not differentiable)."""
     bsz, n = state.shape
     dev = state.device
-    out = torch.full((bsz * n,), NEG_INF, dtype=torch.float32, device=dev)
 
     # Stored entries: only rows with a finite state can contribute. A nearly everywhere finite state is
     # better served by streaming its relation's facts once (no ragged gather, no per-fact parameters).
@@ -159,16 +159,18 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
         finite = torch.isfinite(state)
         dense = finite.sum(1) > _DENSE_FRACTION * n
     n_dense = int(dense.sum())
+    out = None
     if n_dense:
-        _dense_rows(state, m, torch.nonzero(dense, as_tuple=True)[0], out.view(bsz, n))
+        out = _dense_rows(state, m, torch.nonzero(dense, as_tuple=True)[0])
         finite = None if n_dense == bsz else finite & ~dense[:, None]
+    if out is None:
+        out = torch.full((bsz, n), NEG_INF, dtype=torch.float32, device=dev)
     if finite is not None:
         b, s = torch.nonzero(finite, as_tuple=True)
         if b.numel():
             pair, o, val = m.rows(b, s)
             cand = state[b[pair], s[pair]] + val
-            out.scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
-    out = out.view(bsz, n)
+            out.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
 
     # Entries not stored take the default; only batch elements with a finite default need it. Column o
     # gets d + (best state entry), except the few columns whose support holds that entry (pb, po).
@@ -188,12 +190,13 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     return out
 
 
-def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor, out: torch.Tensor) -> None:
-    """out[rows] = max over the stored (s, o) of state[rows, s] + V(s, o), streaming the finite entries
-    of each row's matrix as contiguous arrays. Rows are grouped by their atoms' (relation, negated,
+def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Tensor | None:
+    """(B, N) contiguous: in the given rows, the max over the stored (s, o) of state[row, s] + V(s, o),
+    streaming the finite entries of each row's matrix as contiguous arrays; -inf in the other rows (None:
+    no stored finite entry at all, every row -inf). Rows are grouped by their atoms' (relation, negated,
     alpha), so the alpha filter (and a multi-edge's union of supports) is built once per group, leaving
     one fused multiply-add per atom and one scatter-max per entry and row."""
-    n = state.shape[1]
+    bsz, n = state.shape
     parts = m.parts if isinstance(m, SumMatrix) else [m]
     cols = [
         (p.params.rel[rows].tolist(), p.params.neg[rows].tolist(), p.params.alpha[rows].tolist())
@@ -203,13 +206,13 @@ def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor, out: torch.T
     for i, b in enumerate(rows.tolist()):
         key = tuple((p.from_head, c[0][i], c[1][i], c[2][i]) for p, c in zip(parts, cols, strict=True))
         groups.setdefault(key, []).append(b)
+    out = None
     for key, members in groups.items():
         src, dst, cc = parts[0].adj.finite_facts(key)
         if not src.numel():
             continue
-        bs = torch.tensor(members, device=state.device)
-        if len(members) == state.shape[0]:  # one group holds the whole batch: no row copy
-            bs = slice(None)
+        whole = len(members) == bsz  # one group holds the whole batch: no row copies
+        bs = slice(None) if whole else torch.tensor(members, device=state.device)
         betas = [p.params.beta[bs] for p in parts]
         if len(members) >= _WIDE:
             res = _stream_wide(state[bs], betas, src, dst, cc)
@@ -219,19 +222,25 @@ def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor, out: torch.T
                 g.addcmul_(beta[:, None], w[None, :])
             res = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
             res.scatter_reduce_(1, dst.expand(len(members), -1), g, reduce="amax", include_self=True)
+        if whole:
+            return res
+        if out is None:
+            out = torch.full((bsz, n), NEG_INF, dtype=torch.float32, device=state.device)
         out[bs] = res  # each row is in exactly one group and out is still -inf there
+    return out
 
 
 def _stream_wide(
     state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
 ) -> torch.Tensor:
-    """(B, N) max over entries i of state[:, src_i] + sum_p betas[p] * cc[p, i] at column dst_i, for many
-    rows at once. Works on the transposed state (N, B) so every entry moves one contiguous run of B
-    floats, in blocks small enough for the cache (entries sorted by dst keep the scatter's writes local)."""
+    """(B, N) contiguous: max over entries i of state[:, src_i] + sum_p betas[p] * cc[p, i] at column
+    dst_i, for many rows at once. Works on the transposed state (N, B) so every entry moves one contiguous
+    run of B floats, in blocks small enough for the cache (entries sorted by dst keep the scatter's writes
+    local)."""
     bsz, n = state.shape
-    st = state.t().contiguous()
+    st = state.t().clone(memory_format=torch.contiguous_format)  # always a copy: its buffer is reused below
     out = torch.full((n, bsz), NEG_INF, dtype=torch.float32, device=state.device)
-    block = max(256, (1 << 18) // bsz)
+    block = max(256, _WIDE_BLOCK // bsz)
     for lo in range(0, src.numel(), block):
         g = st.index_select(0, src[lo : lo + block])
         for beta, w in zip(betas, cc, strict=True):
@@ -239,7 +248,9 @@ def _stream_wide(
         out.scatter_reduce_(
             0, dst[lo : lo + block, None].expand(-1, bsz), g, reduce="amax", include_self=True
         )
-    return out.t()
+    # The transposed state is dead: its buffer (already paged in) takes the result back in (B, N) layout.
+    # A fresh (B, N) buffer costs ~1 us of page fault per 4 KiB, and a transposed view is slow to add to.
+    return st.view(bsz, n).copy_(out.t())
 
 
 def _outside_support(
@@ -285,7 +296,7 @@ def _max_off_column(
     step = max(1, (1 << 24) // n)
     for lo in range(0, pb.numel(), step):
         b, o = pb[lo : lo + step], po[lo : lo + step]
-        rows = state[b].clone()
+        rows = state[b]  # advanced indexing: already a copy
         pair, s = m.column(sel[b], o)
         rows[pair, s] = NEG_INF
         out[lo : lo + step] = rows.amax(dim=1)

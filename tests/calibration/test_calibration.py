@@ -106,6 +106,30 @@ def test_l_and_d_fit_select_cache_and_repeat(toy_pipeline: dict, tmp_path: Path)
     assert set(plain.frame["query_id"]) == set(a["query_id"])
 
 
+def test_d_plus_l_selects_l_over_the_delta_grid(toy_pipeline: dict, tmp_path: Path) -> None:
+    """L alone is selected at delta 0; under D+L, on the best valid score over the delta grid, so the two are
+    different saved calibrations, and D+L's identity epoch scores exactly what D alone chose."""
+    p = toy_pipeline
+    kw = dict(
+        valid_queries=p["valid"], train_queries=p["train"], seed=1, l_epochs=2, progress=False, kg=p["kg"]
+    )
+    l_only = run_answer(p["test"], p["export"], "L", tmp_path / "l", **kw)
+    both = run_answer(p["test"], p["export"], "D+L", tmp_path / "dl", **kw)
+    d_only = run_answer(p["test"], p["export"], "D", tmp_path / "d", valid_queries=p["valid"], progress=False)
+    assert l_only["l_key"] != both["l_key"]
+    hist_l = json.loads((Path(l_only["l_dir"]) / "L.json").read_text())["history"]
+    hist_dl = json.loads((Path(both["l_dir"]) / "L.json").read_text())["history"]
+    d_file = next(
+        f
+        for f in (p["run"] / "calibration").glob("D-*.json")
+        if "train" not in json.loads(f.read_text())["inputs"]
+    )
+    d_scores = json.loads(d_file.read_text())["scores"]
+    assert d_scores[str(d_only["delta"])] == max(d_scores.values())
+    assert hist_dl["epochs"]["0"]["valid"] == pytest.approx(max(d_scores.values()))
+    assert hist_l["epochs"]["0"]["valid"] == pytest.approx(d_scores["0.0"])
+
+
 @pytest.mark.slow
 def test_refit_from_scratch_is_deterministic(toy_pipeline: dict, tmp_path: Path) -> None:
     import shutil
