@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -193,14 +194,14 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
     ]
     for dataset in sorted(results):
         body.append(f"### {dataset}\n")
-        for method in sorted(results[dataset]):
+        for method in method_order(results[dataset]):
             body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
         paper = PAPER.get(dataset, {})
         if paper:
             body.append(comparison_table(dataset, results[dataset]) + "\n")
     count_lines = ["Evaluated queries (with at least one ground-truth answer) per type.\n"]
     for dataset in sorted(counts):
-        for method in sorted(counts[dataset]):
+        for method in method_order(counts[dataset]):
             c = counts[dataset][method]
             count_lines.append(f"- {dataset} {method}: " + ", ".join(f"{t} {c[t]}" for t in ordered_types(c)))
     sections = _read_sections(md_path)
@@ -220,6 +221,19 @@ def set_section(docs: str | Path, name: str, text: str) -> Path:
     return md_path
 
 
+_VARIANT_ORDER = {"SRC": 0, "SRC(D)": 1, "SRC(L)": 2, "SRC(D+L)": 3}
+
+
+def method_order(methods: Iterable[str]) -> list[str]:
+    """Method names ("BACKBONE VARIANT") by backbone, then SRC, SRC(D), SRC(L), SRC(D+L); others last."""
+
+    def key(name: str) -> tuple[str, int, str]:
+        backbone, _, variant = name.rpartition(" ")
+        return (backbone, _VARIANT_ORDER.get(variant, len(_VARIANT_ORDER)), variant)
+
+    return sorted(methods, key=key)
+
+
 def comparison_table(dataset: str, methods: dict[str, Summary]) -> str:
     """Averages of our methods beside the paper's figures (x100)."""
     names = list(METRICS)
@@ -228,7 +242,7 @@ def comparison_table(dataset: str, methods: dict[str, Summary]) -> str:
         "| method | " + " | ".join(METRICS[m].label for m in names) + " |",
         "|---|" + "---:|" * len(names),
     ]
-    for method in sorted(methods):
+    for method in method_order(methods):
         lines.append(
             f"| {method} | " + " | ".join(_fmt(methods[method].get(m, {}).get("avg")) for m in names) + " |"
         )
@@ -271,7 +285,7 @@ def plot_methods(results: dict[str, Summary], out: str | Path, title: str = "") 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    methods = sorted(results)
+    methods = method_order(results)
     types = ordered_types({t for s in results.values() for by in s.values() for t in by if t != "avg"}) + [
         "avg"
     ]

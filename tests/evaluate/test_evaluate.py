@@ -20,6 +20,7 @@ from pipeline.evaluate import (
     PAPER,
     evaluate_answers,
     markdown_table,
+    method_order,
     ordered_types,
     plot_methods,
     query_metrics,
@@ -102,6 +103,18 @@ def test_types_follow_the_paper_order() -> None:
     table = markdown_table({"ndcg": {"2p": 50.0, "1p": 100.0, "avg": 75.0}})
     assert table.splitlines()[0] == "| metric | 1p | 2p | avg |"
     assert table.splitlines()[2] == "| NDCG | 100.0 | 50.0 | 75.0 |"
+
+
+def test_methods_follow_backbone_then_calibration_order() -> None:
+    names = ["ukge_logi SRC(D+L)", "beurre SRC(L)", "ukge_logi SRC", "ukge_logi SRC(L)", "ukge_logi SRC(D)", "x"]
+    assert method_order(names) == [
+        "x",
+        "beurre SRC(L)",
+        "ukge_logi SRC",
+        "ukge_logi SRC(D)",
+        "ukge_logi SRC(L)",
+        "ukge_logi SRC(D+L)",
+    ]
 
 
 def test_docs_results_merge_and_keep_other_sections(tmp_path: Path) -> None:
