@@ -320,9 +320,10 @@ def query_cmd(
 @click.option("--patience", type=int, default=None, help="Epochs without a better valid MSE before stopping.")
 @click.option(
     "--select-on",
-    type=click.Choice(["valid_pos_neg", "valid_pos"]),
+    type=click.Choice(["valid_pos_neg", "valid_pos", "last"]),
     default=None,
-    help="Early stopping / selection MSE: valid positives + sampled negatives (default) or positives only.",
+    help="Early stopping / selection MSE: valid positives + sampled negatives (default), positives only, "
+    "or last (keep the final epoch, no early stopping).",
 )
 @click.option(
     "--out",

@@ -25,13 +25,18 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+SELECT_ON = ("valid_pos_neg", "valid_pos", "last")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """One training run. `negatives` corruptions per fact for heads and as many for tails; early stopping
     after `patience` epochs without a lower selection MSE; `select_on` = "valid_pos_neg" (default, as the
     BEUrRE code: the mean of the MSE on valid positives and on as many sampled valid negatives, so a model
-    that calls everything likely is not selected) or "valid_pos" (positives only); `psl_weight` scales the
-    soft-logic loss of UKGE+PSL (0.2 in UKGE's code)."""
+    that calls everything likely is not selected), "valid_pos" (positives only) or "last" (the final
+    epoch of the budget, no early stopping, as UKGE's code keeps its last model: sharper on negatives, which
+    ranking-based query answering rewards); `psl_weight` scales the soft-logic loss of UKGE+PSL (0.2 in
+    UKGE's code)."""
 
     dataset: str
     model: str
@@ -49,8 +54,8 @@ class TrainConfig:
     model_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.select_on not in ("valid_pos_neg", "valid_pos"):
-            raise PipelineError(f"select_on must be valid_pos_neg or valid_pos, not {self.select_on!r}")
+        if self.select_on not in SELECT_ON:
+            raise PipelineError(f"select_on must be one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -228,7 +228,7 @@ def _train(
         model.eval()
         v = confidence_errors(model, valid)
         vn = confidence_errors(model, valid_neg)
-        sel = (v["mse"] + vn["mse"]) / 2 if cfg.select_on == "valid_pos_neg" else v["mse"]
+        sel = v["mse"] if cfg.select_on == "valid_pos" else (v["mse"] + vn["mse"]) / 2
         state["history"].append(
             {
                 "epoch": epoch + 1,
@@ -240,7 +240,7 @@ def _train(
                 "seconds": seconds,
             }
         )
-        if sel < state["best_valid_mse"]:
+        if cfg.select_on == "last" or sel < state["best_valid_mse"]:
             state.update(best_valid_mse=sel, best_epoch=epoch + 1, best_state=_snapshot(model))
         elif epoch + 1 - state["best_epoch"] >= cfg.patience:
             state["stopped"] = True

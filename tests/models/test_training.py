@@ -61,6 +61,24 @@ def test_batch_loss_by_hand() -> None:
     assert parts["psl"] == pytest.approx(0.2 * ((0.7 - 0.5) ** 2 + 0.0) / 2)
 
 
+def test_select_last_keeps_the_final_epoch_without_early_stopping(tmp_path: Path) -> None:
+    kg = toy_kg()
+    # lr 0.5 overshoots, so the selection MSE does not fall every epoch; patience 1 would stop early
+    cfg = cfg_for("ukge_logi", 6, lr=0.5, patience=1, select_on="last")
+    res = train(kg, cfg, tmp_path / "a", progress=False)
+    assert res["epochs_run"] == 6 and res["best_epoch"] == 6
+    last = res["history"][-1]
+    assert res["valid"]["mse"] == pytest.approx(last["valid_mse"], rel=1e-6)
+    ck = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)
+    saved = torch.load(tmp_path / "a" / "model.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(saved[k], ck["model"][k]) for k in saved)
+    early = train(kg, cfg_for("ukge_logi", 6, lr=0.5, patience=1), tmp_path / "b", progress=False)
+    sel = [h["selection_mse"] for h in early["history"]]
+    assert early["epochs_run"] < 6 and early["best_epoch"] == 1 + sel.index(min(sel))
+    with pytest.raises(PipelineError, match="select_on must be one of"):
+        cfg_for("ukge_logi", 1, select_on="best")
+
+
 def test_same_seed_same_weights_other_seed_differs(tmp_path: Path) -> None:
     kg = toy_kg()
     a = train(kg, cfg_for("ukge_logi", 2, seed=7), tmp_path / "a", progress=False)
