@@ -395,7 +395,8 @@ def run_answer(
             delta = float(json.loads(d_file.read_text())["delta"])
         else:
             delta, scores = choose_delta(
-                lambda d: selection_score(answer_query_set(valid, adj, d, progress=False)[0])
+                lambda d: selection_score(answer_query_set(valid, adj, d, progress=False)[0]),
+                progress=progress,
             )
             if run_path.name:
                 calib_dir.mkdir(parents=True, exist_ok=True)

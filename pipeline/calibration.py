@@ -76,11 +76,12 @@ def zero_alphas(query: Query) -> Query:
 
 
 def choose_delta(
-    score: Callable[[float], float], grid: Sequence[float] = DELTA_GRID
+    score: Callable[[float], float], grid: Sequence[float] = DELTA_GRID, progress: bool = False
 ) -> tuple[float, dict[float, float]]:
     """The delta of the grid with the highest score (the first on ties, so smaller deltas win); also every
     score, for the record."""
-    scores = {float(d): float(score(float(d))) for d in grid}
+    bar = tqdm(grid, desc="calibration D", unit="delta", disable=not progress, dynamic_ncols=True)
+    scores = {float(d): float(score(float(d))) for d in bar}
     best = max(scores, key=lambda d: (scores[d], -d))
     return best, scores
 

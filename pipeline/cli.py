@@ -572,6 +572,8 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--models", default="ukge_logi", show_default=True, help="Comma-separated backbones, e.g. ukge_logi,beurre.")
 @click.option("--epochs", type=int, default=None, help="Training epochs (default: the backbone's).")
 @click.option("--dim", type=int, default=None, help="Embedding dimension (default: the backbone's).")
+@click.option("--select-on", type=click.Choice(["valid_pos_neg", "valid_pos", "last"]), default=None,
+              help="Training epoch selection (default valid_pos_neg early stopping; last keeps the final epoch).")
 @click.option("--per-type", type=int, default=100, show_default=True, help="Valid and test queries per type.")
 @click.option("--train-per-type", type=int, default=200, show_default=True, help="Train queries per type (for L).")
 @click.option("--alpha", default="hybrid", show_default=True, help="Alpha mode of the valid/test queries.")
@@ -587,7 +589,8 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--device", default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
-def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None, per_type: int,
+def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None,
+                  select_on: str | None, per_type: int,
                   train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
                   as_json: bool) -> None:
@@ -601,7 +604,7 @@ def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | 
                           dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
                           threshold=threshold, l_epochs=l_epochs,
                           calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
-                          device=device)
+                          device=device, select_on=select_on)
     pretrained = {}
     for item in runs:
         model, sep, path = item.partition("=")

@@ -41,6 +41,7 @@ class ReproduceConfig:
     seed: int = 0
     device: str | None = None
     psl: bool = False
+    select_on: str | None = None  # None: the trainer's default (valid_pos_neg early stopping)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def key(self, *fields: str, **more: Any) -> str:
@@ -182,6 +183,7 @@ def reproduce(
 
             def do_train(model=model, run_dir=run_dir) -> dict[str, Any]:
                 from pipeline.models import default_config, train
+                from pipeline.models.training import can_resume
 
                 tc = default_config(
                     cfg.dataset,
@@ -191,8 +193,10 @@ def reproduce(
                     seed=cfg.seed,
                     device=cfg.device,
                     psl=cfg.psl or None,
+                    select_on=cfg.select_on,
                 )
-                res = train(kg, tc, run_dir, resume=(run_dir / "checkpoint.pt").exists(), progress=progress)
+                # an interrupted run of the same config resumes; a changed config trains afresh in its place
+                res = train(kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=progress)
                 return {
                     "run": str(run_dir),
                     "results": res.get("test"),
@@ -206,7 +210,9 @@ def reproduce(
                     )
                 log(f"[use]  train {model}: the trained run {run_dir}")
             else:
-                key = cfg.key("dataset", "epochs", "dim", "seed", "psl", data=data_key, model=model)
+                # select_on joins the key only when set, so the keys of earlier default runs stay valid
+                chosen = {"select_on": cfg.select_on} if cfg.select_on else {}
+                key = cfg.key("dataset", "epochs", "dim", "seed", "psl", data=data_key, model=model, **chosen)
                 stages.run(f"train {model}", key, do_train, log)
 
             # ---- export (its cache is keyed by the model's content hash)
@@ -338,6 +344,8 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
         f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models)} --per-type {cfg.per_type} "
         f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
         f"--l-epochs {cfg.l_epochs} --seed {cfg.seed}"
+        + (f" --epochs {cfg.epochs}" if cfg.epochs else "")
+        + (f" --select-on {cfg.select_on}" if cfg.select_on else "")
         + "".join(f" --run {m}={p}" for m, p in runs.items())
         + "`",
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "

@@ -308,6 +308,18 @@ def train(
         torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
+def can_resume(run_dir: str | Path, cfg: TrainConfig) -> bool:
+    """True when RUN_DIR holds a checkpoint of the same run as `cfg` (up to the epoch budget and device)."""
+    run_dir = Path(run_dir)
+    if not (run_dir / CHECKPOINT_FILE).exists() or not (run_dir / CONFIG_FILE).exists():
+        return False
+    try:
+        old = TrainConfig.from_dict(read_json(run_dir / CONFIG_FILE))
+    except (PipelineError, TypeError, ValueError):
+        return False
+    return cfg.resumable_from(old)
+
+
 def _load_checkpoint(
     run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer
 ) -> dict:

@@ -68,3 +68,19 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path) -> None:
         "answer ukge_logi L",
         "answer ukge_logi D+L",
     ]
+
+    # Selecting the last epoch retrains (its own stage key) and the note names the option; the earlier
+    # default run's key is unchanged, which the skips above already prove.
+    fourth = reproduce(
+        ReproduceConfig(**{**cfg.__dict__, "l_epochs": 3, "select_on": "last"}),
+        tmp_path / "work",
+        tmp_path / "docs",
+        uri,
+        log=logs.append,
+        progress=False,
+        kg=kg,
+    )
+    assert "train ukge_logi" in [s["stage"] for s in fourth["stages"] if not s["skipped"]]
+    run_cfg = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "config.json").read_text())
+    assert run_cfg["select_on"] == "last" and run_cfg["epochs"] == 3
+    assert "--epochs 3 --select-on last" in (tmp_path / "docs" / "results.md").read_text()
