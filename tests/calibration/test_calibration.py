@@ -11,7 +11,13 @@ import torch
 from click.testing import CliRunner
 
 from pipeline.answer import read_answers, run_answer
-from pipeline.calibration import AffineCalibration, calibrated_adjacency, calibrated_graph, feature_tables
+from pipeline.calibration import (
+    AffineCalibration,
+    calibrated_adjacency,
+    calibrated_graph,
+    feature_tables,
+    query_relations,
+)
 from pipeline.cli import cli
 from pipeline.engine import Adjacency, evaluate_batch
 from pipeline.export import load_adjacency
@@ -72,6 +78,37 @@ def test_calibrated_index_equals_reindexed_calibrated_graph(toy_pipeline: dict) 
         )
     ]
     assert torch.equal(evaluate_batch(queries, fast), evaluate_batch(queries, slow))
+
+
+def test_calibrating_only_the_queried_relations_gives_the_same_answers_and_gradients(
+    toy_pipeline: dict,
+) -> None:
+    graph, _ = load_adjacency(toy_pipeline["export"])
+    adj = Adjacency.from_graph(graph)
+    tables = feature_tables(load_run(toy_pipeline["run"]))
+    calib = AffineCalibration(tables[0].shape[1], tables[1].shape[1])
+    gen = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for p in calib.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+    queries = [parse("#1(#5, ?x) & #2(?x, ?y)"), parse("!#1(#1, ?y) & #2(?y, ?y)"), parse("#2(#4, ?y)")]
+    assert query_relations(queries) == {1, 2}
+    grads, utilities = [], []
+    for relations in (None, query_relations(queries)):
+        calib.zero_grad()
+        u = evaluate_batch(queries, calibrated_adjacency(adj, calib, tables, relations))
+        u[torch.isfinite(u)].sum().backward()
+        utilities.append(u.detach())
+        grads.append([p.grad.clone() for p in calib.parameters()])
+    assert torch.equal(utilities[0], utilities[1])
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads[0], grads[1], strict=True))
+    assert any(g.abs().sum() > 0 for g in grads[0])  # the comparison is not between two zero gradients
+    # facts of the other relations keep their predicted confidence
+    with torch.no_grad():
+        part = calibrated_adjacency(adj, calib, tables, [1])
+    rel = adj.fwd.key // (adj.n_entities**2)
+    assert torch.equal(part.fwd.conf[rel != 1], adj.fwd.conf[rel != 1])
+    assert not torch.equal(part.fwd.conf[rel == 1], adj.fwd.conf[rel == 1])
 
 
 @pytest.mark.slow
