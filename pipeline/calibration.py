@@ -180,12 +180,11 @@ def calibrated_adjacency(
 
     def part(conf: torch.Tensor, bounds: list[tuple[int, int, int]], h_of: Any, t_of: Any) -> torch.Tensor:
         # bounds: (relation, start, end) slices of conf; out-of-place index_put keeps the graph to calib
-        spans = [(r, lo, hi) for r, lo, hi in bounds if hi > lo]
-        if not spans:
-            return conf
+        # no facts in these slices still yields a tensor tied to calib (zero gradients, as the full path)
         dev = conf.device
-        pos = torch.cat([torch.arange(lo, hi, device=dev) for _, lo, hi in spans])
-        rel = torch.cat([torch.full((hi - lo,), r, dtype=torch.int64, device=dev) for r, lo, hi in spans])
+        empty = torch.zeros(0, dtype=torch.int64, device=dev)
+        pos = torch.cat([empty] + [torch.arange(lo, hi, device=dev) for _, lo, hi in bounds])
+        rel = torch.cat([empty] + [torch.full((hi - lo,), r, dtype=torch.int64, device=dev) for r, lo, hi in bounds])
         new = calib.calibrate(conf[pos], h_of(pos), rel, t_of(pos), proj)
         return conf.index_put((pos,), new)
 

@@ -109,6 +109,9 @@ def test_calibrating_only_the_queried_relations_gives_the_same_answers_and_gradi
     rel = adj.fwd.key // (adj.n_entities**2)
     assert torch.equal(part.fwd.conf[rel != 1], adj.fwd.conf[rel != 1])
     assert not torch.equal(part.fwd.conf[rel == 1], adj.fwd.conf[rel == 1])
+    # a batch whose relations have no exported facts still trains (zero gradients), as with the full path
+    none = calibrated_adjacency(adj, calib, tables, [])
+    assert none.fwd.conf.requires_grad and torch.equal(none.fwd.conf.detach(), adj.fwd.conf)
 
 
 @pytest.mark.slow
