@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline.calibration import CALIBRATIONS, method_name
 from pipeline.metrics import METRICS
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
@@ -221,7 +222,7 @@ def set_section(docs: str | Path, name: str, text: str) -> Path:
     return md_path
 
 
-_VARIANT_ORDER = {"SRC": 0, "SRC(D)": 1, "SRC(L)": 2, "SRC(D+L)": 3}
+_VARIANT_ORDER = {method_name(c): i for i, c in enumerate(CALIBRATIONS)}  # SRC, SRC(D), SRC(L), SRC(D+L)
 
 
 def method_order(methods: Iterable[str]) -> list[str]:

@@ -310,19 +310,15 @@ def train(
 
 def can_resume(run_dir: str | Path, cfg: TrainConfig) -> bool:
     """True when RUN_DIR holds a checkpoint of the same run as `cfg` (up to the epoch budget and device)."""
-    run_dir = Path(run_dir)
-    if not (run_dir / CHECKPOINT_FILE).exists() or not (run_dir / CONFIG_FILE).exists():
-        return False
     try:
-        old = TrainConfig.from_dict(read_json(run_dir / CONFIG_FILE))
+        _check_resumable(Path(run_dir), cfg)
     except (PipelineError, TypeError, ValueError):
         return False
-    return cfg.resumable_from(old)
+    return True
 
 
-def _load_checkpoint(
-    run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer
-) -> dict:
+def _check_resumable(run_dir: Path, cfg: TrainConfig) -> Path:
+    """The checkpoint's path; ArtifactError when there is none or it belongs to another config."""
     path = run_dir / CHECKPOINT_FILE
     if not path.exists():
         raise ArtifactError(f"{path}: no checkpoint to resume from")
@@ -330,6 +326,13 @@ def _load_checkpoint(
     if not cfg.resumable_from(old):
         diff = {k for k, v in cfg.to_dict().items() if old.to_dict().get(k) != v} - {"epochs", "device"}
         raise ArtifactError(f"{run_dir}: cannot resume, the config differs in {', '.join(sorted(diff))}")
+    return path
+
+
+def _load_checkpoint(
+    run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer
+) -> dict:
+    path = _check_resumable(run_dir, cfg)
     ck = torch_load(path)
     try:
         model.load_state_dict(ck["model"])
