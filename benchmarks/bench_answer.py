@@ -25,8 +25,8 @@ from pipeline.calibration import calibrated_adjacency, feature_tables, load_affi
 from pipeline.config import select_device
 from pipeline.engine import as_adjacency
 from pipeline.evaluate import ordered_types
-from pipeline.export import load_adjacency
-from pipeline.sampling import read_query_set
+from pipeline.formats.adjacency import load_adjacency
+from pipeline.formats.queryset import read_query_set
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-relation", action="store_true", help="also print stored facts per relation")
     args = ap.parse_args(argv)
 
-    from pipeline.export import export_adjacency, load_adjacency
+    from pipeline.export import export_adjacency
+    from pipeline.formats.adjacency import load_adjacency
     from pipeline.models import read_run
 
     rows, per_rel = [], []

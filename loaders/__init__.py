@@ -11,17 +11,28 @@ from pathlib import Path
 
 from loaders import cn15k, onet20k, ppi5k
 from loaders.base import GRAPHS, SPLITS, DatasetSpec, KGData, load_dataset, merge_mean
-from pipeline.errors import unknown_name
+from pipeline.registry import Registry
 
-REGISTRY: dict[str, DatasetSpec] = {m.SPEC.name: m.SPEC for m in (cn15k, ppi5k, onet20k)}
+
+def _row(s: DatasetSpec) -> dict:
+    return {
+        "name": s.name,
+        "domain": s.domain,
+        "entities": s.n_entities,
+        "relations": s.n_relations,
+        "train": s.facts.get("train"),
+        "val": s.facts.get("val"),
+        "test": s.facts.get("test"),
+        "source": s.source_url,
+    }
+
+
+REGISTRY: Registry[DatasetSpec] = Registry("data set", (cn15k.SPEC, ppi5k.SPEC, onet20k.SPEC), row=_row)
 
 
 def get_spec(name: str) -> DatasetSpec:
     """The registered spec of a data set; an unknown name raises UnknownNameError listing the known ones."""
-    try:
-        return REGISTRY[name.lower()]
-    except KeyError:
-        raise unknown_name("data set", name, list(REGISTRY)) from None
+    return REGISTRY.get(name)
 
 
 def load(name: str, source: str | Path | None = None, verify: bool = True) -> KGData:

@@ -29,11 +29,34 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from pipeline import atomic
 from pipeline.errors import PipelineError
 from pipeline.kg import GraphTensors
 from pipeline.query.model import Conjunction, Query
+from pipeline.registry import Registry
 
-CALIBRATIONS = ("none", "D", "L", "D+L")
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration of SRC: its name (``--calibration``), table label and which corrections it applies."""
+
+    name: str
+    label: str
+    uses_delta: bool
+    uses_l: bool
+    description: str
+
+
+CALIBRATIONS: Registry[Calibration] = Registry(
+    "calibration",
+    (
+        Calibration("none", "SRC", False, False, "predicted confidences as exported"),
+        Calibration("D", "SRC(D)", True, False, "alpha - delta, delta chosen on the valid queries"),
+        Calibration("L", "SRC(L)", False, True, "learned affine correction, fitted on alpha-0 train queries"),
+        Calibration("D+L", "SRC(D+L)", True, True, "L, then delta chosen with L applied"),
+    ),
+    row=lambda c: {"name": c.name, "label": c.label, "description": c.description},
+)
 DELTA_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
 # Bumped whenever L's training changes what it learns, so saved calibrations of older code are never reused.
 L_VERSION = 2
@@ -44,13 +67,7 @@ Evaluator = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
 
 def method_name(calibration: str) -> str:
     """The table name of a calibration: none -> SRC, D -> SRC(D), ..."""
-    check_calibration(calibration)
-    return "SRC" if calibration == "none" else f"SRC({calibration})"
-
-
-def check_calibration(calibration: str) -> None:
-    if calibration not in CALIBRATIONS:
-        raise PipelineError(f"unknown calibration '{calibration}'; expected one of {', '.join(CALIBRATIONS)}")
+    return CALIBRATIONS[calibration].label
 
 
 # ---------------------------------------------------------------------------------------------------- D
@@ -378,12 +395,11 @@ def cache_key(parts: dict[str, Any]) -> str:
 
 
 def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> None:
-    """calibration.pt (state) and calibration.json (key, config, history) side by side; atomic."""
-    path.mkdir(parents=True, exist_ok=True)
-    tmp = path / "L.pt.part"
-    torch.save({k: v.detach().cpu() for k, v in calib.state_dict().items()}, tmp)
-    tmp.replace(path / "L.pt")
-    (path / "L.json").write_text(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
+    """L.json (key, config, history) then L.pt (the state, whose presence marks the pair complete), each
+    written atomically."""
+    atomic.write_json(path / "L.json", info)
+    state = {k: v.detach().cpu() for k, v in calib.state_dict().items()}
+    atomic.write_with(path / "L.pt", lambda tmp: torch.save(state, tmp))
 
 
 def load_affine(
@@ -396,11 +412,3 @@ def load_affine(
     calib = AffineCalibration(entity_dim, relation_dim)
     calib.load_state_dict(torch.load(f, map_location="cpu", weights_only=True))
     return calib.to(device)
-
-
-def queryset_checksum(frame: Any) -> str:
-    """A checksum of a query set's ids and texts (the calibration cache depends on the queries, not the file name)."""
-    h = hashlib.sha256()
-    for qid, text in zip(frame["id"], frame["text"], strict=True):
-        h.update(f"{qid}\t{text}\n".encode())
-    return h.hexdigest()[:16]

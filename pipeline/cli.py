@@ -52,7 +52,19 @@ def echo_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, sort_keys=False, default=str))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class FriendlyGroup(click.Group):
+    """The command group: a PipelineError raised while an option is converted (e.g. an unknown registry
+    name) is one line and exit code 2, as inside the commands."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PipelineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="soft-queries")
 def cli() -> None:
     """Soft queries over uncertain knowledge graphs: ingest, sample, train, export, answer, evaluate."""
@@ -61,8 +73,50 @@ def cli() -> None:
 # ------------------------------------------------------------------------------------------------------ ls
 
 
+def _registry(kind: str) -> Any:
+    """The registry behind ``pipeline ls KIND`` and the options that name its items (imported on demand,
+    so the CLI starts without torch)."""
+    from importlib import import_module
+
+    module, attr = REGISTRIES[kind]
+    return getattr(import_module(module), attr)
+
+
+# ls KIND -> (module, registry attribute); every registry is a pipeline.registry.Registry
+REGISTRIES = {
+    "datasets": ("loaders", "REGISTRY"),
+    "models": ("pipeline.models.registry", "MODELS"),
+    "methods": ("pipeline.methods", "METHODS"),
+    "calibrations": ("pipeline.calibration", "CALIBRATIONS"),
+    "query-types": ("pipeline.query.types", "QUERY_TYPES"),
+    "metrics": ("pipeline.metrics", "METRICS"),
+    "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
+    "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
+}
+
+
+class RegistryChoice(click.ParamType):
+    """A click option whose values are a registry's names: the same lookup (case, synonyms) and the same
+    "did you mean" as everywhere else; converts to the canonical name."""
+
+    def __init__(self, kind: str, extra: tuple[str, ...] = ()) -> None:
+        self.kind, self.extra = kind, extra
+        self.name = kind
+
+    def _names(self) -> list[str]:
+        return [*_registry(self.kind).names(), *self.extra]
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self._names()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value in self.extra:
+            return str(value)
+        return _registry(self.kind).canonical(str(value))  # UnknownNameError: one line with close matches
+
+
 @cli.command("ls")
-@click.argument("what", type=click.Choice(["datasets", "models", "query-types", "metrics"]))
+@click.argument("what", type=click.Choice(list(REGISTRIES)))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
 def ls_cmd(what: str, as_json: bool) -> None:
@@ -76,38 +130,9 @@ def ls_cmd(what: str, as_json: bool) -> None:
 
 def registry_rows(what: str) -> list[dict[str, Any]]:
     """The rows `pipeline ls WHAT` prints, straight from each registry."""
-    if what == "datasets":
-        from loaders import REGISTRY
-
-        return [
-            {
-                "name": s.name,
-                "domain": s.domain,
-                "entities": s.n_entities,
-                "relations": s.n_relations,
-                "train": s.facts.get("train"),
-                "val": s.facts.get("val"),
-                "test": s.facts.get("test"),
-                "source": s.source_url,
-            }
-            for s in REGISTRY.values()
-        ]
-    if what == "models":
-        from pipeline.models import MODELS
-
-        return [{"name": name, "description": cls.description} for name, cls in MODELS.items()]
-    if what == "query-types":
-        from pipeline.query.types import QUERY_TYPES
-
-        return [{"name": qt.name, "train": "yes" if qt.train else "", "text": qt.text} for qt in QUERY_TYPES.values()]
-    if what == "metrics":
-        from pipeline.metrics import METRICS
-
-        return [
-            {"name": m.name, "range": f"[{m.lower}, {m.upper}]", "increasing": m.increasing, "description": m.description}
-            for m in METRICS.values()
-        ]
-    raise PipelineError(f"nothing to list for {what}")
+    if what not in REGISTRIES:
+        raise PipelineError(f"nothing to list for {what}; expected one of {', '.join(REGISTRIES)}")
+    return _registry(what).rows()
 
 
 # --------------------------------------------------------------------------- store and ingest (foundation)
@@ -291,7 +316,7 @@ def query_cmd(
     as_json: bool,
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
-    from pipeline.engine.ask import ask
+    from pipeline.ask import ask
 
     ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap)
     if ans.approximate:
@@ -306,9 +331,9 @@ def query_cmd(
 # --------------------------------------------------------------------------- backbones: train and export
 @cli.command("train")
 @click.argument("dataset")
-@click.option(
-    "--model", "model_name", required=True, help="ukge_logi | ukge_rect | beurre (see `pipeline ls models`)."
-)
+@click.option("--model", "model_name", default=None, type=RegistryChoice("models"), help="Backbone (`pipeline ls models`).")
+@click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
+              help="A saved config.json (e.g. RUN_DIR/config.json) to replay; options given besides override it.")
 @click.option("--psl", is_flag=True, help="Add the data set's soft-logic facts (UKGE+PSL).")
 @click.option(
     "--epochs", type=int, default=None, help="Epoch budget (default 100; early stopping on valid MSE)."
@@ -331,7 +356,7 @@ def query_cmd(
     default=None,
     help="Run directory (default PIPELINE_HOME/runs/DATASET-MODEL[-psl]-sSEED).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=None, help="Random seed (default 0, or the --config file's).")
 @click.option("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when present).")
 @click.option("--resume", is_flag=True, help="Continue from the run directory's checkpoint.")
 @click.option("--source", default=None, help="Local folder holding the data set's files.")
@@ -339,7 +364,8 @@ def query_cmd(
 @_friendly
 def train_cmd(
     dataset: str,
-    model_name: str,
+    model_name: str | None,
+    config_file: str | None,
     psl: bool,
     epochs: int | None,
     dim: int | None,
@@ -349,7 +375,7 @@ def train_cmd(
     patience: int | None,
     select_on: str | None,
     out: str | None,
-    seed: int,
+    seed: int | None,
     device: str | None,
     resume: bool,
     source: str | None,
@@ -358,12 +384,16 @@ def train_cmd(
     """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE."""
     from loaders import load
     from pipeline import config
-    from pipeline.models import default_config, train
+    from pipeline.atomic import check_folder
+    from pipeline.models import train
+    from pipeline.models.config import train_config
 
-    cfg = default_config(
+    check_folder(out, "--out")
+    cfg = train_config(
         dataset.lower(),
-        model_name.lower(),
-        psl=psl,
+        model_name,
+        config_file,
+        psl=psl or None,
         epochs=epochs,
         dim=dim,
         lr=lr,
@@ -375,7 +405,7 @@ def train_cmd(
         device=device,
     )
     kg = load(cfg.dataset, source=source)
-    out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if psl else ''}-s{seed}"
+    out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}"
     res = train(kg, cfg, out, resume=resume)
     out = str(out)
     if as_json:
@@ -435,8 +465,8 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
 @click.option("--types", default=None, help="Comma-separated query types (default: train types for train, all 12 otherwise).")
 @click.option("--per-type", type=int, default=None, help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")
 @click.option("--split", type=click.Choice(["train", "valid", "test"]), default="test", show_default=True)
-@click.option("--alpha", type=click.Choice(["zero", "low", "normal", "high", "hybrid"]), default="zero", show_default=True)
-@click.option("--beta", type=click.Choice(["equal", "random"]), default="equal", show_default=True)
+@click.option("--alpha", type=RegistryChoice("alpha-modes"), default="zero", show_default=True)
+@click.option("--beta", type=RegistryChoice("beta-modes"), default="equal", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--store", "store_uri", default=None, help="embedded (default) | falkordb://h:p | bolt://h:p | neo4j://h:p")
 @click.option("--source", default=None, help="Local folder holding the data set's files.")
@@ -448,10 +478,12 @@ def sample_cmd(dataset: str, out_dir: str, types: str | None, per_type: int | No
     """Sample soft queries of DATASET by Cypher walks over the store, with exact ground truth (easy: train
     graph, hard: the split's graph); valid/test keep only useful queries."""
     from loaders import load
+    from pipeline.atomic import check_folder
     from pipeline.sampling.run import sample_to_dir
     from pipeline.sampling.sampler import SamplingError, resolve_types
     from pipeline.store import open_store
 
+    check_folder(out_dir, "--out")
     names = resolve_types([t.strip() for t in types.split(",") if t.strip()] if types else None, split)
     if per_type is not None and per_type < 1:  # checked before the data and the store are touched
         raise SamplingError(f"--per-type must be at least 1, got {per_type}")
@@ -479,8 +511,8 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
     """Import published SQUK query files ({split}_type{NNNN}..._soft_efo1_qaa.json) as query sets, with
     our engine's answers next to the published ones."""
     from loaders import load
-    from pipeline.sampling.importer import import_squk
     from pipeline.sampling.levels import kg_alpha_table
+    from pipeline.squk.importer import import_squk
 
     kg = load(dataset, source=source)
     res = import_squk(list(files), kg, kg_alpha_table(kg), out_dir)
@@ -495,11 +527,14 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 
 @cli.command("answer")
 @click.argument("queries", type=click.Path(path_type=str))
-@click.option("--adjacency", required=True, type=click.Path(path_type=str), help="A neural adjacency export directory.")
-@click.option("--calibration", type=click.Choice(["none", "D", "L", "D+L"]), default="none", show_default=True)
+@click.option("--method", "method_name", type=RegistryChoice("methods"), default="src", show_default=True,
+              help="Answering method (see `pipeline ls methods`).")
+@click.option("--adjacency", type=click.Path(path_type=str), default=None, help="A neural adjacency export directory (SRC).")
+@click.option("--calibration", type=RegistryChoice("calibrations"), default="none", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None, help="Answers directory (default: beside QUERIES, answers/).")
 @click.option("--valid-queries", type=click.Path(path_type=str), default=None, help="Valid query set (D chooses delta there, L selects there).")
 @click.option("--train-queries", type=click.Path(path_type=str), default=None, help="Train query set (L is fitted there, alpha = 0).")
+@click.option("--allow-split-mismatch", is_flag=True, help="Accept a --valid/--train query set of another split (recorded).")
 @click.option("--run", "run_dir", type=click.Path(path_type=str), default=None, help="The backbone's run directory (default: the export's).")
 @click.option("--l-epochs", type=int, default=20, show_default=True, help="Epochs of calibration L.")
 @click.option("--device", default=None, help="cpu | cuda (default: cuda when present).")
@@ -508,14 +543,22 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--store", "store_uri", default=None, help="Store URI for --write-back (default: PIPELINE_STORE or embedded).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
-def answer_cmd(queries: str, adjacency: str, calibration: str, out_dir: str | None, valid_queries: str | None,
-               train_queries: str | None, run_dir: str | None, l_epochs: int, device: str | None, seed: int,
-               write_back: bool, store_uri: str | None, as_json: bool) -> None:
-    """Answer a query set with SRC on a neural adjacency export (answers as Parquet)."""
-    from pipeline.answer import run_answer
+def answer_cmd(queries: str, method_name: str, adjacency: str | None, calibration: str, out_dir: str | None,
+               valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool, run_dir: str | None,
+               l_epochs: int, device: str | None, seed: int, write_back: bool, store_uri: str | None,
+               as_json: bool) -> None:
+    """Answer a query set with a method (default SRC on a neural adjacency export); answers as Parquet."""
+    from pipeline.atomic import check_folder
+    from pipeline.methods.src import answer_src
 
-    report = run_answer(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device, seed,
-                        l_epochs, progress=True)
+    check_folder(out_dir, "--out")  # refused before any fitting starts
+    if method_name != "src":  # pragma: no cover - every registered method is handled here
+        raise PipelineError(f"method {method_name} cannot be built from the command line yet")
+    if adjacency is None:
+        raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR")
+    report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
+                        seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch)
+    valid = valid_queries
     if write_back:
         from pipeline.writeback import write_back_file
 
@@ -525,7 +568,7 @@ def answer_cmd(queries: str, adjacency: str, calibration: str, out_dir: str | No
         return
     click.echo(f"{report['method']}: answers in {report['path']} ({report['seconds']:.1f} s)")
     if "delta" in report:
-        click.echo(f"delta = {report['delta']:g} (chosen on the valid queries)")
+        click.echo(f"delta = {report['delta']:g} (chosen on the valid queries {valid})")
     print_table([{"type": t, "queries": s["queries"], "seconds": f"{s['seconds']:.3f}", "queries/s": f"{s['queries_per_s']:.1f}"}
                  for t, s in report["throughput"].items()])
     if write_back:
@@ -547,7 +590,13 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 
     from pipeline import evaluate
 
-    reports = evaluate.evaluate_answers(answers)
+    errors: list[str] = []
+    # a folder goes on past a bad file (reported); a single file's error is the command's error
+    reports = evaluate.evaluate_answers(answers, errors if Path(answers).is_dir() else None)
+    for e in errors:  # one bad file of a folder is reported, the others are still evaluated
+        click.echo(f"error: {e} (skipped)", err=True)
+    if not reports:
+        raise PipelineError(f"{answers}: no answers file could be evaluated")
     for r in reports:
         evaluate.save_report(r, Path(r["file"]).with_suffix(""))
     if docs_dir:
@@ -576,8 +625,8 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
               help="Training epoch selection (default valid_pos_neg early stopping; last keeps the final epoch).")
 @click.option("--per-type", type=int, default=100, show_default=True, help="Valid and test queries per type.")
 @click.option("--train-per-type", type=int, default=200, show_default=True, help="Train queries per type (for L).")
-@click.option("--alpha", default="hybrid", show_default=True, help="Alpha mode of the valid/test queries.")
-@click.option("--beta", default="random", show_default=True, help="Beta mode of all queries.")
+@click.option("--alpha", type=RegistryChoice("alpha-modes"), default="hybrid", show_default=True, help="Alpha mode of the valid/test queries.")
+@click.option("--beta", type=RegistryChoice("beta-modes"), default="random", show_default=True, help="Beta mode of all queries.")
 @click.option("--threshold", type=float, default=0.1, show_default=True, help="Export threshold.")
 @click.option("--l-epochs", type=int, default=20, show_default=True, help="Epochs of calibration L.")
 @click.option("--calibrations", default="none,D,L,D+L", show_default=True, help="Comma-separated SRC variants.")
@@ -587,9 +636,12 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--run", "runs", multiple=True, help="MODEL=RUN_DIR: use this trained run instead of training MODEL.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--device", default=None)
+@click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
+              help="Replay a reproduction: its reproduce.json (or a JSON of these settings); options given besides override it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_context
 @_friendly
-def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None,
+def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None,
                   select_on: str | None, per_type: int,
                   train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
@@ -600,11 +652,19 @@ def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | 
     from pipeline.evaluate import text_table
     from pipeline.reproduce import ReproduceConfig, reproduce
 
-    cfg = ReproduceConfig(dataset=dataset, models=tuple(m.strip() for m in models.split(",") if m.strip()), epochs=epochs,
-                          dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
-                          threshold=threshold, l_epochs=l_epochs,
-                          calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
-                          device=device, select_on=select_on)
+    given = dict(dataset=dataset, models=tuple(m.strip() for m in models.split(",") if m.strip()), epochs=epochs,
+                 dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
+                 threshold=threshold, l_epochs=l_epochs,
+                 calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
+                 device=device, select_on=select_on)
+    if config_file:
+        from click.core import ParameterSource
+
+        typed = {k for k in given if click_ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+        cfg = ReproduceConfig.from_file(config_file, dataset, {k: v for k, v in given.items() if k in typed})
+    else:
+        cfg = ReproduceConfig(**given)
+    seed = cfg.seed
     pretrained = {}
     for item in runs:
         model, sep, path = item.partition("=")

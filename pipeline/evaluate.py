@@ -1,7 +1,7 @@
 """Evaluation tables of answered query sets: metrics per query, per type and averaged, x100, like the paper.
 
 Per query: the ground-truth answers a_1..a_n (best first) and their predicted ranks among all entities,
-read from an answers file (:mod:`pipeline.answer`), go through every metric of :data:`pipeline.metrics.METRICS`.
+read from an answers file (:mod:`pipeline.formats.answers`), go through every metric of :data:`pipeline.metrics.METRICS`.
 Per type: the mean over the queries where the metric is defined. ``avg``: the mean over the types (every
 type weighs the same, as in the paper's tables). Summaries are ``{metric: {type or "avg": value x100}}``;
 ``docs/results.json`` is ``{dataset: {method: summary}}`` and ``docs/results.md`` its tables.
@@ -18,11 +18,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.calibration import CALIBRATIONS, method_name
+from pipeline import atomic
+from pipeline.calibration import CALIBRATIONS
+from pipeline.errors import PipelineError
+from pipeline.formats.answers import find_answer_files, read_answers
 from pipeline.metrics import METRICS
+from pipeline.query.types import QUERY_TYPES
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
-TYPE_ORDER = ("1p", "2p", "2i", "2in", "2il", "2m", "2u", "3in", "ip", "im", "inp", "up")
+TYPE_ORDER = tuple(QUERY_TYPES)
 
 # The paper's averages x100 (the issue's targets), for the comparison beside our tables.
 PAPER: dict[str, dict[str, dict[str, float]]] = {
@@ -39,7 +43,7 @@ Summary = dict[str, dict[str, float]]  # {metric: {type or "avg": value x100}}
 def query_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined).
 
-    frame: answers rows (columns query_id, type, entity, rank, truth_rank; see pipeline.answer)."""
+    frame: answers rows (columns query_id, type, entity, rank, truth_rank; see pipeline.formats.answers)."""
     queries = frame[["query_id", "type"]].drop_duplicates("query_id").sort_values("query_id")
     truth = frame[frame["truth_rank"] > 0].sort_values(["query_id", "truth_rank"])
     # One sorted pass: the ranks of each query's true answers, in their true order.
@@ -130,26 +134,35 @@ def text_table(summary: Summary) -> str:
 # ------------------------------------------------------------------------------------------------ reports
 
 
-def evaluate_answers(path: str | Path) -> list[dict[str, Any]]:
-    """Evaluate an answers file or every answers file of a directory.
+def evaluate_file(path: str | Path) -> dict[str, Any]:
+    """The report of one answers file: {dataset, method, file, query_set, counts, summary (x100)}."""
+    ans = read_answers(path)
+    per_query = query_metrics(ans.frame)
+    return {
+        "dataset": ans.meta["dataset"],
+        "method": ans.method,
+        "file": str(path),
+        "query_set": ans.meta.get("query_set"),
+        "counts": query_counts(per_query),
+        "summary": summarise(per_query),
+    }
 
-    Returns one report per file: {dataset, method, file, counts, summary} (summary x100)."""
-    from pipeline.answer import find_answer_files, read_answers
 
+def evaluate_answers(
+    path: str | Path, errors: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Evaluate an answers file or every answers file of a directory, one report per file.
+
+    With ``errors`` (a list), a file that cannot be evaluated adds its one-line error there and the others
+    go on; without it the first bad file raises."""
     reports = []
     for f in find_answer_files(path):
-        ans = read_answers(f)
-        per_query = query_metrics(ans.frame)
-        reports.append(
-            {
-                "dataset": ans.meta["dataset"],
-                "method": ans.method,
-                "file": str(f),
-                "query_set": ans.meta.get("query_set"),
-                "counts": query_counts(per_query),
-                "summary": summarise(per_query),
-            }
-        )
+        try:
+            reports.append(evaluate_file(f))
+        except PipelineError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
     return reports
 
 
@@ -158,8 +171,8 @@ def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
     stem = Path(stem)
     js = stem.with_name(stem.name + ".metrics.json")
     md = stem.with_name(stem.name + ".metrics.md")
-    js.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    md.write_text(
+    atomic.write_json(js, report)
+    atomic.write_text(md,
         f"# {report['dataset']}: {report['method']}\n\nQueries per type: "
         + ", ".join(f"{t} {n}" for t, n in report["counts"].items())
         + "\n\n"
@@ -187,8 +200,8 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
     for r in reports:
         results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
         counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
-    js_path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    counts_path.write_text(json.dumps(counts, indent=2, sort_keys=True) + "\n")
+    atomic.write_json(js_path, results)
+    atomic.write_json(counts_path, counts)
 
     body = [
         "Metrics x100 per query type and averaged over types (design section 1); paper figures are averages.\n"
@@ -222,7 +235,7 @@ def set_section(docs: str | Path, name: str, text: str) -> Path:
     return md_path
 
 
-_VARIANT_ORDER = {method_name(c): i for i, c in enumerate(CALIBRATIONS)}  # SRC, SRC(D), SRC(L), SRC(D+L)
+_VARIANT_ORDER = {c.label: i for i, c in enumerate(CALIBRATIONS.values())}  # SRC, SRC(D), SRC(L), SRC(D+L)
 
 
 def method_order(methods: Iterable[str]) -> list[str]:
@@ -271,9 +284,7 @@ def _read_sections(path: Path) -> dict[str, str]:
 def _write_sections(path: Path, sections: dict[str, str]) -> None:
     out = [sections.get("", "# Results\n").rstrip("\n") + "\n"]
     out += [f"## {name}\n\n{text.strip(chr(10))}\n" for name, text in sections.items() if name]
-    tmp = path.with_suffix(".md.part")
-    tmp.write_text("\n".join(out))
-    tmp.replace(path)
+    atomic.write_text(path, "\n".join(out))
 
 
 # ------------------------------------------------------------------------------------------------ plots

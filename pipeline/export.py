@@ -1,7 +1,7 @@
 """The neural adjacency: every (h, r, t) whose predicted confidence is at least a threshold, as Arrow files
 (design section 2). The engine reads it like an observed graph; facts not stored count as confidence 0.
 
-Layout of an export directory:
+The file format (and its reader, :func:`load_adjacency`) is :mod:`pipeline.formats.adjacency`. Layout:
 
     manifest.json        format, dataset, model_hash, threshold, n_entities, n_relations, per-relation files
     rel-0000.arrow ...   Arrow IPC file per relation: head int32, tail int32, score float32, sorted by
@@ -15,30 +15,27 @@ and threshold reuses the files, a different model (even in the same run director
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import torch
 from tqdm import tqdm
 
-from pipeline import config
+from pipeline import atomic, config
 from pipeline.errors import ArtifactError, PipelineError
-from pipeline.kg import GraphTensors
-
-FORMAT = "soft-queries/neural-adjacency/1"
-MANIFEST = "manifest.json"
-SCHEMA = pa.schema([("head", pa.int32()), ("tail", pa.int32()), ("score", pa.float32())])
-
-
-def relation_file(r: int) -> str:
-    return f"rel-{r:04d}.arrow"
+from pipeline.formats.adjacency import (
+    FORMAT,
+    MANIFEST,
+    SCHEMA,
+    relation_file,
+    reusable,
+    write_manifest,
+)
+from pipeline.provenance import provenance
 
 
 def default_export_dir(dataset: str, model_hash: str, threshold: float) -> Path:
@@ -74,7 +71,7 @@ def export_adjacency(
     model = load_run(run.path, device=dev)
     model_hash = model.content_hash()
     out = Path(out) if out is not None else default_export_dir(run.dataset, model_hash, threshold)
-    cached = _reusable(out, model_hash, threshold)
+    cached = reusable(out, model_hash, threshold)
     if cached is not None:
         return {**cached, "path": str(out), "cached": True}
     if out.exists() and not out.is_dir():
@@ -97,8 +94,7 @@ def export_adjacency(
         "n_relations": str(model.n_relations),
         "model": model.name,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    tmp = atomic.temp_dir(out)  # also removes what a killed export left behind
     relations = []
     t0 = time.perf_counter()
     try:
@@ -170,8 +166,9 @@ def export_adjacency(
             "nnz": int(sum(x["nnz"] for x in relations)),
             "bytes": int(sum(x["bytes"] for x in relations)),
             "dense_float32_bytes": 4 * n * n * model.n_relations,
+            "provenance": provenance({"threshold": float(threshold), "device": dev}, inputs={"run": str(run.path)}),
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        write_manifest(tmp, manifest)
         if out.exists():
             shutil.rmtree(out)  # an export of another model or threshold: replaced, never mixed
         os.replace(tmp, out)
@@ -186,119 +183,3 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate" in text
 
 
-def _reusable(out: Path, model_hash: str, threshold: float) -> dict[str, Any] | None:
-    """The manifest of a complete export of this exact model and threshold at `out`, else None."""
-    try:
-        manifest = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if manifest.get("format") != FORMAT or manifest.get("model_hash") != model_hash:
-        return None
-    if float(manifest.get("threshold", -1)) != float(threshold):
-        return None
-    for rel in manifest.get("relations", []):
-        p = out / rel["file"]
-        if not p.exists() or p.stat().st_size != rel["bytes"]:
-            return None
-    return manifest
-
-
-def read_relation_file(
-    path: Path, manifest: dict[str, Any] | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """One relation's (head, tail, score) arrays and its schema metadata; ArtifactError on a truncated,
-    foreign or inconsistent file."""
-    try:
-        with pa.memory_map(str(path), "r") as src:
-            reader = pa.ipc.open_file(src)
-            schema = reader.schema
-            table = reader.read_all()
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing from the export") from None
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
-        raise ArtifactError(f"{path}: not a readable Arrow IPC file (truncated or foreign?): {exc}") from None
-    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
-    if meta.get("format") != FORMAT:
-        raise ArtifactError(f"{path}: not a neural adjacency file (schema metadata has no format '{FORMAT}')")
-    if not schema.remove_metadata().equals(SCHEMA):
-        raise ArtifactError(
-            f"{path}: columns {schema.remove_metadata()} instead of head int32, tail int32, score float32"
-        )
-    if manifest is not None:
-        for key in ("dataset", "model_hash"):
-            if meta.get(key) != str(manifest[key]):
-                raise ArtifactError(
-                    f"{path}: {key} {meta.get(key)!r} differs from the manifest's {manifest[key]!r}"
-                )
-    h = table.column("head").to_numpy().astype(np.int64)
-    t = table.column("tail").to_numpy().astype(np.int64)
-    s = table.column("score").to_numpy().astype(np.float32)
-    return h, t, s, meta
-
-
-def load_adjacency(
-    path: str | Path, dataset: str | None = None, device: str | torch.device = "cpu"
-) -> tuple[GraphTensors, dict[str, Any]]:
-    """An export directory as the engine's input graph, plus its manifest.
-
-    Returns (GraphTensors with conf = predicted confidence >= threshold, manifest dict). With `dataset`,
-    an export of another data set raises ArtifactError; so do a missing manifest, and a truncated,
-    foreign, unsorted or out-of-range relation file.
-    """
-    folder = Path(path)
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-    except FileNotFoundError:
-        raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST})") from None
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"{folder / MANIFEST}: unreadable ({exc})") from None
-    if manifest.get("format") != FORMAT:
-        raise ArtifactError(f"{folder / MANIFEST}: format {manifest.get('format')!r}, expected {FORMAT!r}")
-    if dataset is not None and manifest["dataset"] != dataset:
-        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
-    n, n_rel, thr = int(manifest["n_entities"]), int(manifest["n_relations"]), float(manifest["threshold"])
-    parts = []
-    for rel in manifest["relations"]:
-        file = folder / rel["file"]
-        h, t, s, meta = read_relation_file(file, manifest)
-        r = int(rel["relation"])
-        if meta.get("relation") != str(r) or len(h) != rel["nnz"]:
-            raise ArtifactError(
-                f"{file}: relation/size differ from the manifest (relation {meta.get('relation')}, {len(h)} rows)"
-            )
-        if len(h):
-            if h.min() < 0 or t.min() < 0 or h.max() >= n or t.max() >= n:
-                raise ArtifactError(f"{file}: entity id out of range 0..{n - 1}")
-            key = h * n + t
-            if np.any(np.diff(key) <= 0):
-                raise ArtifactError(f"{file}: rows not sorted by (head, tail) or repeated")
-            if s.min() < np.float32(thr) or s.max() > 1.0:
-                raise ArtifactError(f"{file}: scores outside [{thr}, 1]")
-        parts.append((h, np.full(len(h), r, np.int64), t, s))
-    # each file is sorted by (head, tail) and checked above; in relation order they are already sorted by
-    # (relation, head, tail), so the graph is assembled without a re-sort
-    rel_ids = [int(rel["relation"]) for rel in manifest["relations"]]
-    if sorted(rel_ids) != list(range(n_rel)):
-        raise ArtifactError(f"{folder / MANIFEST}: relations {rel_ids} are not exactly 0..{n_rel - 1}")
-    counts = np.zeros(n_rel, np.int64)
-    for rel in manifest["relations"]:
-        counts[int(rel["relation"])] = int(rel["nnz"])
-    parts = [p for p in parts if len(p[0])]
-    parts.sort(key=lambda p: int(p[1][0]))
-
-    def cat(i: int, dt: type) -> torch.Tensor:
-        arr = np.concatenate([p[i] for p in parts]).astype(dt, copy=False) if parts else np.zeros(0, dt)
-        return torch.as_tensor(arr, device=device)
-
-    offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(counts)]), dtype=torch.int64, device=device)
-    graph = GraphTensors(
-        manifest["dataset"],
-        n,
-        n_rel,
-        cat(0, np.int64),
-        cat(1, np.int64),
-        cat(2, np.int64),
-        cat(3, np.float32),
-        offsets,
-    )
-    return graph, manifest

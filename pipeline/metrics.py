@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from pipeline.errors import unknown_name
+from pipeline.registry import Registry
 
 # ------------------------------------------------------------------------------------------------- ranking
 
@@ -200,16 +200,21 @@ class SpearmanRho(Metric):
 
 
 # The paper's column order: tau, rho, MAP, NDCG.
-METRICS: dict[str, Metric] = {m.name: m for m in (KendallTau(), SpearmanRho(), MAP(), NDCG())}
+METRICS: Registry[Metric] = Registry(
+    "metric",
+    (KendallTau(), SpearmanRho(), MAP(), NDCG()),
+    row=lambda m: {
+        "name": m.name,
+        "range": f"[{m.lower}, {m.upper}]",
+        "increasing": m.increasing,
+        "description": m.description,
+    },
+)
 
 
 def get_metric(name: str) -> Metric:
     """A registered metric by name or synonym (case-insensitive); unknown names raise UnknownNameError."""
-    key = name.lower()
-    for m in METRICS.values():
-        if key == m.name or key in m.synonyms:
-            return m
-    raise unknown_name("metric", name, list(METRICS))
+    return METRICS.get(name)
 
 
 def evaluate_ranks(ranks: np.ndarray | list[int]) -> dict[str, float]:

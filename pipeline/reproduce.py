@@ -10,6 +10,7 @@ Evaluation is cheap and always runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS, L_VERSION
 
 STAGES_FILE = "stages.json"
@@ -37,12 +39,37 @@ class ReproduceConfig:
     beta: str = "random"
     threshold: float = 0.1
     l_epochs: int = 20
-    calibrations: tuple[str, ...] = CALIBRATIONS
+    calibrations: tuple[str, ...] = tuple(CALIBRATIONS)
     seed: int = 0
     device: str | None = None
     psl: bool = False
     select_on: str | None = None  # None: the trainer's default (valid_pos_neg early stopping)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
+        """A saved reproduction's settings (its ``reproduce.json``, or a JSON object of these fields),
+        replayed exactly, with ``overrides`` on top."""
+        from pipeline.errors import ArtifactError, PipelineError
+
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ArtifactError(f"--config {path}: no such file") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ArtifactError(f"--config {path}: not valid JSON ({exc})") from None
+        doc = doc.get("config", doc) if isinstance(doc, dict) else None
+        if not isinstance(doc, dict):
+            raise ArtifactError(f"--config {path}: not a JSON object of reproduction settings")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(doc) - names)
+        if unknown:
+            raise ArtifactError(f"--config {path}: unknown setting(s) {', '.join(unknown)}")
+        doc = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
+        if doc.get("dataset", dataset) != dataset:
+            raise PipelineError(f"--config {path}: settings for data set '{doc['dataset']}', not '{dataset}'")
+        return cls(**{**doc, "dataset": dataset, **(overrides or {})})
 
     def key(self, *fields: str, **more: Any) -> str:
         d = asdict(self)
@@ -77,20 +104,173 @@ class Stages:
             "paths": outputs.get("_paths", []),
             "seconds": seconds,
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.part")
-        tmp.write_text(json.dumps(self.doc, indent=2, sort_keys=True, default=str) + "\n")
-        tmp.replace(self.path)
+        atomic.write_json(self.path, self.doc)
         self.report.append({"stage": name, "skipped": False, "seconds": seconds})
         return outputs
 
 
 def _file_checksum(path: str | Path) -> str:
     """The query set's content (ids and texts), so a re-sampled file with new queries changes the key."""
-    from pipeline.calibration import queryset_checksum
-    from pipeline.sampling import read_query_set
+    from pipeline.formats.queryset import checksum, read_query_set
 
-    return queryset_checksum(read_query_set(path).frame)
+    return checksum(read_query_set(path).frame)
+
+
+@dataclass
+class Context:
+    """What every stage of one reproduction reads: the config, the work folder, the data and the ledger."""
+
+    cfg: ReproduceConfig
+    out: Path
+    kg: Any
+    stages: Stages
+    log: Callable[[str], None]
+    progress: bool
+    store_uri: str | None
+    _store: Any = None
+
+    @property
+    def data_key(self) -> str:
+        return json.dumps(self.kg.checksums, sort_keys=True)
+
+    def store(self) -> Any:
+        """The graph store, opened on first use (a reproduction whose ingest and sampling are done never
+        starts it)."""
+        if self._store is None:
+            from pipeline.store import open_store
+
+            self._store = open_store(self.store_uri)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def ingest_stage(ctx: Context) -> None:
+    """The data set into the store (the store keeps its own completeness marker; the ledger records it)."""
+
+    def run() -> dict[str, Any]:
+        from pipeline.store.ingest import ingest
+
+        return {"report": str(ingest(ctx.kg, ctx.store(), progress=ctx.progress))}
+
+    ctx.stages.run("ingest", ctx.cfg.key("dataset", data=ctx.data_key, store=ctx.store_uri), run, ctx.log)
+
+
+def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
+    """One query set (train with alpha zero for L; valid and test with the configured modes); its path."""
+    cfg = ctx.cfg
+
+    def run() -> dict[str, Any]:
+        from pipeline.sampling.run import sample_to_dir
+
+        rep = sample_to_dir(
+            ctx.kg, ctx.store(), ctx.out / "queries", split, None, per_type, alpha, cfg.beta, cfg.seed,
+            browse=True, progress=ctx.progress,
+        )
+        return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
+
+    key = cfg.key("dataset", "beta", "seed", data=ctx.data_key, split=split, alpha=alpha, per_type=per_type)
+    return str(ctx.stages.run(f"sample {split}", key, run, ctx.log)["file"])
+
+
+def train_stage(ctx: Context, model: str, run_dir: Path, pretrained: bool) -> None:
+    """Train one backbone into run_dir (resumed when interrupted), or check a given trained run."""
+    from pipeline.errors import PipelineError
+
+    cfg = ctx.cfg
+    if pretrained:
+        if not (run_dir / "model.pt").exists():
+            raise PipelineError(f"--run {model}={run_dir}: not a finished run directory (no model.pt)")
+        ctx.log(f"[use]  train {model}: the trained run {run_dir}")
+        return
+
+    def run() -> dict[str, Any]:
+        from pipeline.models import default_config, train
+        from pipeline.models.training import can_resume
+
+        tc = default_config(
+            cfg.dataset, model, epochs=cfg.epochs, dim=cfg.dim, seed=cfg.seed, device=cfg.device,
+            psl=cfg.psl or None, select_on=cfg.select_on,
+        )
+        # an interrupted run of the same config resumes; a changed config trains afresh in its place
+        res = train(ctx.kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=ctx.progress)
+        return {"run": str(run_dir), "results": res.get("test"), "_paths": [str(run_dir / "model.pt")]}
+
+    # select_on joins the key only when set, so the keys of earlier default runs stay valid
+    chosen = {"select_on": cfg.select_on} if cfg.select_on else {}
+    key = cfg.key("dataset", "epochs", "dim", "seed", "psl", data=ctx.data_key, model=model, **chosen)
+    ctx.stages.run(f"train {model}", key, run, ctx.log)
+
+
+def export_stage(ctx: Context, model: str, run_dir: Path, model_hash: str) -> dict[str, Any]:
+    """The backbone's neural adjacency (its cache is keyed by the model's content hash)."""
+
+    def run() -> dict[str, Any]:
+        from pipeline.export import export_adjacency
+
+        man = export_adjacency(
+            run_dir, ctx.cfg.threshold, ctx.out / "exports" / run_dir.name, device=ctx.cfg.device,
+            progress=ctx.progress,
+        )
+        return {"path": man["path"], "model_hash": man["model_hash"], "nnz": man["nnz"], "_paths": [man["path"]]}
+
+    return ctx.stages.run(f"export {model}", ctx.cfg.key("threshold", model_hash=model_hash), run, ctx.log)
+
+
+def answer_stage(
+    ctx: Context, model: str, calibration: str, run_dir: Path, export: dict[str, Any], sets: dict[str, str],
+    model_hash: str,
+) -> str:
+    """The test queries answered by SRC with one calibration; the answers file's path."""
+    cfg = ctx.cfg
+    uses_l = CALIBRATIONS[calibration].uses_l
+
+    def run() -> dict[str, Any]:
+        from pipeline.answer import run_answer
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import SRC
+
+        test, valid, train = (read_query_set(sets[s]) for s in ("test", "valid", "train"))
+        method = SRC.build(
+            export["path"], cfg.dataset, calibration, valid, train, run_dir, cfg.device, cfg.seed, cfg.l_epochs,
+            progress=ctx.progress, kg=ctx.kg,
+        )
+        rep = run_answer(test, method, ctx.out / "answers", {"valid": valid, "train": train}, progress=ctx.progress)
+        return {
+            "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
+            "delta": rep.get("delta"), "_paths": [rep["path"]],
+        }
+
+    # L's settings (and a change of L's training code) matter only to the variants that use L
+    key = cfg.key(
+        "seed",
+        *(("l_epochs",) if uses_l else ()),
+        model_hash=model_hash,
+        threshold=cfg.threshold,
+        sets={s: _file_checksum(p) for s, p in sets.items()},
+        calibration=calibration,
+        **({"l_version": L_VERSION} if uses_l else {}),
+    )
+    return str(ctx.stages.run(f"answer {model} {calibration}", key, run, ctx.log)["path"])
+
+
+def evaluate_stage(ctx: Context, answer_files: list[str], docs: str | Path | None) -> list[dict[str, Any]]:
+    """Metrics of every answers file (always run: cheap, and keeps the docs current)."""
+    from pipeline import evaluate
+
+    reports = [evaluate.evaluate_file(p) for p in answer_files]
+    for r in reports:
+        evaluate.save_report(r, Path(r["file"]).with_suffix(""))
+    if docs is not None:
+        evaluate.update_results(reports, docs)
+        evaluate.plot_methods(
+            {r["method"]: r["summary"] for r in reports}, Path(docs) / f"results_{ctx.cfg.dataset}.png",
+            title=ctx.cfg.dataset,
+        )
+    return reports
 
 
 def reproduce(
@@ -111,214 +291,54 @@ def reproduce(
 
     Returns {stages: [{stage, skipped, seconds}], reports: [evaluation reports], seconds, out}."""
     from loaders import load
-    from pipeline.errors import PipelineError
+    from pipeline.models import load_run
 
     for c in cfg.calibrations:
-        if c not in CALIBRATIONS:
-            raise PipelineError(f"unknown calibration '{c}'; expected one of {', '.join(CALIBRATIONS)}")
+        CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    stages = Stages(out)
-    kg = kg if kg is not None else load(cfg.dataset)
+    ctx = Context(cfg, out, kg if kg is not None else load(cfg.dataset), Stages(out), log, progress, store_uri)
     runs = {m: Path(p) for m, p in (runs or {}).items()}
-    data_key = json.dumps(kg.checksums, sort_keys=True)
-    store_holder: dict[str, Any] = {}
-
-    def store():
-        if "s" not in store_holder:
-            from pipeline.store import open_store
-
-            store_holder["s"] = open_store(store_uri)
-        return store_holder["s"]
-
+    answer_files: list[str] = []
     try:
-        # ---- ingest (the store keeps its own completeness marker; this records that it was done)
-        def do_ingest() -> dict[str, Any]:
-            from pipeline.store.ingest import ingest
-
-            rep = ingest(kg, store(), progress=progress)
-            return {"report": str(rep)}
-
-        stages.run("ingest", cfg.key("dataset", data=data_key, store=store_uri), do_ingest, log)
-
-        # ---- sample
-        sets: dict[str, str] = {}
-        plan = [
-            ("train", "zero", cfg.train_per_type, None),
-            ("valid", cfg.alpha, cfg.per_type, None),
-            ("test", cfg.alpha, cfg.per_type, None),
-        ]
-        for split, alpha, per_type, types in plan:
-
-            def do_sample(split=split, alpha=alpha, per_type=per_type, types=types) -> dict[str, Any]:
-                from pipeline.sampling.run import sample_to_dir
-
-                rep = sample_to_dir(
-                    kg,
-                    store(),
-                    out / "queries",
-                    split,
-                    types,
-                    per_type,
-                    alpha,
-                    cfg.beta,
-                    cfg.seed,
-                    browse=True,
-                    progress=progress,
-                )
-                return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
-
-            key = cfg.key(
-                "dataset", "beta", "seed", data=data_key, split=split, alpha=alpha, per_type=per_type
-            )
-            sets[split] = stages.run(f"sample {split}", key, do_sample, log)["file"]
-        set_keys = {s: _file_checksum(p) for s, p in sets.items()}
-
-        answers_dir = out / "answers"
-        answer_files = []
+        ingest_stage(ctx)
+        sets = {
+            "train": sample_stage(ctx, "train", "zero", cfg.train_per_type),
+            "valid": sample_stage(ctx, "valid", cfg.alpha, cfg.per_type),
+            "test": sample_stage(ctx, "test", cfg.alpha, cfg.per_type),
+        }
         for model in cfg.models:
-            # ---- train
             run_dir = runs.get(model, out / "runs" / f"{cfg.dataset}-{model}-s{cfg.seed}")
-
-            def do_train(model=model, run_dir=run_dir) -> dict[str, Any]:
-                from pipeline.models import default_config, train
-                from pipeline.models.training import can_resume
-
-                tc = default_config(
-                    cfg.dataset,
-                    model,
-                    epochs=cfg.epochs,
-                    dim=cfg.dim,
-                    seed=cfg.seed,
-                    device=cfg.device,
-                    psl=cfg.psl or None,
-                    select_on=cfg.select_on,
-                )
-                # an interrupted run of the same config resumes; a changed config trains afresh in its place
-                res = train(kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=progress)
-                return {
-                    "run": str(run_dir),
-                    "results": res.get("test"),
-                    "_paths": [str(run_dir / "model.pt")],
-                }
-
-            if model in runs:
-                if not (run_dir / "model.pt").exists():
-                    raise PipelineError(
-                        f"--run {model}={run_dir}: not a finished run directory (no model.pt)"
-                    )
-                log(f"[use]  train {model}: the trained run {run_dir}")
-            else:
-                # select_on joins the key only when set, so the keys of earlier default runs stay valid
-                chosen = {"select_on": cfg.select_on} if cfg.select_on else {}
-                key = cfg.key("dataset", "epochs", "dim", "seed", "psl", data=data_key, model=model, **chosen)
-                stages.run(f"train {model}", key, do_train, log)
-
-            # ---- export (its cache is keyed by the model's content hash)
-            def do_export(run_dir=run_dir) -> dict[str, Any]:
-                from pipeline.export import export_adjacency
-
-                man = export_adjacency(
-                    run_dir,
-                    cfg.threshold,
-                    out / "exports" / run_dir.name,
-                    device=cfg.device,
-                    progress=progress,
-                )
-                return {
-                    "path": man["path"],
-                    "model_hash": man["model_hash"],
-                    "nnz": man["nnz"],
-                    "_paths": [man["path"]],
-                }
-
-            from pipeline.models import load_run
-
+            train_stage(ctx, model, run_dir, model in runs)
             model_hash = load_run(run_dir).content_hash()
-            export = stages.run(
-                f"export {model}", cfg.key("threshold", model_hash=model_hash), do_export, log
-            )
-
-            # ---- answer with every calibration
+            export = export_stage(ctx, model, run_dir, model_hash)
             for calibration in cfg.calibrations:
-
-                def do_answer(calibration=calibration, run_dir=run_dir, export=export) -> dict[str, Any]:
-                    from pipeline.answer import run_answer
-
-                    rep = run_answer(
-                        sets["test"],
-                        export["path"],
-                        calibration,
-                        answers_dir,
-                        sets["valid"],
-                        sets["train"],
-                        run_dir,
-                        cfg.device,
-                        cfg.seed,
-                        cfg.l_epochs,
-                        progress=progress,
-                        kg=kg,
-                    )
-                    return {
-                        "path": rep["path"],
-                        "seconds": rep["seconds"],
-                        "throughput": rep["throughput"],
-                        "delta": rep.get("delta"),
-                        "_paths": [rep["path"]],
-                    }
-
-                # L's settings matter only to the variants that use L.
-                key = cfg.key(
-                    "seed",
-                    *(("l_epochs",) if "L" in calibration else ()),
-                    model_hash=model_hash,
-                    threshold=cfg.threshold,
-                    sets=set_keys,
-                    calibration=calibration,
-                    # a change of L's training code must re-run the variants that use L (only those)
-                    **({"l_version": L_VERSION} if "L" in calibration else {}),
-                )
-                answer_files.append(stages.run(f"answer {model} {calibration}", key, do_answer, log)["path"])
+                answer_files.append(answer_stage(ctx, model, calibration, run_dir, export, sets, model_hash))
     finally:
-        if "s" in store_holder:
-            store_holder["s"].close()
+        ctx.close()
 
-    # ---- evaluate (always: cheap, and keeps the docs current)
-    from pipeline import evaluate
-
-    reports = []
-    for path in answer_files:
-        reports += evaluate.evaluate_answers(path)
-    for r in reports:
-        evaluate.save_report(r, Path(r["file"]).with_suffix(""))
-    if docs is not None:
-        evaluate.update_results(reports, docs)
-        evaluate.plot_methods(
-            {r["method"]: r["summary"] for r in reports},
-            Path(docs) / f"results_{cfg.dataset}.png",
-            title=cfg.dataset,
-        )
+    reports = evaluate_stage(ctx, answer_files, docs)
     seconds = time.perf_counter() - t_start
     if docs is not None:
-        evaluate.set_section(
-            docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, stages, runs, seconds)
-        )
+        from pipeline import evaluate
+
+        evaluate.set_section(docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, ctx.stages, runs, seconds))
     summary = {
         "dataset": cfg.dataset,
         "config": asdict(cfg),
         "runs": {m: str(p) for m, p in runs.items()},
-        "stages": stages.report,
+        "stages": ctx.stages.report,
         "seconds": seconds,
         "out": str(out),
         "reports": reports,
     }
-    (out / "reproduce.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    atomic.write_json(out / "reproduce.json", summary)
     return summary
 
 
 _STAGE_ORDER = ("ingest", "sample", "train", "export", "answer", "evaluate")
-_CALIBRATION_ORDER = {c: i for i, c in enumerate(CALIBRATIONS)}
+_CALIBRATION_ORDER = {c: i for i, c in enumerate(CALIBRATIONS)}  # none, D, L, D+L
 
 
 def _stage_order(name: str) -> tuple[int, str, int, str]:

@@ -6,6 +6,6 @@
 """
 
 from pipeline.engine.adjacency import Adjacency, as_adjacency
-from pipeline.engine.evaluate import Evaluation, evaluate, evaluate_batch, solve, top_answers
+from pipeline.engine.search import Evaluation, evaluate, evaluate_batch, solve, top_answers
 
 __all__ = ["Adjacency", "Evaluation", "as_adjacency", "evaluate", "evaluate_batch", "solve", "top_answers"]

@@ -10,24 +10,12 @@
 
 from __future__ import annotations
 
-from pipeline.errors import unknown_name
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.beurre import BEUrRE
+from pipeline.models.registry import MODELS, get_model_class
+from pipeline.models.runs import Run, load_run, read_run
+from pipeline.models.training import TrainConfig, default_config, train
 from pipeline.models.ukge import UKGELogi, UKGERect
-
-MODELS: dict[str, type[ConfidenceModel]] = {cls.name: cls for cls in (UKGELogi, UKGERect, BEUrRE)}
-
-
-def get_model_class(name: str) -> type[ConfidenceModel]:
-    """The registered class of a model name; an unknown name raises UnknownNameError."""
-    try:
-        return MODELS[name.lower()]
-    except KeyError:
-        raise unknown_name("model", name, list(MODELS)) from None
-
-
-from pipeline.models.runs import Run, load_run, read_run  # noqa: E402
-from pipeline.models.training import TrainConfig, default_config, train  # noqa: E402
 
 __all__ = [
     "MODELS",

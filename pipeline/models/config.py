@@ -7,7 +7,9 @@ fact and side, L2 5e-4) and BEUrRE for CN15k (dim 64, lr 1e-4, batch 4096, 30 ne
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ArtifactError, PipelineError
@@ -76,7 +78,7 @@ class TrainConfig:
 
 def default_config(dataset: str, model: str, **overrides: Any) -> TrainConfig:
     """The reference defaults of `model`, with overrides (None values are ignored)."""
-    from pipeline.models import get_model_class
+    from pipeline.models.registry import get_model_class
 
     get_model_class(model)  # unknown name -> UnknownNameError listing the known ones
     base = dict(MODEL_DEFAULTS.get(model, {}))
@@ -84,3 +86,28 @@ def default_config(dataset: str, model: str, **overrides: Any) -> TrainConfig:
     kwargs.update(overrides.pop("model_kwargs", None) or {})
     base.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig(dataset=dataset, model=model, model_kwargs=kwargs, **base)
+
+
+def train_config(dataset: str, model: str | None, config_file: str | Path | None = None, **overrides: Any) -> TrainConfig:
+    """The config of `pipeline train`: the model's reference defaults, or a saved ``config.json`` replayed
+    exactly (``--config``), with the options given besides (non-None ``overrides``) on top."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if config_file is None:
+        if model is None:
+            raise PipelineError("give --model (see `pipeline ls models`) or --config RUN_DIR/config.json")
+        return default_config(dataset, model, **given)
+    path = Path(config_file)
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"--config {path}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"--config {path}: not valid JSON ({exc})") from None
+    if not isinstance(saved, dict):
+        raise ArtifactError(f"--config {path}: not a JSON object")
+    cfg = TrainConfig.from_dict(saved)
+    if cfg.dataset != dataset:
+        raise PipelineError(f"--config {path}: a config for data set '{cfg.dataset}', not '{dataset}'")
+    if model is not None and model != cfg.model:
+        raise PipelineError(f"--config {path}: a config for model '{cfg.model}', not '{model}'")
+    return dataclasses.replace(cfg, **given)

@@ -96,7 +96,7 @@ def save_model(run_dir: Path, model: ConfidenceModel) -> None:
 
 def model_from_file(path: Path) -> ConfidenceModel:
     """Rebuild a model from a {"config", "state_dict"} file (model.pt or a checkpoint's part)."""
-    from pipeline.models import get_model_class
+    from pipeline.models.registry import get_model_class
 
     doc = torch_load(path)
     if not isinstance(doc, dict) or "config" not in doc or "state_dict" not in doc:

@@ -24,10 +24,10 @@ from tqdm import tqdm
 
 from pipeline.config import select_device
 from pipeline.errors import ArtifactError, PipelineError
-from pipeline.models import get_model_class
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
 from pipeline.models.evaluation import confidence_errors, evaluate_run
+from pipeline.models.registry import get_model_class
 from pipeline.models.runs import (
     CHECKPOINT_FILE,
     CONFIG_FILE,

@@ -8,27 +8,46 @@ one of the four levels per query. beta: ``equal`` = 1.0, ``random`` = U(0.1, 1) 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.errors import PipelineError, unknown_name
+from pipeline.errors import PipelineError
+from pipeline.registry import Registry
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A named way of setting alpha or beta (``pipeline sample --alpha NAME`` / ``--beta NAME``)."""
+
+    name: str
+    description: str
+
 
 ALPHA_LEVELS = ("zero", "low", "normal", "high")
-ALPHA_MODES = (*ALPHA_LEVELS, "hybrid")
-BETA_MODES = ("equal", "random")
+ALPHA_MODES: Registry[Mode] = Registry(
+    "alpha mode",
+    (
+        Mode("zero", "alpha = 0: no atom ever fails"),
+        Mode("low", "the 25th percentile of the relation's confidences"),
+        Mode("normal", "the 50th percentile of the relation's confidences"),
+        Mode("high", "the 75th percentile of the relation's confidences"),
+        Mode("hybrid", "one of zero/low/normal/high drawn per query"),
+    ),
+)
+BETA_MODES: Registry[Mode] = Registry(
+    "beta mode",
+    (Mode("equal", "beta = 1 for every atom"), Mode("random", "beta drawn from {0.1, 0.2, ..., 1.0} per atom")),
+)
 PERCENTILES = {"low": 25.0, "normal": 50.0, "high": 75.0}
 
 
 def check_alpha_mode(mode: str) -> str:
-    if mode not in ALPHA_MODES:
-        raise unknown_name("alpha mode", mode, list(ALPHA_MODES))
-    return mode
+    return ALPHA_MODES.canonical(mode)
 
 
 def check_beta_mode(mode: str) -> str:
-    if mode not in BETA_MODES:
-        raise unknown_name("beta mode", mode, list(BETA_MODES))
-    return mode
+    return BETA_MODES.canonical(mode)
 
 
 def alpha_table(percentiles: Mapping[int, Sequence[float]], n_relations: int) -> np.ndarray:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipeline.sampling.queryset import read_query_set, write_query_set
+from pipeline.formats.queryset import read_query_set, write_query_set
+from pipeline.writeback import write_queries
 
 # The literature's valid/test counts per type (CN15k 3,000, PPI5k and O*NET20k 2,000).
 PAPER_PER_TYPE = {"cn15k": 3000, "ppi5k": 2000, "onet20k": 2000}
@@ -31,7 +32,6 @@ def sample_to_dir(
 ) -> dict:
     """Sample, write out_dir/<dataset>_<split>_<alpha>_<beta>.parquet and (browse) MERGE the queries into
     the store. Returns a summary: the file, per-type reports and timings."""
-    from pipeline.sampling.browse import write_queries
     from pipeline.sampling.levels import store_alpha_table
     from pipeline.sampling.sampler import sample_queries
 
@@ -55,7 +55,7 @@ def sample_to_dir(
         "checksums": kg.checksums,
     }
     path = write_query_set(rows, Path(out_dir) / f"{name}.parquet", meta)
-    written = write_queries(store, read_query_set(path), name) if browse else 0
+    written = write_queries(store, read_query_set(path)) if browse else 0
     return {
         "file": str(path),
         "queries": len(rows),

@@ -17,9 +17,9 @@ from tqdm import tqdm
 
 from pipeline.engine import Adjacency
 from pipeline.errors import PipelineError, unknown_name
+from pipeline.formats.queryset import query_to_records
 from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, TRAIN_TYPES, to_text
-from pipeline.sampling.atoms import query_to_records
 from pipeline.sampling.requirements import (
     alpha_for,
     check_alpha_mode,
@@ -124,7 +124,7 @@ def sample_queries(
     progress: bool = True,
 ) -> tuple[list[dict], list[TypeReport]]:
     """Sample per_type queries of each type on kg's split, walking the store's copy of the data set
-    (``dataset``, default kg.name). Returns the query-set rows (see :mod:`pipeline.sampling.queryset`)
+    (``dataset``, default kg.name). Returns the query-set rows (see :mod:`pipeline.formats.queryset`)
     and one report per type. Raises SamplingError when a type cannot be filled within
     attempts_per_query * per_type walks."""
     types = resolve_types(types, split)

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.answer import answer_query_set, read_answers, write_answers
+from pipeline.answer import answer_query_set
 from pipeline.calibration import choose_delta, lower_alphas, method_name
 from pipeline.evaluate import query_metrics, summarise
+from pipeline.formats.answers import read_answers, write_answers
+from pipeline.formats.queryset import read_query_set
+from pipeline.methods import SRC
 from pipeline.metrics import ranks_of
 from pipeline.query.parser import parse
-from pipeline.sampling import read_query_set
 from tests.answer.toy import PREDICTED, TRUTH, write_toy_query_set
 
 L3 = math.log2(3)
@@ -27,7 +29,7 @@ def toy_set(tmp_path: Path):
 
 def test_answering_the_observed_graph_is_perfect(toy_set) -> None:
     """The engine on the graph the truth came from reproduces the hand-computed truth: every metric 100."""
-    frame, stats = answer_query_set(toy_set, TRUTH, progress=False)
+    frame, stats = answer_query_set(toy_set, SRC.over(TRUTH, "toy"), progress=False)
     summary = summarise(query_metrics(frame))
     assert all(by["avg"] == pytest.approx(100.0) for by in summary.values())
     assert stats["1p"]["queries"] == 2 and stats["2p"]["queries"] == 1
@@ -37,7 +39,7 @@ def test_answering_the_observed_graph_is_perfect(toy_set) -> None:
 
 
 def test_rows_on_a_predicted_graph_by_hand(toy_set) -> None:
-    frame, _ = answer_query_set(toy_set, PREDICTED, progress=False)
+    frame, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy"), progress=False)
     q1 = frame[frame["query_id"] == "q1"].set_index("entity")
     # predicted u: 2 -> 0.8, 1 -> 0.5, 3 -> 0.45, then 0, 4, 5 at 0 by id
     assert q1["rank"].to_dict() == {2: 1, 1: 2, 3: 3, 0: 4, 4: 5, 5: 6}
@@ -58,7 +60,7 @@ def test_calibration_d_lowers_alpha(toy_set) -> None:
     low = lower_alphas(q, 0.15)
     assert [a.alpha for a in low.atoms] == pytest.approx([0.35, 0.15])
     assert [a.alpha for a in lower_alphas(q, 0.4).atoms] == [pytest.approx(0.1), 0.0]  # never below 0
-    frame, _ = answer_query_set(toy_set, PREDICTED, delta=0.05, progress=False)
+    frame, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy", 0.05), progress=False)
     q3 = frame[frame["query_id"] == "q3"].set_index("entity")
     assert q3.loc[3, "utility"] == pytest.approx(0.45)  # 0.45 >= 0.5 - 0.05 now
     assert method_name("D+L") == "SRC(D+L)" and method_name("none") == "SRC"
@@ -73,7 +75,7 @@ def test_choose_delta_takes_the_best_and_the_smallest_on_ties() -> None:
 def test_ranks_agree_with_the_numpy_oracle(toy_set) -> None:
     from pipeline.engine import evaluate
 
-    frame, _ = answer_query_set(toy_set, PREDICTED, progress=False)
+    frame, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy"), progress=False)
     for qid, text in zip(toy_set.frame["id"], toy_set.frame["text"], strict=True):
         u = evaluate(parse(text), PREDICTED).numpy()
         rows = frame[frame["query_id"] == qid]
@@ -81,8 +83,8 @@ def test_ranks_agree_with_the_numpy_oracle(toy_set) -> None:
 
 
 def test_answers_file_round_trip_and_determinism(toy_set, tmp_path: Path) -> None:
-    a, _ = answer_query_set(toy_set, PREDICTED, progress=False)
-    b, _ = answer_query_set(toy_set, PREDICTED, progress=False)
+    a, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy"), progress=False)
+    b, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy"), progress=False)
     assert a.equals(b)
     path = write_answers(a, tmp_path / "a.parquet", {"dataset": "toy", "method": "SRC", "query_set": "toy"})
     back = read_answers(path)
@@ -93,6 +95,6 @@ def test_answers_file_round_trip_and_determinism(toy_set, tmp_path: Path) -> Non
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_answers_equal_cpu(toy_set) -> None:
-    cpu, _ = answer_query_set(toy_set, PREDICTED, delta=0.05, progress=False)
-    gpu, _ = answer_query_set(toy_set, PREDICTED.to("cuda"), delta=0.05, progress=False)
+    cpu, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy", 0.05), progress=False)
+    gpu, _ = answer_query_set(toy_set, SRC.over(PREDICTED.to("cuda"), "toy", 0.05), progress=False)
     assert gpu.equals(cpu)

@@ -7,10 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.answer import answer_query_set, read_answers, write_answers
+from pipeline.answer import answer_query_set
 from pipeline.errors import PipelineError
-from pipeline.sampling import read_query_set
-from pipeline.writeback import read_back, write_back
+from pipeline.formats.answers import read_answers, write_answers
+from pipeline.formats.queryset import read_query_set
+from pipeline.methods import SRC
+from pipeline.writeback import read_back, set_id, write_back
 from tests.answer.toy import N_ENTITIES, PREDICTED, write_toy_query_set
 
 COUNT = "MATCH (:Query {dataset: 'toy'})-[a:ANSWER]->(:Entity) RETURN a.method AS method, count(a) AS n ORDER BY method"
@@ -18,7 +20,7 @@ COUNT = "MATCH (:Query {dataset: 'toy'})-[a:ANSWER]->(:Entity) RETURN a.method A
 
 def _answers(tmp_path: Path, method: str):
     qs = read_query_set(write_toy_query_set(tmp_path / "toy_test.parquet"))
-    frame, _ = answer_query_set(qs, PREDICTED, progress=False)
+    frame, _ = answer_query_set(qs, SRC.over(PREDICTED, "toy"), progress=False)
     meta = {"dataset": "toy", "method": method, "backbone": "ukge_logi", "query_set": str(qs.path)}
     return read_answers(write_answers(frame, tmp_path / f"{method}.parquet", meta)), qs
 
@@ -34,15 +36,16 @@ def test_stored_answers_by_hand(store, tmp_path: Path) -> None:
     answers, qs = _answers(tmp_path, "SRC")
     # q1 and q2 rank all 6 entities with finite utility, q3 only its 2 entities with confidence >= 0.5
     assert write_back(store, answers, qs) == 14
-    got = read_back(store, "toy", "toy_test", "q1", "ukge_logi SRC")
+    got = read_back(store, "toy", set_id(qs), "q1", "ukge_logi SRC")
     assert [r["eid"] for r in got] == [2, 1, 3, 0, 4, 5] and [r["rank"] for r in got] == [1, 2, 3, 4, 5, 6]
     assert [r["utility"] for r in got] == pytest.approx([0.8, 0.5, 0.45, 0.0, 0.0, 0.0])
     assert [r["truth_utility"] for r in got[:3]] == pytest.approx([0.6, 0.9, 0.3]) and got[3][
         "truth_utility"
     ] is None
     anchors = store.run(
-        "MATCH (q:Query {dataset: 'toy', set: 'toy_test', qid: 'q2'})-[a:ANCHOR]->(e:Entity) "
-        "RETURN e.eid AS eid, a.position AS position"
+        "MATCH (q:Query {dataset: 'toy', set: $set, qid: 'q2'})-[a:ANCHOR]->(e:Entity) "
+        "RETURN e.eid AS eid, a.position AS position",
+        {"set": set_id(qs)},
     )
     assert anchors == [{"eid": 0, "position": 0}]
     node = store.run("MATCH (q:Query {dataset: 'toy', qid: 'q2'}) RETURN q.type AS type, q.text AS text")

@@ -7,12 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline.formats.queryset import query_to_records, write_query_set
 from pipeline.kg import GraphTensors
 from pipeline.query.model import Query
 from pipeline.query.parser import parse
 from pipeline.query.printer import to_text
-from pipeline.sampling.atoms import query_to_records
-from pipeline.sampling.queryset import write_query_set
 
 N_ENTITIES, N_RELATIONS = 6, 2
 

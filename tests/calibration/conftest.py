@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pipeline.engine import Adjacency
+from pipeline.formats.queryset import write_query_set
 from pipeline.kg import observed_graph
 from pipeline.query.model import Atom, Const, Query, Var
-from pipeline.sampling.queryset import write_query_set
 from pipeline.sampling.truth import ground_truth
 from tests.answer.toy import rows_of
 from tests.models.toy import toy_kg

@@ -10,7 +10,6 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from pipeline.answer import read_answers, run_answer
 from pipeline.calibration import (
     AffineCalibration,
     calibrated_adjacency,
@@ -20,7 +19,9 @@ from pipeline.calibration import (
 )
 from pipeline.cli import cli
 from pipeline.engine import Adjacency, evaluate_batch
-from pipeline.export import load_adjacency
+from pipeline.formats.adjacency import load_adjacency
+from pipeline.formats.answers import read_answers
+from pipeline.methods.src import answer_src as run_answer
 from pipeline.models import load_run
 from pipeline.query.parser import parse
 
@@ -142,7 +143,7 @@ def test_l_and_d_fit_select_cache_and_repeat(toy_pipeline: dict, tmp_path: Path)
     assert a.equals(b)
     # A calibrated answer set differs from the uncalibrated one only through the confidences and alphas.
     plain = read_answers(run_answer(p["test"], p["export"], "none", tmp_path / "c", progress=False)["path"])
-    assert plain.meta["method"] == "SRC" and read_answers(rep["path"]).meta["method"] == "SRC(D+L)"
+    assert plain.method == "ukge_logi SRC" and read_answers(rep["path"]).method == "ukge_logi SRC(D+L)"
     assert set(plain.frame["query_id"]) == set(a["query_id"])
 
 
@@ -219,7 +220,7 @@ def test_cli_answer_and_evaluate(toy_pipeline: dict, tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["method"] == "SRC(D)" and set(doc["throughput"]) == {"1p", "2i", "2in", "2p"}
+    assert doc["method"] == "ukge_logi SRC(D)" and set(doc["throughput"]) == {"1p", "2i", "2in", "2p"}
     res = CliRunner().invoke(cli, ["evaluate", doc["path"], "--json"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)[0]["summary"]

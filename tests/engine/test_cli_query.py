@@ -65,7 +65,7 @@ def write_export(folder, kg, threshold: float) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from pipeline.export import FORMAT, MANIFEST, SCHEMA, relation_file
+    from pipeline.formats.adjacency import FORMAT, MANIFEST, SCHEMA, relation_file
 
     facts = kg.graph("test")
     facts = facts[facts["conf"] >= threshold]

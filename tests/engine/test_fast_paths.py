@@ -24,7 +24,7 @@ def test_mixed_batch_equals_each_query_alone(data, max_batch):
     small chunks (so rows are merged into rows already written): each row equals the query alone."""
     import sys
 
-    mod = sys.modules["pipeline.engine.evaluate"]
+    mod = sys.modules["pipeline.engine.search"]
     n, r, facts = data.draw(tiny_kg())
     queries = data.draw(st.lists(random_query(n, r), min_size=1, max_size=5))
     queries = queries + data.draw(st.lists(st.sampled_from(queries), max_size=3))  # repeats

@@ -14,7 +14,6 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.answer import answer_rows, read_answers, write_answers
 from pipeline.cli import cli
 from pipeline.evaluate import (
     PAPER,
@@ -27,6 +26,8 @@ from pipeline.evaluate import (
     summarise,
     update_results,
 )
+from pipeline.formats.answers import read_answers, write_answers
+from pipeline.formats.answers import rows_from_utilities as answer_rows
 
 L3 = math.log2(3)
 INF = -math.inf

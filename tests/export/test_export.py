@@ -13,8 +13,8 @@ import torch
 from click.testing import CliRunner
 
 from pipeline.errors import ArtifactError, PipelineError
-from pipeline.export import FORMAT, MANIFEST, load_adjacency, relation_file
 from pipeline.export import export_adjacency as _export
+from pipeline.formats.adjacency import FORMAT, MANIFEST, load_adjacency, relation_file
 from pipeline.models import default_config, load_run, train
 from tests.models.toy import toy_kg
 
@@ -140,6 +140,10 @@ def test_tampered_manifest_and_unsorted_rows(runs, tmp_path: Path) -> None:
     doc = json.loads((out / MANIFEST).read_text())
     doc["model_hash"] = "0" * 64
     (out / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="edited after the export was written"):
+        load_adjacency(out)
+    del doc["digest"]  # even unsealed, every file's own metadata contradicts the manifest
+    (out / MANIFEST).write_text(json.dumps(doc))
     with pytest.raises(ArtifactError, match="model_hash"):
         load_adjacency(out)
     # unsorted rows written with the right schema and metadata
@@ -193,3 +197,36 @@ def test_cuda_export_matches_cpu(runs, tmp_path: Path) -> None:
     assert a["model_hash"] == b["model_hash"]
     # facts within float rounding of the threshold may differ; everything else agrees
     assert abs(ga.nnz - gb.nnz) <= max(2, ga.nnz // 1000)
+
+
+def test_edited_threshold_and_wrong_sizes_are_refused(runs, tmp_path: Path) -> None:
+    """Provenance that lies: an export whose manifest claims another threshold or entity count is refused,
+    never recorded (both with the manifest's digest and, removed, by the files' own metadata)."""
+    out = tmp_path / "exp"
+    man = export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
+    graph, back = load_adjacency(out, n_entities=man["n_entities"], n_relations=man["n_relations"])
+    assert back["threshold"] == THRESHOLD and graph.n_entities == man["n_entities"]
+    with pytest.raises(ArtifactError, match=f"an export of {man['n_entities']} entities, but .* has {man['n_entities'] + 1}"):
+        load_adjacency(out, n_entities=man["n_entities"] + 1)
+    original = (out / MANIFEST).read_text()
+    doc = json.loads(original)
+    doc["threshold"] = 0.05
+    (out / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="edited after the export was written"):
+        load_adjacency(out)
+    del doc["digest"]
+    (out / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="threshold .* differs from the manifest"):
+        load_adjacency(out)
+    # an edited manifest is never taken for a cached export of that threshold either
+    assert not export_adjacency(runs["beurre"], 0.05, out, progress=False, max_fraction=1.0)["cached"]
+
+
+def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: Path) -> None:
+    """A killed export's hidden temporary folder is removed by the next export of the same folder."""
+    out = tmp_path / "exp"
+    stale = tmp_path / ".exp.abc123.part"  # what a kill -9 mid-export leaves (atomic.temp_dir's naming)
+    stale.mkdir()
+    (stale / "rel-0000.arrow").write_bytes(b"half")
+    export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.sampling.atoms import records_to_query
-from pipeline.sampling.cypher_answers import cypher_answers
+from pipeline.formats.queryset import records_to_query
 from pipeline.sampling.levels import kg_alpha_table, store_alpha_table, store_relation_types
 from pipeline.sampling.sampler import sample_queries
 from pipeline.store.ingest import ingest
+from tests.sampling.cypher_answers import cypher_answers
 
 pytestmark = pytest.mark.neo4j
 

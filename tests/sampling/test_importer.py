@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.sampling.importer import import_squk
-from pipeline.sampling.queryset import read_query_set
+from pipeline.formats.queryset import read_query_set
+from pipeline.squk.importer import import_squk
 
 
 def test_import_keeps_published_answers_and_adds_ours(tiny_kg, tmp_path):

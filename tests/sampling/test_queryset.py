@@ -9,9 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import ArtifactError
+from pipeline.formats.queryset import query_to_records, read_query_set, records_to_query, write_query_set
 from pipeline.query import QUERY_TYPES, to_text
-from pipeline.sampling.atoms import query_to_records, records_to_query
-from pipeline.sampling.queryset import read_query_set, write_query_set
 
 META = {"dataset": "toy", "split": "test", "alpha": "low", "beta": "random", "source": "sampled", "seed": 3}
 

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.sampling.queryset import read_query_set
+from pipeline.formats.queryset import read_query_set
 from pipeline.sampling.run import sample_to_dir
+from pipeline.writeback import set_id
 
 
 def test_sample_to_dir_writes_the_set_and_browsable_queries(tiny_kg, tiny_store, tmp_path):
@@ -20,13 +22,41 @@ def test_sample_to_dir_writes_the_set_and_browsable_queries(tiny_kg, tiny_store,
     qs = read_query_set(res["file"])
     assert res["file"].endswith("tiny_test_zero_equal.parquet") and len(qs) == 3 == res["browsable"]
     assert qs.meta["dataset"] == "tiny" and qs.meta["types"] == ["1p"] and set(qs.frame["seed"]) == {4}
-    count = "MATCH (q:Query {dataset: 'tiny', set: 'tiny_test_zero_equal'})-[a:ANCHOR]->(e:Entity) RETURN q.qid AS qid, q.text AS text, e.eid AS eid, a.position AS pos ORDER BY qid"
-    rows = tiny_store.run(count)
+    count = "MATCH (q:Query {dataset: 'tiny', set: $set})-[a:ANCHOR]->(e:Entity) RETURN q.qid AS qid, q.text AS text, e.eid AS eid, a.position AS pos ORDER BY qid"
+    rows = tiny_store.run(count, {"set": set_id(qs)})
     assert [(r["text"], r["eid"], r["pos"]) for r in rows] == [
         (t, q.anchors()[0], 0) for t, q in zip(qs.frame["text"], qs.queries(), strict=True)
     ]
     sample_to_dir(tiny_kg, tiny_store, tmp_path, "test", ["1p"], 3, "zero", "equal", seed=4, progress=False)
-    assert tiny_store.run(count) == rows  # MERGE: a re-run adds nothing
+    assert tiny_store.run(count, {"set": set_id(qs)}) == rows  # MERGE: a re-run adds nothing
+
+
+def test_resampling_makes_a_new_set_and_never_mixes_anchors_or_answers(tiny_kg, tiny_store, tmp_path):
+    """Sampling the same file name again with another seed (here into another folder) used to re-use the
+    old (:Query) nodes: two anchors at position 0 and the old run's answers on the new queries."""
+    from pipeline.answer import answer_query_set
+    from pipeline.formats.answers import read_answers, write_answers
+    from pipeline.kg import observed_graph
+    from pipeline.methods import SRC
+    from pipeline.writeback import write_back
+
+    first = read_query_set(sample_to_dir(tiny_kg, tiny_store, tmp_path / "a", "test", ["1p"], 3, "zero", "equal", seed=1, progress=False)["file"])
+    frame, _ = answer_query_set(first, SRC.over(observed_graph(tiny_kg, "test"), "tiny", backbone="m"), progress=False)
+    meta = {"dataset": "tiny", "method": "m SRC", "query_set": str(first.path)}
+    write_back(tiny_store, read_answers(write_answers(frame, tmp_path / "ans.parquet", meta)), first)
+    second = read_query_set(sample_to_dir(tiny_kg, tiny_store, tmp_path / "b", "test", ["1p"], 3, "zero", "equal", seed=2, progress=False)["file"])
+    assert Path(first.path).name == Path(second.path).name and set_id(first) != set_id(second)
+    per_position = tiny_store.run(
+        "MATCH (q:Query {dataset: 'tiny'})-[a:ANCHOR]->() RETURN q.set AS set, q.qid AS qid, a.position AS pos, "
+        "count(a) AS n"
+    )
+    assert per_position and all(r["n"] == 1 for r in per_position)  # one anchor per position, never two
+    new_answers = tiny_store.run(
+        "MATCH (q:Query {dataset: 'tiny', set: $set})-[a:ANSWER]->() RETURN count(a) AS n", {"set": set_id(second)}
+    )
+    assert new_answers == [{"n": 0}]  # the first run's answers stay on the first run's queries
+    old = tiny_store.run("MATCH (q:Query {set: $set})-[a:ANSWER]->() RETURN count(a) AS n", {"set": set_id(first)})
+    assert old[0]["n"] > 0
 
 
 def test_cli_errors_are_one_line(tmp_path):

@@ -8,15 +8,15 @@ import pytest
 
 from pipeline.engine import Adjacency
 from pipeline.errors import UnknownNameError
+from pipeline.formats.queryset import records_to_query
 from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, type_of
-from pipeline.sampling.atoms import records_to_query
-from pipeline.sampling.cypher_answers import cypher_answers
 from pipeline.sampling.levels import kg_alpha_table, store_alpha_table, store_relation_types
 from pipeline.sampling.requirements import ALPHA_LEVELS
 from pipeline.sampling.sampler import SamplingError, resolve_types, sample_queries
 from pipeline.sampling.truth import ground_truth
 from pipeline.sampling.useful import is_useful
+from tests.sampling.cypher_answers import cypher_answers
 from tests.sampling.kgs import TINY_FACTS, make_kg
 
 

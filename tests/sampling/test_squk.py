@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.errors import DataFormatError
 from pipeline.query import QUERY_TYPES, type_of
-from pipeline.sampling.squk import SQUK_TYPES, parse_file_name, read_squk_file
+from pipeline.squk.files import SQUK_TYPES, parse_file_name, read_squk_file
 
 
 def write(folder: Path, name: str, doc: object) -> Path:

@@ -9,13 +9,12 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.engine import Adjacency
+from pipeline.formats.queryset import query_to_records, write_query_set
 from pipeline.kg import observed_graph
 from pipeline.query import to_text, type_of
-from pipeline.sampling.atoms import query_to_records
-from pipeline.sampling.queryset import write_query_set
-from pipeline.sampling.squk import read_squk_file
 from pipeline.sampling.truth import ground_truth
 from pipeline.sampling.useful import is_useful
+from pipeline.squk.files import read_squk_file
 
 
 def import_squk(

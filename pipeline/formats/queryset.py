@@ -9,24 +9,26 @@ Columns (answers are best first: utility descending, ties by entity id, top 100)
   answers_hard list<int64> · utilities_hard list<float64> (the split's graph) · seed int64
 and optionally alpha_level str (the level drawn for the query: zero | low | normal | high) and, for
 imported SQUK queries, answers_published / utilities_published (best first).
-File metadata (key ``pipeline``, JSON): format, dataset, split, alpha, beta, source, seed, counts.
+File metadata (key ``pipeline``, JSON, sealed; :mod:`pipeline.formats.meta`): format, dataset, split, alpha,
+beta, source, seed, counts, provenance. Atoms are flat records (``query_to_records`` / ``records_to_query``),
+variables stored by name without the ``?``.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.errors import ArtifactError
+from pipeline.formats import meta as metafile
+from pipeline.query.model import Atom, Conjunction, Const, Query, Var
 
 FORMAT = "soft-query-set/1"
-META_KEY = b"pipeline"
 
 ATOM_TYPE = pa.struct(
     [
@@ -75,30 +77,17 @@ class QuerySet:
 
     def queries(self) -> list:
         """The rows as ``pipeline.query.Query`` objects (same order as ``frame``)."""
-        from pipeline.sampling.atoms import records_to_query
-
         return [records_to_query(list(a)) for a in self.frame["atoms"]]
 
 
 def write_query_set(rows: list[dict[str, Any]], path: str | Path, meta: dict[str, Any]) -> Path:
     """Write rows (dicts with the columns above) atomically to path; returns the path."""
-    missing = [k for k in REQUIRED_META if k not in meta]
-    if missing:
-        raise ValueError(f"query set metadata lacks {missing}")
     fields = list(SCHEMA)
     extra = [k for k in OPTIONAL if rows and k in rows[0]]
     fields += [pa.field(k, OPTIONAL[k]) for k in extra]
-    schema = pa.schema(fields).with_metadata(
-        {META_KEY: json.dumps({"format": FORMAT, **meta}, sort_keys=True)}
-    )
+    schema = pa.schema(fields).with_metadata({metafile.META_KEY: metafile.encode(FORMAT, meta, REQUIRED_META)})
     columns = {f.name: [r[f.name] for r in rows] for f in fields}
-    table = pa.table(columns, schema=schema)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".part")
-    pq.write_table(table, tmp)
-    tmp.replace(path)  # a crashed run never leaves a file that looks complete
-    return path
+    return metafile.write_parquet(pa.table(columns, schema=schema), Path(path))
 
 
 def read_query_set(path: str | Path) -> QuerySet:
@@ -111,21 +100,65 @@ def read_query_set(path: str | Path) -> QuerySet:
                 f"{path}: expected exactly one query set (*.parquet), found {len(files)}; name the file"
             )
         path = files[0]
-    if not path.exists():
-        raise ArtifactError(f"{path}: no such query set")
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ArtifactError(f"{path}: not a readable Parquet query set ({exc})") from exc
-    raw = (table.schema.metadata or {}).get(META_KEY)
-    if raw is None:
-        raise ArtifactError(
-            f"{path}: no '{META_KEY.decode()}' metadata, so not a query set written by this pipeline"
-        )
-    meta = json.loads(raw)
-    if meta.get("format") != FORMAT:
-        raise ArtifactError(f"{path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    table, meta = metafile.read_parquet(path, FORMAT, "query set", REQUIRED_META)
     missing = [f.name for f in SCHEMA if f.name not in table.column_names]
     if missing:
         raise ArtifactError(f"{path}: missing column(s) {', '.join(missing)}")
     return QuerySet(table.to_pandas(), meta, path)
+
+
+def checksum(frame: pd.DataFrame) -> str:
+    """The content of a query set (ids and texts): caches and stage keys depend on the queries, never on a
+    file name."""
+    h = hashlib.sha256()
+    for qid, text in zip(frame["id"], frame["text"], strict=True):
+        h.update(f"{qid}\t{text}\n".encode())
+    return h.hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------------------------ atom records
+
+
+def query_to_records(query: Query) -> list[dict[str, Any]]:
+    out = []
+    for ci, conj in enumerate(query.conjunctions):
+        for a in conj.atoms:
+            rec: dict[str, Any] = {
+                "conj": ci,
+                "relation": int(a.relation),
+                "alpha": float(a.alpha),
+                "beta": float(a.beta),
+                "negated": bool(a.negated),
+            }
+            for side, term in (("head", a.head), ("tail", a.tail)):
+                rec[f"{side}_var"] = term.name if isinstance(term, Var) else None
+                rec[f"{side}_eid"] = int(term.eid) if isinstance(term, Const) else None
+            out.append(rec)
+    return out
+
+
+def records_to_query(records: list[dict[str, Any]]) -> Query:
+    """Inverse of :func:`query_to_records`; ArtifactError on a record that is not one atom."""
+    conjs: dict[int, list[Atom]] = {}
+    for rec in records:
+        try:
+            terms = []
+            for side in ("head", "tail"):
+                var, eid = rec.get(f"{side}_var"), rec.get(f"{side}_eid")
+                if (var is None) == (eid is None or eid != eid):  # exactly one of the two (NaN = missing)
+                    raise ArtifactError(f"atom record {rec}: needs exactly one of {side}_var, {side}_eid")
+                terms.append(Var(str(var)) if var is not None else Const(int(eid)))
+            atom = Atom(
+                terms[0],
+                int(rec["relation"]),
+                terms[1],
+                float(rec["alpha"]),
+                float(rec["beta"]),
+                bool(rec["negated"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtifactError(f"malformed atom record {rec}: {exc}") from exc
+        conjs.setdefault(int(rec["conj"]), []).append(atom)
+    if not conjs:
+        raise ArtifactError("a query with no atoms")
+    return Query(tuple(Conjunction(tuple(conjs[k])) for k in sorted(conjs)))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.engine.evaluate import solve, top_answers
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.engine.search import solve, top_answers
+from pipeline.errors import PipelineError
 from pipeline.kg import GraphTensors, observed_graph
 from pipeline.query import Vocabulary, parse, to_text
 
@@ -45,14 +45,9 @@ def ask(
         tensors: GraphTensors = observed_graph(kg, graph, device)
         source = f"graph {graph}"
     else:
-        from pipeline.export import load_adjacency
+        from pipeline.formats.adjacency import load_adjacency
 
-        tensors, meta = load_adjacency(adjacency, dataset=kg.name, device=device)
-        if tensors.n_entities != kg.n_entities or tensors.n_relations != kg.n_relations:
-            raise ArtifactError(
-                f"{adjacency}: {tensors.n_entities} entities / {tensors.n_relations} relations, "
-                f"but {kg.name} has {kg.n_entities} / {kg.n_relations}"
-            )
+        tensors, meta = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
         source = f"adjacency {adjacency} (threshold {meta.get('threshold')})"
     res = solve([query], tensors, cycle_cap)
     util = res.utility[0]

@@ -1,0 +1,193 @@
+"""The neural adjacency export format (design section 2): a folder of Arrow IPC files, one per relation, and
+a manifest; the one module that writes manifests and reads exports (:mod:`pipeline.export` scores them).
+
+    manifest.json        format, dataset, model, model_hash, threshold, n_entities, n_relations, per-relation
+                         files (nnz, bytes), provenance; sealed with a digest
+    rel-0000.arrow ...   head int32, tail int32, score float32, sorted by (head, tail); the schema metadata
+                         repeats format, dataset, model_hash, threshold, n_entities, relation, so a file
+                         separated from its manifest still says what it is
+
+Reading cross-checks the manifest against every file's own metadata and against the data set, so an edited
+manifest (another threshold, another entity count) is refused instead of recorded as the truth.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from pipeline import atomic
+from pipeline.errors import ArtifactError
+from pipeline.kg import GraphTensors
+from pipeline.provenance import is_sealed, seal
+
+FORMAT = "soft-queries/neural-adjacency/1"
+MANIFEST = "manifest.json"
+SCHEMA = pa.schema([("head", pa.int32()), ("tail", pa.int32()), ("score", pa.float32())])
+
+
+def relation_file(r: int) -> str:
+    return f"rel-{r:04d}.arrow"
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    """The manifest, sealed (written last: its presence marks the export complete)."""
+    atomic.write_text(folder / MANIFEST, json.dumps(seal(manifest), indent=2, sort_keys=True) + "\n")
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The checked manifest of an export folder; ArtifactError when missing, unreadable, foreign or edited."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST})") from None
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{folder / MANIFEST}: unreadable ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        fmt = manifest.get("format") if isinstance(manifest, dict) else None
+        raise ArtifactError(f"{folder / MANIFEST}: format {fmt!r}, expected {FORMAT!r}")
+    if "digest" in manifest and not is_sealed(manifest):
+        raise ArtifactError(
+            f"{folder / MANIFEST}: edited after the export was written (digest mismatch); export again instead"
+        )
+    missing = [k for k in ("dataset", "model_hash", "threshold", "n_entities", "n_relations", "relations") if k not in manifest]
+    if missing:
+        raise ArtifactError(f"{folder / MANIFEST}: lacks {', '.join(missing)}")
+    return manifest
+
+
+def reusable(out: Path, model_hash: str, threshold: float) -> dict[str, Any] | None:
+    """The manifest of a complete export of this exact model and threshold at `out`, else None."""
+    try:
+        manifest = read_manifest(out)
+    except ArtifactError:
+        return None
+    if manifest.get("model_hash") != model_hash:
+        return None
+    if float(manifest.get("threshold", -1)) != float(threshold):
+        return None
+    for rel in manifest.get("relations", []):
+        p = out / rel["file"]
+        if not p.exists() or p.stat().st_size != rel["bytes"]:
+            return None
+        try:  # the schema alone (the file's footer): cheap, and it holds what the manifest claims
+            with pa.memory_map(str(p), "r") as src:
+                meta = {k.decode(): v.decode() for k, v in (pa.ipc.open_file(src).schema.metadata or {}).items()}
+        except (pa.ArrowInvalid, OSError):
+            return None
+        if meta.get("model_hash") != model_hash or float(meta.get("threshold", -1)) != float(threshold):
+            return None
+    return manifest
+
+
+def read_relation_file(
+    path: Path, manifest: dict[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """One relation's (head, tail, score) arrays and its schema metadata; ArtifactError on a truncated,
+    foreign or inconsistent file."""
+    try:
+        with pa.memory_map(str(path), "r") as src:
+            reader = pa.ipc.open_file(src)
+            schema = reader.schema
+            table = reader.read_all()
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: missing from the export") from None
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable Arrow IPC file (truncated or foreign?): {exc}") from None
+    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    if meta.get("format") != FORMAT:
+        raise ArtifactError(f"{path}: not a neural adjacency file (schema metadata has no format '{FORMAT}')")
+    if not schema.remove_metadata().equals(SCHEMA):
+        raise ArtifactError(
+            f"{path}: columns {schema.remove_metadata()} instead of head int32, tail int32, score float32"
+        )
+    if manifest is not None:
+        for key in ("dataset", "model_hash", "threshold", "n_entities"):
+            if key not in meta:
+                continue
+            same = (
+                float(meta[key]) == float(manifest[key]) if key == "threshold" else meta[key] == str(manifest[key])
+            )
+            if not same:
+                raise ArtifactError(
+                    f"{path}: {key} {meta[key]!r} differs from the manifest's {manifest[key]!r} "
+                    "(an edited manifest or a file of another export)"
+                )
+    h = table.column("head").to_numpy().astype(np.int64)
+    t = table.column("tail").to_numpy().astype(np.int64)
+    s = table.column("score").to_numpy().astype(np.float32)
+    return h, t, s, meta
+
+
+def load_adjacency(
+    path: str | Path,
+    dataset: str | None = None,
+    device: str | torch.device = "cpu",
+    n_entities: int | None = None,
+    n_relations: int | None = None,
+) -> tuple[GraphTensors, dict[str, Any]]:
+    """An export directory as the engine's input graph, plus its manifest.
+
+    Returns (GraphTensors with conf = predicted confidence >= threshold, manifest dict). With `dataset`,
+    an export of another data set raises ArtifactError; so do a missing manifest, and a truncated,
+    foreign, unsorted or out-of-range relation file; with ``n_entities``/``n_relations`` (the data set's
+    sizes) so does an export whose sizes differ.
+    """
+    folder = Path(path)
+    manifest = read_manifest(folder)
+    if dataset is not None and manifest["dataset"] != dataset:
+        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
+    n, n_rel, thr = int(manifest["n_entities"]), int(manifest["n_relations"]), float(manifest["threshold"])
+    for what, have, want in (("entities", n, n_entities), ("relations", n_rel, n_relations)):
+        if want is not None and have != want:
+            raise ArtifactError(f"{folder}: an export of {have} {what}, but {manifest['dataset']} has {want}")
+    parts = []
+    for rel in manifest["relations"]:
+        file = folder / rel["file"]
+        h, t, s, meta = read_relation_file(file, manifest)
+        r = int(rel["relation"])
+        if meta.get("relation") != str(r) or len(h) != rel["nnz"]:
+            raise ArtifactError(
+                f"{file}: relation/size differ from the manifest (relation {meta.get('relation')}, {len(h)} rows)"
+            )
+        if len(h):
+            if h.min() < 0 or t.min() < 0 or h.max() >= n or t.max() >= n:
+                raise ArtifactError(f"{file}: entity id out of range 0..{n - 1}")
+            key = h * n + t
+            if np.any(np.diff(key) <= 0):
+                raise ArtifactError(f"{file}: rows not sorted by (head, tail) or repeated")
+            if s.min() < np.float32(thr) or s.max() > 1.0:
+                raise ArtifactError(f"{file}: scores outside [{thr}, 1]")
+        parts.append((h, np.full(len(h), r, np.int64), t, s))
+    # each file is sorted by (head, tail) and checked above; in relation order they are already sorted by
+    # (relation, head, tail), so the graph is assembled without a re-sort
+    rel_ids = [int(rel["relation"]) for rel in manifest["relations"]]
+    if sorted(rel_ids) != list(range(n_rel)):
+        raise ArtifactError(f"{folder / MANIFEST}: relations {rel_ids} are not exactly 0..{n_rel - 1}")
+    counts = np.zeros(n_rel, np.int64)
+    for rel in manifest["relations"]:
+        counts[int(rel["relation"])] = int(rel["nnz"])
+    parts = [p for p in parts if len(p[0])]
+    parts.sort(key=lambda p: int(p[1][0]))
+
+    def cat(i: int, dt: type) -> torch.Tensor:
+        arr = np.concatenate([p[i] for p in parts]).astype(dt, copy=False) if parts else np.zeros(0, dt)
+        return torch.as_tensor(arr, device=device)
+
+    offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(counts)]), dtype=torch.int64, device=device)
+    graph = GraphTensors(
+        manifest["dataset"],
+        n,
+        n_rel,
+        cat(0, np.int64),
+        cat(1, np.int64),
+        cat(2, np.int64),
+        cat(3, np.float32),
+        offsets,
+    )
+    return graph, manifest

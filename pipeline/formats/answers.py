@@ -1,0 +1,145 @@
+"""Answers files: one Parquet file per (query set, method), the hand-off from answering to evaluation.
+
+One row per (query, entity) for the top-k predicted entities AND every ground-truth answer:
+  query_id str · type str · entity int64 · utility float32 (predicted,
+  -inf = fails) · rank int64 (among ALL entities, 1 = best, ties by entity id, -inf last) ·
+  truth_utility float64 (NaN where the entity is not a ground-truth answer) ·
+  truth_rank int32 (1..n = position among the ground-truth answers, best first; 0 = not an answer)
+File metadata (key ``pipeline``, JSON, sealed): format, dataset, method (the table label, e.g.
+``ukge_logi SRC(D+L)``), method settings, query_set (path and checksum), split, n_queries, k and the
+provenance block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+
+from pipeline.errors import ArtifactError
+from pipeline.formats import meta as metafile
+from pipeline.metrics import rank_entities
+
+FORMAT = "soft-query-answers/1"
+TOP_K = 100
+
+SCHEMA = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("type", pa.string()),
+        ("entity", pa.int64()),
+        ("utility", pa.float32()),
+        ("rank", pa.int64()),
+        ("truth_utility", pa.float64()),
+        ("truth_rank", pa.int32()),
+    ]
+)
+REQUIRED_META = ("dataset", "method", "query_set")
+
+
+@dataclass
+class Answers:
+    """A loaded answers file: ``frame`` with the columns above, ``meta`` the file metadata."""
+
+    frame: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def method(self) -> str:
+        """The table key of this answer set, e.g. ``ukge_logi SRC(D+L)``."""
+        method, backbone = str(self.meta["method"]), self.meta.get("backbone")
+        # files written before methods were labels carry the backbone apart
+        return method if not backbone or method.startswith(f"{backbone} ") else f"{backbone} {method}"
+
+
+# ----------------------------------------------------------------------------------------------- file I/O
+
+
+def write_answers(frame: pd.DataFrame, path: str | Path, meta: dict[str, Any]) -> Path:
+    """Write an answers frame atomically (a crashed run never leaves a file that looks complete)."""
+    schema = SCHEMA.with_metadata({metafile.META_KEY: metafile.encode(FORMAT, meta, REQUIRED_META)})
+    table = pa.Table.from_pandas(frame[[f.name for f in SCHEMA]], schema=schema, preserve_index=False)
+    return metafile.write_parquet(table, Path(path))
+
+
+def read_answers(path: str | Path) -> Answers:
+    """Read one answers file; ArtifactError names the file and what is wrong with it."""
+    path = Path(path)
+    table, meta = metafile.read_parquet(path, FORMAT, "answers file", REQUIRED_META)
+    missing = [f.name for f in SCHEMA if f.name not in table.column_names]
+    if missing:
+        raise ArtifactError(f"{path}: missing column(s) {', '.join(missing)}")
+    return Answers(table.to_pandas(), meta, path)
+
+
+def find_answer_files(path: str | Path) -> list[Path]:
+    """An answers file, or every answers file (``*.parquet`` with answers metadata) of a directory."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise ArtifactError(f"{path}: no such answers file or directory")
+    found = []
+    for p in sorted(path.glob("*.parquet")):
+        meta = metafile.peek(p)
+        if meta is not None and meta.get("format") == FORMAT:
+            found.append(p)
+    if not found:
+        raise ArtifactError(f"{path}: holds no answers file (*.parquet written by `pipeline answer`)")
+    return found
+
+
+# ------------------------------------------------------------------------------------------- answer rows
+
+
+def rows_from_utilities(
+    query_ids: list[str],
+    types: list[str],
+    utility: torch.Tensor,
+    truth: list[tuple[np.ndarray, np.ndarray]],
+    k: int = TOP_K,
+) -> pd.DataFrame:
+    """The answers rows of a batch of queries.
+
+    utility: (B, n_entities) float predicted utilities (-inf = fails), any device.
+    truth: per query, (entities (n,) int64, utilities (n,) float64) of the ground-truth answers, best first.
+    Returns one row per (query, entity) for the k best-ranked entities and every ground-truth answer."""
+    ranks = rank_entities(utility)
+    k = min(k, utility.shape[-1])
+    top = torch.topk(-ranks, k, dim=-1).indices.cpu().numpy()  # the k smallest ranks, best first
+    u_cpu = utility.float().cpu().numpy()
+    r_cpu = ranks.cpu().numpy()
+    parts = []
+    for b, (qid, qtype) in enumerate(zip(query_ids, types, strict=True)):
+        t_ent, t_util = (np.asarray(x) for x in truth[b])
+        t_ent = t_ent.astype(np.int64)
+        extra = np.setdiff1d(t_ent, top[b], assume_unique=False)
+        ents = np.concatenate([top[b], extra])
+        truth_rank = np.zeros(len(ents), dtype=np.int32)
+        truth_util = np.full(len(ents), np.nan)
+        pos = {int(e): i for i, e in enumerate(ents)}
+        for j, (e, v) in enumerate(zip(t_ent, t_util, strict=True)):
+            truth_rank[pos[int(e)]] = j + 1
+            truth_util[pos[int(e)]] = v
+        parts.append(
+            pd.DataFrame(
+                {
+                    "query_id": qid,
+                    "type": qtype,
+                    "entity": ents,
+                    "utility": u_cpu[b, ents].astype(np.float32),
+                    "rank": r_cpu[b, ents].astype(np.int64),
+                    "truth_utility": truth_util,
+                    "truth_rank": truth_rank,
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
+    return pd.concat(parts, ignore_index=True)

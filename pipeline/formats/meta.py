@@ -1,0 +1,78 @@
+"""The JSON metadata that Parquet artifacts (query sets, answers) carry under the schema key ``pipeline``:
+encoded with its format name and sealed; decoded with every check a reader needs, each failure one
+ArtifactError naming the file (never a JSONDecodeError or KeyError traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import atomic
+from pipeline.errors import ArtifactError
+from pipeline.provenance import is_sealed, seal
+
+META_KEY = b"pipeline"
+
+
+def encode(fmt: str, meta: dict[str, Any], required: tuple[str, ...]) -> bytes:
+    """The sealed metadata bytes of a file of format ``fmt``; ValueError when a required key is missing
+    (a programming error, not a user's)."""
+    missing = [k for k in required if k not in meta]
+    if missing:
+        raise ValueError(f"{fmt} metadata lacks {missing}")
+    return json.dumps(seal({**meta, "format": fmt}), sort_keys=True).encode()
+
+
+def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> dict[str, Any]:
+    """The metadata of ``path`` checked: present, valid JSON, of format ``fmt``, with the required keys and,
+    when sealed, unedited."""
+    article = "an" if kind[:1] in "aeiou" else "a"
+    if raw is None:
+        raise ArtifactError(f"{path}: no '{META_KEY.decode()}' metadata, so not {article} {kind} written by this pipeline")
+    try:
+        meta = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}: its '{META_KEY.decode()}' metadata is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise ArtifactError(f"{path}: its '{META_KEY.decode()}' metadata is not a JSON object")
+    if meta.get("format") != fmt:
+        raise ArtifactError(f"{path}: format {meta.get('format')!r}, expected {fmt!r} (not {article} {kind})")
+    missing = [k for k in required if k not in meta]
+    if missing:
+        raise ArtifactError(f"{path}: its metadata lacks {', '.join(repr(k) for k in missing)}")
+    if "digest" in meta and not is_sealed(meta):
+        raise ArtifactError(
+            f"{path}: its metadata was edited after it was written (digest mismatch); re-create the file "
+            "instead of editing it"
+        )
+    return meta
+
+
+def write_parquet(table: pa.Table, path: Path) -> Path:
+    """Write a table atomically."""
+    return atomic.write_with(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> tuple[pa.Table, dict[str, Any]]:
+    """A Parquet artifact and its checked metadata; ArtifactError when missing, unreadable or foreign."""
+    if not path.is_file():
+        raise ArtifactError(f"{path}: no such {kind}")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable Parquet {kind} ({exc})") from None
+    return table, decode((table.schema.metadata or {}).get(META_KEY), path, fmt, kind, required)
+
+
+def peek(path: Path) -> dict[str, Any] | None:
+    """The raw metadata of a Parquet file without reading its rows (None when it has none or is not
+    Parquet); for telling artifacts apart in a folder."""
+    try:
+        raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
+        return json.loads(raw) if raw else None
+    except (pa.ArrowInvalid, OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,16 @@
+"""Answering methods by name: each turns queries into utilities (see :class:`.base.Method`).
+
+>>> from pipeline.methods import METHODS
+>>> METHODS.names()
+['src']
+"""
+
+from __future__ import annotations
+
+from pipeline.methods.base import Method
+from pipeline.methods.src import SRC
+from pipeline.registry import Registry
+
+METHODS: Registry[type[Method]] = Registry("method", (SRC,))
+
+__all__ = ["METHODS", "SRC", "Method"]

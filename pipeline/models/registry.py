@@ -1,0 +1,15 @@
+"""The registered backbones by name (``ukge_logi``, ``ukge_rect``, ``beurre``)."""
+
+from __future__ import annotations
+
+from pipeline.models.base import ConfidenceModel
+from pipeline.models.beurre import BEUrRE
+from pipeline.models.ukge import UKGELogi, UKGERect
+from pipeline.registry import Registry
+
+MODELS: Registry[type[ConfidenceModel]] = Registry("model", (UKGELogi, UKGERect, BEUrRE))
+
+
+def get_model_class(name: str) -> type[ConfidenceModel]:
+    """The registered class of a model name; an unknown name raises UnknownNameError."""
+    return MODELS.get(name)
