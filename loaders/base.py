@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline import config
+from pipeline import atomic, config
 from pipeline.errors import ChecksumError, DataFormatError, PipelineError
 
 SPLITS = ("train", "val", "test")
@@ -162,23 +162,20 @@ def _download(url: str, dest: Path) -> None:
     """Download url to dest atomically (a partial download never looks complete), with a progress bar."""
     from tqdm import tqdm
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_suffix(dest.suffix + ".part")
-    try:
+    def fetch(tmp: Path) -> None:
         with urllib.request.urlopen(url, timeout=60) as resp, open(tmp, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(
-                total=total, unit="B", unit_scale=True, desc=f"download {dest.name}", leave=False
-            ) as bar:
+            with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {dest.name}", leave=False) as bar:
                 for block in iter(lambda: resp.read(1 << 16), b""):
                     out.write(block)
                     bar.update(len(block))
+
+    try:
+        atomic.write_with(dest, fetch)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise PipelineError(
             f"cannot download {url}: {exc}. Point --source (or PIPELINE_DATA) at a local mirror instead."
         ) from exc
-    tmp.replace(dest)
 
 
 def resolve_source(spec: DatasetSpec, source: str | Path | None) -> Path:

@@ -13,7 +13,7 @@ from pipeline.query import Vocabulary, parse, to_text
 
 
 @dataclass(frozen=True)
-class Answers:
+class Ranking:
     """Ranked answers: rows of {"eid", "name", "utility"} best first (finite utility > 0 only)."""
 
     query: str  # the normalised text (DNF, names where unambiguous)
@@ -31,7 +31,7 @@ def ask(
     top: int = 20,
     cycle_cap: int | None = None,
     device: str = "cpu",
-) -> Answers:
+) -> Ranking:
     """Parse text against the data set's vocabulary and answer it on exactly one source: an observed graph
     (train|valid|test) or a neural adjacency export directory."""
     from loaders import load
@@ -57,4 +57,4 @@ def ask(
         {"eid": int(e), "name": names[int(e)], "utility": round(float(v), 6)}
         for e, v in zip(ids[:top].tolist(), vals[:top].tolist(), strict=True)
     ]
-    return Answers(to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]))
+    return Ranking(to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]))

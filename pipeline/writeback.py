@@ -79,7 +79,7 @@ def write_queries(store: Any, qs: QuerySet) -> int:
     return len(rows)
 
 
-def answer_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
+def top_answer_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
     """One row per (query, answer) with rank <= top and a finite utility: qid, eid, rank, utility, truth_utility."""
     keep = frame[(frame["rank"] <= top) & frame["utility"].map(math.isfinite)].sort_values(["query_id", "rank"])
     return [
@@ -107,7 +107,7 @@ def write_back(store: Any, answers: Any, query_set: QuerySet, top: int = TOP) ->
     params = {"dataset": dataset, "set": set_id(query_set), "method": answers.method}
     write_queries(store, query_set)
     store.run(cypher_text("writeback_delete"), params)
-    rows = answer_rows(answers.frame, top)
+    rows = top_answer_rows(answers.frame, top)
     store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), params)
     store.checkpoint()
     return len(rows)

@@ -31,6 +31,7 @@ from pipeline.errors import PipelineError
 from pipeline.kg import GraphTensors
 from pipeline.query.graph import QueryGraph
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.query.types import conjunction_shape
 
 MAX_BATCH = 256  # conjunctions per batched computation: bounds memory at a few (B, N) float32 states
 
@@ -129,14 +130,7 @@ def top_answers(utility: torch.Tensor, k: int = 100) -> tuple[torch.Tensor, torc
 
 def shape_of(conj: Conjunction) -> tuple:
     """Batching key: the atoms' structure (variables by first appearance, ?y kept, constants bare)."""
-    names: dict[str, int] = {}
-
-    def key(t):
-        if isinstance(t, Var):
-            return "y" if t == FREE else names.setdefault(t.name, len(names))
-        return "c"
-
-    return tuple((key(a.head), key(a.tail)) for a in conj.atoms)
+    return conjunction_shape(conj, negations=False)
 
 
 def _check_ids(q: Query, adj: Adjacency) -> None:

@@ -87,8 +87,7 @@ def find_answer_files(path: str | Path) -> list[Path]:
         raise ArtifactError(f"{path}: no such answers file or directory")
     found = []
     for p in sorted(path.glob("*.parquet")):
-        meta = metafile.peek(p)
-        if meta is not None and meta.get("format") == FORMAT:
+        if metafile.peek_format(p) in (FORMAT, ""):  # "" = damaged metadata: reported when read, not skipped
             found.append(p)
     if not found:
         raise ArtifactError(f"{path}: holds no answers file (*.parquet written by `pipeline answer`)")

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from pipeline import atomic
 from pipeline.errors import ArtifactError
-from pipeline.provenance import is_sealed, seal
+from pipeline.provenance import is_sealed, provenance, seal
 
 META_KEY = b"pipeline"
 
@@ -24,7 +24,9 @@ def encode(fmt: str, meta: dict[str, Any], required: tuple[str, ...]) -> bytes:
     missing = [k for k in required if k not in meta]
     if missing:
         raise ValueError(f"{fmt} metadata lacks {missing}")
-    return json.dumps(seal({**meta, "format": fmt}), sort_keys=True).encode()
+    stamped = {**meta, "format": fmt}
+    stamped.setdefault("provenance", provenance())  # every artifact says what made it
+    return json.dumps(seal(stamped), sort_keys=True).encode()
 
 
 def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> dict[str, Any]:
@@ -68,11 +70,18 @@ def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> 
     return table, decode((table.schema.metadata or {}).get(META_KEY), path, fmt, kind, required)
 
 
-def peek(path: Path) -> dict[str, Any] | None:
-    """The raw metadata of a Parquet file without reading its rows (None when it has none or is not
-    Parquet); for telling artifacts apart in a folder."""
+def peek_format(path: Path) -> str | None:
+    """The format a Parquet file's metadata names, read without its rows: None when it has no ``pipeline``
+    metadata (or is not Parquet), "" when the metadata is there but unreadable (a damaged artifact, which a
+    reader should report rather than skip)."""
     try:
         raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
-        return json.loads(raw) if raw else None
-    except (pa.ArrowInvalid, OSError, json.JSONDecodeError, UnicodeDecodeError):
+    except (pa.ArrowInvalid, OSError):
         return None
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return ""
+    return str(meta.get("format", "")) if isinstance(meta, dict) else ""

@@ -12,20 +12,17 @@ Files are written atomically (temp file + rename), so an interrupted run never l
 from __future__ import annotations
 
 import json
-import os
 import platform
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from pipeline import config as env
+from pipeline import atomic
 from pipeline.errors import ArtifactError
 from pipeline.models.base import ConfidenceModel
+from pipeline.provenance import provenance
 
 MODEL_FILE, CHECKPOINT_FILE = "model.pt", "checkpoint.pt"
 CONFIG_FILE, METADATA_FILE, RESULTS_FILE = "config.json", "metadata.json", "results.json"
@@ -45,20 +42,8 @@ class Run:
         return str(self.config["dataset"])
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json(path: Path, doc: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n").encode())
+    atomic.write_json(path, doc)
 
 
 def read_json(path: Path) -> Any:
@@ -71,10 +56,7 @@ def read_json(path: Path) -> Any:
 
 
 def torch_save(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    atomic.write_with(path, lambda tmp: torch.save(obj, tmp))
 
 
 def torch_load(path: Path) -> Any:
@@ -136,51 +118,13 @@ def load_run(
     return model.to(device)
 
 
-def git_hash() -> str | None:
-    """HEAD of the checkout (with '-dirty' when it has local changes), None outside git."""
-    root = env.repo_root()
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def run_metadata(checksums: dict[str, str], seed: int, device: str) -> dict[str, Any]:
-    """Versions, git hash, data checksums, seed and device of a run."""
-    from importlib import metadata as md
-
-    def version(pkg: str) -> str | None:
-        try:
-            return md.version(pkg)
-        except md.PackageNotFoundError:
-            return None
-
+def run_metadata(checksums: dict[str, str], seed: int, device: str, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's provenance (:func:`pipeline.provenance.provenance`: versions, git hash, config, seed, data
+    checksums) plus its device."""
     return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "seed": seed,
-        "device": device,
-        "device_name": torch.cuda.get_device_name(0)
-        if device.startswith("cuda")
-        else platform.processor() or "cpu",
-        "git": git_hash(),
+        **provenance(cfg, seed, inputs={"data_checksums": dict(checksums)}),
         "data_checksums": dict(checksums),
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            **{p: version(p) for p in ("soft-queries", "numpy", "pandas", "pyarrow")},
-        },
-        "platform": platform.platform(),
+        "device": device,
+        "device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or "cpu",
         "torch_threads": torch.get_num_threads(),
     }

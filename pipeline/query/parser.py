@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from pipeline.errors import QuerySyntaxError, ResolutionError
-from pipeline.query.model import Atom, Const, Query, Term, Var
+from pipeline.query.model import FREE, Atom, Const, Query, Term, Var
 from pipeline.query.vocab import Vocabulary
 
 BARE = re.compile(r"[A-Za-z0-9_.:-]+")
@@ -113,6 +113,15 @@ class _Parser:
         dnf = self.disj()
         if self.tok.kind != "end":
             raise self.fail(f"expected '&', '|' or the end of the query, found {_shown(self.tok)}")
+        for atoms in dnf:
+            # without ?y every entity would get the same utility: a query asks for answers
+            if not any(FREE in (a.head, a.tail) for a in atoms):
+                raise QuerySyntaxError(
+                    self.text,
+                    1,
+                    "a query needs the answer variable ?y (in every conjunction of its DNF); every other "
+                    "variable is existential, so without ?y all entities would get the same utility",
+                )
         return Query.of(*dnf)
 
     def disj(self) -> list[list[Atom]]:
@@ -188,8 +197,8 @@ class _Parser:
         except ValueError:
             raise self.fail(f"{what} must be a number, found {t.text!r}") from None
         if not (lo <= x <= hi) or x != x or x == float("inf"):
-            bound = f"[{lo:g}, {hi:g}]" if hi != float("inf") else f"a finite number >= {lo:g}"
-            raise self.fail(f"{what} {t.text} is outside {bound}")
+            need = f"in [{lo:g}, {hi:g}]" if hi != float("inf") else f"a finite number >= {lo:g}"
+            raise self.fail(f"{what} {t.text} must be {need}")
         self.pos += 1
         return x
 

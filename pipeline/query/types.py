@@ -93,10 +93,13 @@ class QueryType:
 def shape_key(query: Query) -> tuple:
     """The structure of a query with ids, alphas and betas abstracted away (anchors as bare constants,
     existential variables by first appearance, ?y kept)."""
-    return tuple(_conjunction_shape(c) for c in query.conjunctions)
+    return tuple(conjunction_shape(c) for c in query.conjunctions)
 
 
-def _conjunction_shape(conj: Conjunction) -> tuple:
+def conjunction_shape(conj: Conjunction, negations: bool = True) -> tuple:
+    """The structure of one conjunction: per atom (head, tail[, negated]) with anchors as bare constants,
+    existential variables numbered by first appearance and ?y kept. Without ``negations`` it is the engine's
+    batching key (negated and positive atoms of one structure run in one batch)."""
     names: dict[str, int] = {}
 
     def key(t):
@@ -104,7 +107,9 @@ def _conjunction_shape(conj: Conjunction) -> tuple:
             return ("y",) if t.name == "y" else ("v", names.setdefault(t.name, len(names)))
         return ("c",)
 
-    return tuple((key(a.head), key(a.tail), a.negated) for a in conj.atoms)
+    if negations:
+        return tuple((key(a.head), key(a.tail), a.negated) for a in conj.atoms)
+    return tuple((key(a.head), key(a.tail)) for a in conj.atoms)
 
 
 def type_of(query: Query) -> str | None:

@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.errors import DataFormatError, PipelineError
-from pipeline.query import Query, parse
+from pipeline.query import QUERY_TYPES, Query, parse
 from pipeline.query.printer import format_number
 
-SQUK_TYPES = ("1p", "2p", "2i", "2in", "2il", "2m", "2u", "3in", "ip", "im", "inp", "up")
+# SQUK numbers the 12 types in the order of the design (and of QUERY_TYPES)
+SQUK_TYPES = tuple(QUERY_TYPES)
 FILE_RE = re.compile(
     r"^(?P<split>train|valid|test)_type(?P<num>\d{4})(?:_(?P<beta>equal|random))?"
     r"(?:_(?P<alpha>zero|low|normal|high))?_soft_efo1_qaa\.json$"

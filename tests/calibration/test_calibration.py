@@ -316,3 +316,36 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
     # d/dc(0,0,1): 1p y=1 (2 * -0.1) + 2p y=0..3 (3 * 2 * -0.1 + 2 * 0.1), over 6 errors
     assert g[(0, 0, 1)] == pytest.approx((-0.2 - 0.6 + 0.2) / 6, abs=1e-5)
     assert g[(1, 1, 3)] == pytest.approx(0.2 / 6, abs=1e-5) and g[(2, 1, 3)] == 0.0
+
+
+def test_leakage_a_test_set_as_valid_or_train_is_refused(toy_pipeline: dict, tmp_path: Path) -> None:
+    """The test set passed as --valid-queries (or --train-queries) used to be accepted with the output saying
+    "chosen on the valid queries"; the query set knows its split, so the role is checked (unless forced, and
+    then recorded)."""
+    p = toy_pipeline
+    args = ["answer", str(p["test"]), "--adjacency", str(p["export"]), "--out", str(tmp_path)]
+    res = CliRunner().invoke(cli, [*args, "--calibration", "D", "--valid-queries", str(p["test"])])
+    assert res.exit_code == 2 and res.output.count("\n") == 1
+    assert "a query set of the test split, not valid" in res.output
+    res = CliRunner().invoke(cli, [*args, "--calibration", "L", "--train-queries", str(p["valid"])])
+    assert res.exit_code == 2 and "a query set of the valid split, not train" in res.output
+    res = CliRunner().invoke(
+        cli, [*args, "--calibration", "D", "--valid-queries", str(p["test"]), "--allow-split-mismatch", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    used = read_answers(json.loads(res.stdout)["path"]).meta["used"]
+    assert used["valid"]["split"] == "test" and used["valid"]["path"] == str(p["test"])
+
+
+def test_out_naming_an_existing_file_is_one_line(toy_pipeline: dict, tmp_path: Path) -> None:
+    p = toy_pipeline
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    for args in (
+        ["answer", str(p["test"]), "--adjacency", str(p["export"]), "--out", str(taken)],
+        ["sample", "toy", "--out", str(taken)],
+        ["train", "ppi5k", "--model", "ukge_logi", "--out", str(taken)],
+    ):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and res.output == f"error: --out {taken}: an existing file, not a folder\n", args
+    assert taken.read_text() == "x"  # untouched

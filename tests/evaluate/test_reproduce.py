@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from pipeline.reproduce import ReproduceConfig, reproduce
 from tests.models.toy import toy_kg
@@ -50,6 +51,10 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path) -> None:
     md = (tmp_path / "docs" / "results.md").read_text()
     assert "## Reproduction: toy" in md and "| answer ukge_logi D+L |" in md and "## Query answering" in md
 
+    _check_metrics_independently(first, tmp_path / "work", kg)
+    # the saved settings replay the same reproduction: every stage is found done
+    assert ReproduceConfig.from_file(tmp_path / "work" / "reproduce.json", "toy") == cfg
+
     second = reproduce(cfg, tmp_path / "work", tmp_path / "docs", uri, log=logs.append, progress=False, kg=kg)
     assert all(s["skipped"] for s in second["stages"])
     assert [r["summary"] for r in second["reports"]] == [r["summary"] for r in first["reports"]]
@@ -84,3 +89,34 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path) -> None:
     run_cfg = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "config.json").read_text())
     assert run_cfg["select_on"] == "last" and run_cfg["epochs"] == 3
     assert "--epochs 3 --select-on last" in (tmp_path / "docs" / "results.md").read_text()
+
+
+def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
+    """Each variant's reported metrics equal those recomputed here from the export, the chosen delta and the
+    saved L, without the reproduction's wiring: a miswired calibration (delta not applied, L not applied,
+    another variant's file) changes a value and fails."""
+    from pipeline.answer import answer_query_set
+    from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
+    from pipeline.engine import as_adjacency
+    from pipeline.evaluate import query_metrics, summarise
+    from pipeline.formats.adjacency import load_adjacency
+    from pipeline.formats.answers import read_answers
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.methods import SRC
+    from pipeline.models import load_run
+
+    test = read_query_set(next((work / "queries").glob("toy_test_*.parquet")))
+    graph, _ = load_adjacency(next((work / "exports").iterdir()))
+    model = load_run(next((work / "runs").iterdir()))
+    by_method = {r["method"]: r for r in summary["reports"]}
+    for label, report in by_method.items():
+        meta = read_answers(report["file"]).meta
+        adj = as_adjacency(graph)
+        if "L" in meta["calibration"]:
+            tables = feature_tables(model, "cpu")
+            calib = load_affine(Path(meta["l_dir"]), tables[0].shape[1], tables[1].shape[1])
+            with torch.no_grad():
+                adj = calibrated_adjacency(adj, calib, tables)
+        frame, _ = answer_query_set(test, SRC.over(adj, "toy", meta.get("delta", 0.0)), progress=False)
+        assert summarise(query_metrics(frame)) == report["summary"], label
+    assert by_method["ukge_logi SRC"]["summary"]["ndcg"]["avg"] > 0  # the check is not between empty tables

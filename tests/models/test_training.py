@@ -3,6 +3,7 @@ directories hold what they promise, and bad input fails with a typed error."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from loaders.base import KGData
+from pipeline.cli import cli
 from pipeline.errors import ArtifactError, PipelineError
 from pipeline.models import default_config, load_run, read_run, train
 from pipeline.models.training import batch_loss
@@ -220,3 +222,25 @@ def test_cuda_training_matches_cpu(tmp_path: Path) -> None:
     gpu = train(kg, cfg_for("ukge_logi", 3, device="cuda"), tmp_path / "gpu", progress=False)
     # same seeds, same negatives (drawn on the CPU generator); kernels differ only in rounding
     assert gpu["device"] == "cuda" and gpu["test"]["mse"] == pytest.approx(cpu["test"]["mse"], rel=1e-3)
+
+
+def test_train_config_replays_a_saved_config(tmp_path: Path) -> None:
+    """`pipeline train --config RUN/config.json` replays the run's settings exactly; options given besides
+    override them; a config of another data set or model, or a broken file, is one clear error."""
+    from pipeline.models.config import train_config
+
+    cfg = default_config("ppi5k", "beurre", dim=12, epochs=7, lr=0.05, seed=3, select_on="last")
+    saved = tmp_path / "config.json"
+    saved.write_text(json.dumps(cfg.to_dict()))
+    assert train_config("ppi5k", None, saved) == cfg
+    assert train_config("ppi5k", "beurre", saved, epochs=9) == dataclasses.replace(cfg, epochs=9)
+    assert train_config("ppi5k", "ukge_logi", None, epochs=None).dim == 128  # no --config: the defaults
+    with pytest.raises(PipelineError, match="a config for data set 'ppi5k', not 'cn15k'"):
+        train_config("cn15k", None, saved)
+    with pytest.raises(PipelineError, match="a config for model 'beurre', not 'ukge_rect'"):
+        train_config("ppi5k", "ukge_rect", saved)
+    saved.write_text("{not json")
+    res = CliRunner().invoke(cli, ["train", "ppi5k", "--config", str(saved)])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "not valid JSON" in res.output
+    res = CliRunner().invoke(cli, ["train", "ppi5k"])
+    assert res.exit_code == 2 and "give --model" in res.output

@@ -50,8 +50,10 @@ def test_names_quoted_ids_and_printing():
         ("#0(#1, ?y", 10, "expected ')'"),
         ("#0(#1, ?y) &", 13, "expected an atom"),
         ("#0(#1, ?y) #1(#2, ?y)", 12, "expected '&', '|'"),
-        ("#0(#1, ?y, 1.5)", 12, "alpha 1.5 is outside [0, 1]"),
-        ("#0(#1, ?y, 0.5, -2)", 17, "beta -2"),
+        ("#0(#1, ?y, 1.5)", 12, "alpha 1.5 must be in [0, 1]"),
+        ("#0(#1, ?y, 0.5, -2)", 17, "beta -2 must be a finite number >= 0"),
+        ("#0(#1, ?x)", 1, "a query needs the answer variable ?y"),
+        ("#0(#1, ?y) | #0(#2, ?x) & #1(?x, #3)", 1, "in every conjunction of its DNF"),
         ("#0(#1, ?y, abc)", 12, "alpha must be a number"),
         ("#0(#1, ?)", 8, "a variable is '?'"),
         ("#0(#x, ?y)", 4, "an id is '#'"),
@@ -119,7 +121,11 @@ def vocab_and_query(draw):
     rels = draw(st.lists(NAMES, min_size=1, max_size=3))
     term = st.one_of(VARS, st.integers(0, len(ents) - 1).map(Const))
     atom = st.builds(Atom, term, st.integers(0, len(rels) - 1), term, NUMS, BETAS, st.booleans())
-    conj = st.lists(atom, min_size=1, max_size=4).map(lambda a: Conjunction(tuple(a)))
+    # every conjunction mentions ?y (a query without the answer variable is refused), at any position
+    with_y = st.builds(Atom, term, st.integers(0, len(rels) - 1), st.just(Var("y")), NUMS, BETAS, st.booleans())
+    conj = st.tuples(with_y, st.lists(atom, max_size=3), st.integers(0, 3)).map(
+        lambda t: Conjunction(tuple(t[1][: t[2]] + [t[0]] + t[1][t[2] :]))
+    )
     q = Query(tuple(draw(st.lists(conj, min_size=1, max_size=3))))
     return Vocabulary.from_names(ents, rels), q
 
