@@ -1,41 +1,37 @@
-"""Tests of the tests: every registered component must be named by a test case of its folder, so adding a
-model, metric, query type or data set without a test fails here."""
+"""Tests of the tests (as PyKEEN's): every registered component has a test class deriving from the case of
+its kind (tests/cases.py), and every such class names a registered component. Adding a data set, model,
+method, calibration, query type, metric or alpha/beta mode without its test class fails here."""
 
 from __future__ import annotations
 
-import re
+import importlib
 from pathlib import Path
 
 import pytest
 
+from pipeline.cli import REGISTRIES, _registry
+from tests.cases import ComponentCase
+
 TESTS = Path(__file__).resolve().parent
 
 
-def _named_in(folders: list[str], name: str) -> bool:
-    pattern = re.compile(r"""["']""" + re.escape(name) + r"""["']""")
-    return any(pattern.search(p.read_text()) for f in folders for p in (TESTS / f).rglob("test_*.py"))
+def _test_classes() -> dict[str, set[str]]:
+    """{kind: names} of the concrete case classes (those with a ``name``) across every test module."""
+    for path in sorted(TESTS.rglob("test_*.py")):
+        importlib.import_module(".".join(path.relative_to(TESTS.parent).with_suffix("").parts))
+    found: dict[str, set[str]] = {}
+    stack = list(ComponentCase.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack += cls.__subclasses__()
+        if "name" in vars(cls):
+            found.setdefault(cls.kind, set()).add(cls.name)
+    return found
 
 
-def _registered() -> list[tuple[str, str, list[str]]]:
-    from loaders import REGISTRY
-    from pipeline.metrics import METRICS
-    from pipeline.models import MODELS
-    from pipeline.query.types import QUERY_TYPES
-
-    return (
-        [("model", n, ["models"]) for n in MODELS]
-        + [("metric", n, ["metrics"]) for n in METRICS]
-        + [("query type", n, ["query", "engine"]) for n in QUERY_TYPES]
-        + [("data set", n, ["loaders"]) for n in REGISTRY]
-    )
-
-
-@pytest.mark.parametrize(("kind", "name", "folders"), _registered(), ids=lambda v: str(v))
-def test_every_registered_component_has_a_test(kind: str, name: str, folders: list[str]) -> None:
-    if kind == "data set":
-        # the shared spec test parametrizes over REGISTRY itself
-        assert "sorted(REGISTRY)" in (TESTS / "loaders" / "test_registry.py").read_text()
-        return
-    assert _named_in(folders, name), (
-        f"{kind} '{name}' is registered but no test under tests/{folders} names it"
-    )
+@pytest.mark.parametrize("kind", list(REGISTRIES))
+def test_every_registered_component_has_a_test_class(kind: str) -> None:
+    tested = _test_classes().get(kind, set())
+    registered = set(_registry(kind).names())
+    assert registered - tested == set(), f"registered {kind} without a test class deriving from tests/cases.py"
+    assert tested - registered == set(), f"test classes of {kind} that name no registered component"

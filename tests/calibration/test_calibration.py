@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -24,6 +25,7 @@ from pipeline.formats.answers import read_answers
 from pipeline.methods.src import answer_src as run_answer
 from pipeline.models import load_run
 from pipeline.query.parser import parse
+from tests.cases import ComponentCase
 
 
 def test_affine_formula_by_hand() -> None:
@@ -349,3 +351,89 @@ def test_out_naming_an_existing_file_is_one_line(toy_pipeline: dict, tmp_path: P
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and res.output == f"error: --out {taken}: an existing file, not a folder\n", args
     assert taken.read_text() == "x"  # untouched
+
+
+class CalibrationCase(ComponentCase):
+    """What every calibration does on the toy pipeline: its label names the answers, it records delta
+    exactly when it chooses one and an L fit exactly when it fits one, and the answers equal the engine's
+    on the export with what it recorded applied."""
+
+    kind = "calibrations"
+
+    def test_answers_record_what_was_applied(self, toy_pipeline: dict, tmp_path: Path) -> None:
+        from pipeline.answer import answer_query_set
+        from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import SRC
+        from pipeline.models import load_run
+
+        p, calib = toy_pipeline, self.component()
+        rep = run_answer(
+            p["test"], p["export"], self.name, tmp_path, p["valid"], p["train"], seed=0, l_epochs=1,
+            progress=False, kg=p["kg"],
+        )
+        ans = read_answers(rep["path"])
+        assert ans.method == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
+        assert ("delta" in ans.meta) == calib.uses_delta and ("l_dir" in ans.meta) == calib.uses_l
+        graph, _ = load_adjacency(p["export"])
+        adj = Adjacency.from_graph(graph)
+        if calib.uses_l:
+            model = load_run(p["run"])
+            tables = feature_tables(model, "cpu")
+            fitted = load_affine(Path(ans.meta["l_dir"]), tables[0].shape[1], tables[1].shape[1])
+            with torch.no_grad():
+                adj = calibrated_adjacency(adj, fitted, tables)
+        test = read_query_set(p["test"])
+        frame, _ = answer_query_set(test, SRC.over(adj, "toy", ans.meta.get("delta", 0.0)), progress=False)
+        assert frame.equals(ans.frame)
+
+
+class TestNoCalibration(CalibrationCase):
+    name = "none"
+
+
+class TestCalibrationD(CalibrationCase):
+    name = "D"
+
+
+class TestCalibrationL(CalibrationCase):
+    name = "L"
+
+
+class TestCalibrationDL(CalibrationCase):
+    name = "D+L"
+
+
+class MethodCase(ComponentCase):
+    """What every answering method satisfies on the toy pipeline: one utility per entity and query, and a
+    label that names its table row."""
+
+    kind = "methods"
+
+    def build(self, p: dict) -> Any:
+        raise NotImplementedError
+
+    def test_utilities_shape_and_label(self, toy_pipeline: dict) -> None:
+        from pipeline.formats.queryset import read_query_set
+
+        method = self.build(toy_pipeline)
+        queries = read_query_set(toy_pipeline["test"]).queries()[:3]
+        u = method.utilities(queries)
+        assert u.shape == (3, toy_pipeline["kg"].n_entities) and method.label and method.dataset == "toy"
+
+
+class TestSRC(MethodCase):
+    name = "src"
+
+    def build(self, p: dict) -> Any:
+        from pipeline.methods import SRC
+
+        return SRC.build(p["export"], "toy", "none", kg=p["kg"], progress=False)
+
+    def test_utilities_are_the_engines(self, toy_pipeline: dict) -> None:
+        from pipeline.engine import evaluate_batch
+        from pipeline.formats.queryset import read_query_set
+
+        queries = [q for q in read_query_set(toy_pipeline["test"]).queries() if len(q.atoms) == 1][:4]
+        graph, _ = load_adjacency(toy_pipeline["export"])
+        assert torch.equal(self.build(toy_pipeline).utilities(queries), evaluate_batch(queries, Adjacency.from_graph(graph)))

@@ -25,6 +25,7 @@ from pipeline.metrics import (
     ranks_of,
     spearman_rho,
 )
+from tests.cases import ComponentCase
 
 L3 = math.log2(3)
 
@@ -70,21 +71,53 @@ def _placements(n_entities: int, n_answers: int) -> list[np.ndarray]:
     return [np.array(p) + 1 for p in itertools.permutations(range(n_entities), n_answers)]
 
 
-@pytest.mark.parametrize("name", list(METRICS))
-@pytest.mark.parametrize(("n_entities", "n_answers"), [(6, 2), (6, 3), (7, 3)])
-def test_extremes_over_all_rankings(name: str, n_entities: int, n_answers: int) -> None:
-    """Over every placement of n answers among N entities: the perfect ranking gives the upper bound and
-    the maximum, the reversed ranking of all entities the minimum, all values inside [lower, upper]."""
-    m = METRICS[name]
-    values = np.array([m(p) for p in _placements(n_entities, n_answers)])
-    perfect = m(np.arange(1, n_answers + 1))
-    reversed_ = m(n_entities - np.arange(n_answers))  # a_1 last, a_2 second to last, ...
-    assert perfect == pytest.approx(m.upper)
-    assert values.max() == pytest.approx(perfect)
-    assert values.min() == pytest.approx(reversed_)
-    assert m.lower - 1e-12 <= values.min() and values.max() <= m.upper + 1e-12
-    if name in ("tau", "rho") or (name == "map" and n_entities >= 2 * n_answers):
-        assert reversed_ == pytest.approx(m.lower)  # these reach their lower bound
+class MetricCase(ComponentCase):
+    """What every metric satisfies: its bounds reached where they should be, over every ranking."""
+
+    kind = "metrics"
+
+    @pytest.mark.parametrize(("n_entities", "n_answers"), [(6, 2), (6, 3), (7, 3)])
+    def test_extremes_over_all_rankings(self, n_entities: int, n_answers: int) -> None:
+        """Over every placement of n answers among N entities: the perfect ranking gives the upper bound and
+        the maximum, the reversed ranking of all entities the minimum, all values inside [lower, upper]."""
+        m = self.component()
+        values = np.array([m(p) for p in _placements(n_entities, n_answers)])
+        perfect = m(np.arange(1, n_answers + 1))
+        reversed_ = m(n_entities - np.arange(n_answers))  # a_1 last, a_2 second to last, ...
+        assert perfect == pytest.approx(m.upper)
+        assert values.max() == pytest.approx(perfect)
+        assert values.min() == pytest.approx(reversed_)
+        assert m.lower - 1e-12 <= values.min() and values.max() <= m.upper + 1e-12
+        if self.reaches_lower(n_entities, n_answers):
+            assert reversed_ == pytest.approx(m.lower)
+
+    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
+        return False
+
+
+class TestKendallTau(MetricCase):
+    name = "tau"
+
+    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
+        return True
+
+
+class TestSpearmanRho(MetricCase):
+    name = "rho"
+
+    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
+        return True
+
+
+class TestMAP(MetricCase):
+    name = "map"
+
+    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
+        return n_entities >= 2 * n_answers  # every answer can be ranked outside the top n
+
+
+class TestNDCG(MetricCase):
+    name = "ndcg"
 
 
 def test_metrics_from_utilities_perfect_and_reversed() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pipeline.cli import registry_rows
+from pipeline.engine import evaluate
 from pipeline.errors import PipelineError, UnknownNameError
 from pipeline.query import (
     QUERY_TYPES,
@@ -18,6 +20,9 @@ from pipeline.query import (
     to_text,
     type_of,
 )
+from tests.cases import ComponentCase
+from tests.engine.oracle import dense_conf, oracle
+from tests.engine.test_oracle import assert_same, graph_of
 
 EXPECTED = {  # name: (atoms, anchors, conjunctions, negated atoms)
     "1p": (1, 1, 1, 0),
@@ -93,3 +98,82 @@ def test_query_graph():
     tri = QueryGraph(parse("#0(?y, ?x) & #0(?x, ?z) & #0(?z, ?y) & #0(?z, ?w)").conjunctions[0])
     assert tri.has_cycle and tri.cycle_variables() == (x, z, y)
     assert Atom(Const(1), 0, Var("y")).variables() == (Var("y"),)
+
+
+class QueryTypeCase(ComponentCase):
+    """What every query type satisfies: its template's structure (EXPECTED), recognition of its instances
+    after a text round trip, and SRC equal to the brute-force oracle on random instances over random KGs."""
+
+    kind = "query-types"
+
+    def test_structure_and_recognition(self) -> None:
+        qt = self.component()
+        atoms, anchors, conjs, negs = EXPECTED[self.name]
+        assert (qt.n_atoms, qt.n_anchors, len(qt.template.conjunctions), sum(qt.negated)) == (atoms, anchors, conjs, negs)
+        q = qt.build(list(range(qt.n_atoms)), list(range(10, 10 + qt.n_anchors)))
+        assert type_of(q) == self.name and type_of(parse(to_text(q))) == self.name
+
+    def test_engine_equals_oracle(self) -> None:
+        """25 seeded random instances over random tiny KGs (alphas that fail some atoms, betas != 1)."""
+        qt = self.component()
+        rng = np.random.default_rng(sum(map(ord, self.name)))
+        for _ in range(25):
+            n, r = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+            cells = [(h, rr, t) for h in range(n) for rr in range(r) for t in range(n)]
+            picked = rng.choice(len(cells), size=int(rng.integers(0, len(cells) + 1)), replace=False)
+            facts = [(*cells[i], float(rng.choice([0.25, 0.5, 0.75, 1.0]))) for i in picked]
+            q = qt.build(
+                rng.integers(0, r, qt.n_atoms).tolist(),
+                rng.integers(0, n, qt.n_anchors).tolist(),
+                rng.choice([0.0, 0.3, 0.6], qt.n_atoms).tolist(),
+                rng.choice([0.2, 1.0, 2.5], qt.n_atoms).tolist(),
+            )
+            assert_same(evaluate(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
+
+
+class Test1p(QueryTypeCase):
+    name = "1p"
+
+
+class Test2p(QueryTypeCase):
+    name = "2p"
+
+
+class Test2i(QueryTypeCase):
+    name = "2i"
+
+
+class Test2in(QueryTypeCase):
+    name = "2in"
+
+
+class Test2il(QueryTypeCase):
+    name = "2il"
+
+
+class Test2m(QueryTypeCase):
+    name = "2m"
+
+
+class Test2u(QueryTypeCase):
+    name = "2u"
+
+
+class Test3in(QueryTypeCase):
+    name = "3in"
+
+
+class TestIp(QueryTypeCase):
+    name = "ip"
+
+
+class TestIm(QueryTypeCase):
+    name = "im"
+
+
+class TestInp(QueryTypeCase):
+    name = "inp"
+
+
+class TestUp(QueryTypeCase):
+    name = "up"

@@ -16,6 +16,7 @@ from pipeline.sampling.requirements import (
     draw_level,
     percentiles_from_confidences,
 )
+from tests.cases import ComponentCase
 
 
 def test_percentiles_hand_computed():
@@ -65,3 +66,64 @@ def test_random_betas_are_tenths_in_range(seed, n):
         assert round(b * 10) / 10 == b  # an exact decimal tenth, as the text form prints it
     assert draw_betas(np.random.default_rng(seed), "equal", n) == [1.0] * n
     assert draw_betas(np.random.default_rng(seed), "random", n) == betas  # seeded: reproducible
+
+
+TABLE = alpha_table({0: (0.2, 0.4, 0.8), 1: (0.1, 0.5, 0.9)}, 2)
+
+
+class AlphaModeCase(ComponentCase):
+    """Every alpha mode draws levels whose alphas come from the relation's row of the level table."""
+
+    kind = "alpha-modes"
+    levels: frozenset[str]
+
+    def test_draws_its_levels(self) -> None:
+        rng = np.random.default_rng(3)
+        drawn = {draw_level(rng, self.name) for _ in range(200)}
+        assert drawn == self.levels
+        for level in drawn:
+            col = ALPHA_LEVELS.index(level)
+            assert alpha_for(TABLE, [1, 0], level) == [TABLE[1, col], TABLE[0, col]]
+
+
+class TestAlphaZero(AlphaModeCase):
+    name, levels = "zero", frozenset({"zero"})
+
+    def test_never_fails_an_atom(self) -> None:
+        assert alpha_for(TABLE, [0, 1], "zero") == [0.0, 0.0]
+
+
+class TestAlphaLow(AlphaModeCase):
+    name, levels = "low", frozenset({"low"})
+
+
+class TestAlphaNormal(AlphaModeCase):
+    name, levels = "normal", frozenset({"normal"})
+
+
+class TestAlphaHigh(AlphaModeCase):
+    name, levels = "high", frozenset({"high"})
+
+
+class TestAlphaHybrid(AlphaModeCase):
+    name, levels = "hybrid", frozenset(ALPHA_LEVELS)
+
+
+class BetaModeCase(ComponentCase):
+    kind = "beta-modes"
+
+
+class TestBetaEqual(BetaModeCase):
+    name = "equal"
+
+    def test_every_beta_is_one(self) -> None:
+        assert draw_betas(np.random.default_rng(0), "equal", 5) == [1.0] * 5
+
+
+class TestBetaRandom(BetaModeCase):
+    name = "random"
+
+    def test_tenths_drawn_evenly(self) -> None:
+        betas = draw_betas(np.random.default_rng(0), "random", 2000)
+        assert set(betas) == {k / 10 for k in range(1, 11)}
+        assert abs(np.mean(betas) - 0.55) < 0.02

@@ -1,0 +1,31 @@
+"""Base classes of the per-component test cases (as PyKEEN's ``tests/cases.py``).
+
+Every registered component (a data set, model, method, calibration, query type, metric, alpha or beta mode)
+has a test class deriving from one of these, naming the component in ``name``; the class inherits the
+checks every component of its kind must pass and adds its own. ``tests/test_meta.py`` compares the set of
+these classes with the registries, so a component registered without a test class fails the suite.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ComponentCase:
+    """kind: a key of ``pipeline.cli.REGISTRIES`` (``pipeline ls KIND``); name: the component's name."""
+
+    kind: ClassVar[str]
+    name: ClassVar[str]
+
+    @classmethod
+    def component(cls) -> Any:
+        from pipeline.cli import _registry
+
+        return _registry(cls.kind)[cls.name]
+
+    def test_listed_by_name(self) -> None:
+        """`pipeline ls KIND` shows the component, and its name looks it up (any case)."""
+        from pipeline.cli import _registry, registry_rows
+
+        assert self.name in [r["name"] for r in registry_rows(self.kind)]
+        assert _registry(self.kind).get(self.name.upper()) is self.component()
