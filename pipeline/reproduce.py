@@ -51,14 +51,10 @@ class ReproduceConfig:
         """A saved reproduction's settings (its ``reproduce.json``, or a JSON object of these fields),
         replayed exactly, with ``overrides`` on top."""
         from pipeline.errors import ArtifactError, PipelineError
+        from pipeline.formats.meta import read_json
 
         path = Path(path)
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ArtifactError(f"--config {path}: no such file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ArtifactError(f"--config {path}: not valid JSON ({exc})") from None
+        doc = read_json(path, "--config")
         doc = doc.get("config", doc) if isinstance(doc, dict) else None
         if not isinstance(doc, dict):
             raise ArtifactError(f"--config {path}: not a JSON object of reproduction settings")

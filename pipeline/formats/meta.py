@@ -85,3 +85,16 @@ def peek_format(path: Path) -> str | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return ""
     return str(meta.get("format", "")) if isinstance(meta, dict) else ""
+
+
+def read_json(path: str | Path, label: str = "") -> Any:
+    """A JSON document; ArtifactError naming the file (and the option it came from) when it is missing or
+    not valid JSON."""
+    path = Path(path)
+    where = f"{label} {path}" if label else str(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"{where}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{where}: not valid JSON ({exc})") from None

@@ -7,7 +7,6 @@ fact and side, L2 5e-4) and BEUrRE for CN15k (dim 64, lr 1e-4, batch 4096, 30 ne
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,13 +95,10 @@ def train_config(dataset: str, model: str | None, config_file: str | Path | None
         if model is None:
             raise PipelineError("give --model (see `pipeline ls models`) or --config RUN_DIR/config.json")
         return default_config(dataset, model, **given)
+    from pipeline.formats.meta import read_json
+
     path = Path(config_file)
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtifactError(f"--config {path}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"--config {path}: not valid JSON ({exc})") from None
+    saved = read_json(path, "--config")
     if not isinstance(saved, dict):
         raise ArtifactError(f"--config {path}: not a JSON object")
     cfg = TrainConfig.from_dict(saved)

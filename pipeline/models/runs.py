@@ -11,7 +11,6 @@ Files are written atomically (temp file + rename), so an interrupted run never l
 
 from __future__ import annotations
 
-import json
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ import torch
 
 from pipeline import atomic
 from pipeline.errors import ArtifactError
+from pipeline.formats.meta import read_json
 from pipeline.models.base import ConfidenceModel
 from pipeline.provenance import provenance
 
@@ -44,15 +44,6 @@ class Run:
 
 def write_json(path: Path, doc: Any) -> None:
     atomic.write_json(path, doc)
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
 
 
 def torch_save(path: Path, obj: Any) -> None:

@@ -1,0 +1,61 @@
+"""The data flow reads in the imports: no import cycle among the project's modules (lazy imports included),
+and the core (engine, metrics, query) imports neither the database driver nor the file formats."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _modules() -> dict[str, set[str]]:
+    """{module: imported project modules}, the way ../shared/tools/import-cycles reads them."""
+    mods: dict[str, set[str]] = {}
+    for p in sorted([*ROOT.glob("pipeline/**/*.py"), *ROOT.glob("loaders/**/*.py")]):
+        name = ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        mods[name] = deps
+    return mods
+
+
+def _owner(dep: str, mods: dict[str, set[str]]) -> str:
+    while dep and dep not in mods:
+        dep = dep.rpartition(".")[0]
+    return dep
+
+
+def test_no_import_cycle() -> None:
+    mods = _modules()
+    graph = {m: {_owner(d, mods) for d in ds} - {"", m} for m, ds in mods.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append([*stack[stack.index(n) :], n])
+            elif n not in state:
+                visit(n, stack)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+    assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_core_does_no_io() -> None:
+    mods = _modules()
+    for m, deps in mods.items():
+        if m.startswith(("pipeline.engine", "pipeline.query", "pipeline.metrics")):
+            bad = {d for d in deps if d.startswith(("neo4j", "falkordb", "pipeline.store", "pipeline.formats", "loaders"))}
+            assert not bad, f"{m} imports {sorted(bad)}"
