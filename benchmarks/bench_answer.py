@@ -27,6 +27,7 @@ from pipeline.engine import as_adjacency
 from pipeline.evaluate import ordered_types
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.queryset import read_query_set
+from pipeline.methods import SRC
 
 
 def main() -> None:
@@ -67,7 +68,7 @@ def main() -> None:
     for name, (adj, delta) in variants.items():
         best: dict[str, float] = {}
         for _ in range(args.repeat):
-            _, stats = answer_query_set(qs, adj, delta, progress=False)
+            _, stats = answer_query_set(qs, SRC.over(adj, qs.meta["dataset"], delta), progress=False)
             for t, s in stats.items():
                 best[t] = max(best.get(t, 0.0), s["queries_per_s"])
         table[name] = best

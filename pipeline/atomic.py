@@ -13,8 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,26 +71,6 @@ def temp_dir(path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
     return Path(tempfile.mkdtemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=PART))
-
-
-@contextmanager
-def build_dir(path: str | Path) -> Iterator[Path]:
-    """Build a folder under a hidden temporary name and move it to ``path`` when the block ends without
-    error (replacing an older ``path``); on error the temporary folder is removed.
-
-    >>> with build_dir("exports/x") as tmp:
-    ...     (tmp / "manifest.json").write_text("{}")
-    """
-    path = Path(path)
-    tmp = temp_dir(path)
-    try:
-        yield tmp
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def check_folder(path: str | Path | None, option: str = "--out") -> None:

@@ -23,6 +23,7 @@ from pipeline.calibration import CALIBRATIONS
 from pipeline.errors import PipelineError
 from pipeline.formats.answers import find_answer_files, read_answers
 from pipeline.metrics import METRICS
+from pipeline.provenance import provenance
 from pipeline.query.types import QUERY_TYPES
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
@@ -171,7 +172,7 @@ def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
     stem = Path(stem)
     js = stem.with_name(stem.name + ".metrics.json")
     md = stem.with_name(stem.name + ".metrics.md")
-    atomic.write_json(js, report)
+    atomic.write_json(js, {**report, "provenance": provenance(inputs={"answers": report["file"]})})
     atomic.write_text(md,
         f"# {report['dataset']}: {report['method']}\n\nQueries per type: "
         + ", ".join(f"{t} {n}" for t, n in report["counts"].items())

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.errors import PipelineError
 
@@ -119,55 +118,3 @@ class Query:
 
     def relations(self) -> tuple[int, ...]:
         return tuple(a.relation for a in self.atoms)
-
-    # Structured form for Parquet / JSON: a list of conjunctions, each a list of atom dicts.
-    def to_records(self) -> list[list[dict[str, Any]]]:
-        """JSON-able form: [[{"head", "relation", "tail", "alpha", "beta", "negated"}, ...], ...]; terms are
-        strings `?name` for variables and ints for entity ids."""
-
-        def term(t: Term) -> str | int:
-            return f"?{t.name}" if isinstance(t, Var) else int(t.eid)
-
-        return [
-            [
-                {
-                    "head": term(a.head),
-                    "relation": int(a.relation),
-                    "tail": term(a.tail),
-                    "alpha": float(a.alpha),
-                    "beta": float(a.beta),
-                    "negated": bool(a.negated),
-                }
-                for a in c.atoms
-            ]
-            for c in self.conjunctions
-        ]
-
-    @classmethod
-    def from_records(cls, records: list[list[dict[str, Any]]]) -> Query:
-        """Inverse of :meth:`to_records`."""
-
-        def term(x: Any) -> Term:
-            if isinstance(x, str) and x.startswith("?"):
-                return Var(x[1:])
-            return Const(int(x))
-
-        try:
-            return cls.of(
-                *[
-                    [
-                        Atom(
-                            term(d["head"]),
-                            int(d["relation"]),
-                            term(d["tail"]),
-                            float(d.get("alpha", 0.0)),
-                            float(d.get("beta", 1.0)),
-                            bool(d.get("negated", False)),
-                        )
-                        for d in conj
-                    ]
-                    for conj in records
-                ]
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PipelineError(f"malformed query record: {exc}") from exc

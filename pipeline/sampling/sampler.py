@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -148,24 +149,11 @@ def sample_queries(
     bar = tqdm(
         total=per_type * len(types), desc=f"sample {split}", unit="query", disable=not progress, leave=False
     )
+    job = _Job(walker, pool, per_type, split, train_adj, split_adj, alpha_mode, beta_mode, alpha_table,
+               attempts_per_query, bar)
     try:
         for name in types:
-            rng = np.random.default_rng([int(seed), type_index[name]])
-            report, kept = _sample_type(
-                name,
-                walker,
-                pool,
-                rng,
-                per_type,
-                split,
-                train_adj,
-                split_adj,
-                alpha_mode,
-                beta_mode,
-                alpha_table,
-                attempts_per_query,
-                bar,
-            )
+            report, kept = _sample_type(job, name, np.random.default_rng([int(seed), type_index[name]]))
             reports.append(report)
             for i, row in enumerate(kept):
                 row.update(id=f"{split}-{name}-{i:05d}", type=name, seed=int(seed))
@@ -175,21 +163,28 @@ def sample_queries(
     return rows, reports
 
 
-def _sample_type(
-    name,
-    walker,
-    pool,
-    rng,
-    per_type,
-    split,
-    train_adj,
-    split_adj,
-    alpha_mode,
-    beta_mode,
-    alpha_table,
-    attempts_per_query,
-    bar,
-) -> tuple[TypeReport, list[dict]]:
+@dataclass
+class _Job:
+    """What sampling every type of one split shares: the store walker and its answer pool, the two observed
+    graphs (easy = train, hard = the split's), the soft-requirement modes and the progress bar."""
+
+    walker: StoreWalker
+    pool: np.ndarray
+    per_type: int
+    split: str
+    train_adj: Adjacency
+    split_adj: Adjacency
+    alpha_mode: str
+    beta_mode: str
+    alpha_table: np.ndarray
+    attempts_per_query: int
+    bar: Any
+
+
+def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeReport, list[dict]]:
+    walker, pool, per_type, split = job.walker, job.pool, job.per_type, job.split
+    train_adj, split_adj, alpha_table, bar = job.train_adj, job.split_adj, job.alpha_table, job.bar
+    alpha_mode, beta_mode, attempts_per_query = job.alpha_mode, job.beta_mode, job.attempts_per_query
     qt = QUERY_TYPES[name]
     report = TypeReport(name, per_type)
     budget = attempts_per_query * per_type

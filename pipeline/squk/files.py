@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -261,7 +260,3 @@ def _best_first(
     order = sorted(range(len(ids)), key=lambda j: (-vals[j], ids[j]))
     return [ids[j] for j in order], [vals[j] for j in order]
 
-
-def iter_squk(paths: list[str | Path], **kwargs) -> Iterator[tuple[SqukFile, list[SqukQuery]]]:
-    for p in paths:
-        yield read_squk_file(p, **kwargs)

@@ -96,15 +96,21 @@ def test_model_validates_values():
 
 
 def test_records_round_trip():
+    """The query-set file's atom records (the one record format) round-trip a DNF query exactly."""
+    from pipeline.formats.queryset import query_to_records, records_to_query
+
     q = parse("#1(#2002, ?x, 0.24, 0.1) & !#0(?x, ?y) | #3(?y, ?y)")
-    assert Query.from_records(q.to_records()) == q
-    assert q.to_records()[0][1] == {
-        "head": "?x",
+    assert records_to_query(query_to_records(q)) == q
+    assert query_to_records(q)[1] == {
+        "conj": 0,
         "relation": 0,
-        "tail": "?y",
         "alpha": 0.0,
         "beta": 1.0,
         "negated": True,
+        "head_var": "x",
+        "head_eid": None,
+        "tail_var": "y",
+        "tail_eid": None,
     }
 
 
