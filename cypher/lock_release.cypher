@@ -1,6 +1,5 @@
-// Release $name if $owner still holds it (the node goes: nothing is left in the graph); one row if so.
+// Release $name if $owner still holds it: the node stays, without owner (free). One row if released.
 MATCH (l:Lock {name: $name})
 WHERE l.owner = $owner
-WITH l, l.name AS name
-DETACH DELETE l
-RETURN name
+REMOVE l.owner, l.host, l.pid, l.purpose, l.since, l.expires
+RETURN count(l) AS n

@@ -235,10 +235,6 @@ class Store(ABC):
     def _held_locks(self) -> dict[str, StoreLock]:
         return self.__dict__.setdefault("_held", {})
 
-    def _prepare_locks(self) -> None:
-        """Backend-specific set-up before the first lock (Neo4j: the uniqueness constraint)."""
-        return None
-
     def _twin(self) -> Store:
         """A connection the lock's renewal thread may use beside this one (this one if it is thread-safe)."""
         return self

@@ -99,12 +99,6 @@ class BoltStore(Store):
                 out.add((row["labelsOrTypes"][0], row["properties"][0]))
         return out
 
-    def _prepare_locks(self) -> None:
-        try:
-            self._run_untracked(cypher_text("neo4j_lock_constraint"))
-        except CypherError:
-            pass  # a Bolt server without constraints (FalkorDB's, which runs writes one at a time anyway)
-
     def _disconnect(self) -> None:
         driver = getattr(self, "_driver", None)
         if driver is not None:

@@ -2,19 +2,20 @@
 against one server): ``with store.lock("dataset:ppi5k", purpose="ingest"): ...``.
 
 The lock is a ``(:Lock {name, owner, host, pid, purpose, since, expires})`` node (times in ms since the
-epoch), taken by ONE compare-and-set query in the Cypher subset of Neo4j 5 and FalkorDB
-(cypher/lock_acquire.cypher): it succeeds only when the lock is free, past its lease, or held by an owner
-this client has found dead. FalkorDB runs the write queries of a graph one at a time, each atomically, so
-two such queries cannot both win; on Neo4j the query first writes the node (taking its write lock)
-before reading the owner, and the Bolt backend adds a uniqueness constraint on ``Lock.name`` so two
-first-time MERGEs cannot create two nodes.
+epoch; no owner = free; the node stays after release), taken by ONE compare-and-set query in the Cypher
+subset of Neo4j 5 and FalkorDB (cypher/lock_acquire.cypher). That query first writes the node, which
+takes the write lock (FalkorDB: its graph's, at a query's first write, held to the query's end; Neo4j: the
+node's), and only then reads the owner, so two clients can never both see it free. Creating the node is
+a separate MERGE (cypher/lock_ensure.cypher) because a MERGE's match runs before any lock: two first-time
+MERGEs can create two nodes (seen on FalkorDB), which is harmless since the lock is taken only when every
+node of the name is free, and then on all of them.
 
 While held, a daemon thread renews the lease every third of it on a connection of its own; a holder that
 dies stops renewing, and its lock is taken over once the lease has passed, or at once by a client on the
 same host that sees the holder's pid is gone (a kill -9). A waiter polls with backoff up to its timeout,
 then fails with one line naming the holder. Re-entering a lock on the same Store does not wait. Leaving
-the outermost scope saves the store (see Store.checkpoint) before deleting the node, so whatever was
-written under the lock is durable once the next writer can get it.
+the outermost scope saves the store (see Store.checkpoint) before releasing, so whatever was written
+under the lock is durable once the next writer can get it.
 
 Clocks: leases compare the waiter's clock with the holder's; hosts sharing one server should keep their
 clocks within a fraction of the lease (NTP does).
@@ -155,7 +156,7 @@ class StoreLock:
             if self.store.dirty:
                 self.store.checkpoint()  # durable before the next writer can come in
         finally:
-            released = self.store._run_untracked(cypher_text("lock_release"), holder._params())
+            released = _count(self.store._run_untracked(cypher_text("lock_release"), holder._params()))
             if not released and holder.lost is None:
                 holder.lost = self.holder() or Holder(holder.name, "(nobody)", None, None, None, None, None)
         if holder.lost is not None and exc_type is None:
@@ -169,30 +170,31 @@ class StoreLock:
         return {"name": self.name, "owner": self.owner, **extra}
 
     def _try(self, stale: str | None) -> bool:
-        rows = self.store._run_untracked(
-            cypher_text("lock_acquire"),
-            self._params(
-                stale=stale,
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                purpose=self.purpose,
-                now=now_ms(),
-                lease=int(self.lease_s * 1000),
-            ),
+        return 0 < _count(
+            self.store._run_untracked(
+                cypher_text("lock_acquire"),
+                self._params(
+                    stale=stale,
+                    host=socket.gethostname(),
+                    pid=os.getpid(),
+                    purpose=self.purpose,
+                    now=now_ms(),
+                    lease=int(self.lease_s * 1000),
+                ),
+            )
         )
-        return bool(rows)
 
     def holder(self, via: Any = None) -> Holder | None:
         """The current holder of this lock's name, or None when it is free (read through ``via``, by
         default this lock's store)."""
         rows = (via or self.store)._run_untracked(cypher_text("lock_holder"), {"name": self.name})
-        if not rows or rows[0]["owner"] is None:
+        if not rows:
             return None
         r = rows[0]
         return Holder(self.name, r["owner"], r["host"], r["pid"], r["purpose"], r["since"], r["expires"])
 
     def _acquire(self) -> None:
-        self.store._prepare_locks()
+        self.store._run_untracked(cypher_text("lock_ensure"), {"name": self.name})
         start = time.monotonic()
         stale: str | None = None
         delay = 0.05
@@ -235,13 +237,15 @@ class StoreLock:
         try:
             while not self._stop.wait(period):
                 try:
-                    rows = twin._run_untracked(
-                        cypher_text("lock_renew"),
-                        self._params(now=now_ms(), lease=int(self.lease_s * 1000)),
+                    renewed = _count(
+                        twin._run_untracked(
+                            cypher_text("lock_renew"),
+                            self._params(now=now_ms(), lease=int(self.lease_s * 1000)),
+                        )
                     )
                 except PipelineError:
                     continue  # the server may come back before the lease runs out; try next period
-                if not rows:
+                if not renewed:
                     self.lost = self.holder(twin) or Holder(
                         self.name, "(nobody)", None, None, None, None, None
                     )
@@ -249,6 +253,11 @@ class StoreLock:
         finally:
             if twin is not self.store:
                 twin.close()
+
+
+def _count(rows: list[dict[str, Any]]) -> int:
+    """The ``n`` of a lock query's one aggregate row (0 when it matched nothing)."""
+    return int(rows[0]["n"]) if rows else 0
 
 
 def new_owner() -> str:

@@ -1,7 +1,7 @@
 """The store's own lock (``with store.lock(name, purpose=...)``): a (:Lock) node taken by one atomic
-compare-and-set query, so writers serialise even across machines. Exclusion under real contention,
-re-entry, waiting then a one-line error naming the holder, take-over of stale locks (dead local pid, lease
-past), renewal while held, and nothing left behind."""
+compare-and-set query, so writers serialise even across machines. Exclusion under real contention (also
+on a lock node created by racing first uses), re-entry, waiting then a one-line error naming the holder,
+take-over of stale locks (dead local pid, lease past), renewal while held, and release."""
 
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ def _other(store):
 
 
 def _locks(store):
+    """The locks held now (a lock node without owner is a free lock)."""
     return store.run(
-        "MATCH (l:Lock) RETURN l.name AS name, l.owner AS owner, l.host AS host, l.pid AS pid, "
+        "MATCH (l:Lock) WHERE l.owner IS NOT NULL RETURN l.name AS name, l.owner AS owner, l.host AS host, l.pid AS pid, "
         "l.purpose AS purpose ORDER BY name"
     )
 
 
-def test_lock_is_a_node_while_held_and_gone_after(fresh_store):
+def test_lock_is_a_node_owned_while_held_and_free_after(fresh_store):
     with fresh_store.lock("dataset:tiny", purpose="ingest") as held:
         [row] = _locks(fresh_store)
         assert (row["name"], row["host"], row["pid"], row["purpose"]) == (
@@ -191,3 +192,41 @@ def test_bad_lock_arguments(fresh_store):
         fresh_store.lock("x", purpose="p", timeout_s=-1)
     with pytest.raises(PipelineError, match="name"):
         fresh_store.lock("", purpose="p")
+
+
+def test_first_uses_racing_on_a_new_lock_still_exclude(fresh_store):
+    # every round a lock name nobody used yet: the racing MERGEs may create two nodes of it, and the
+    # compare-and-set must still let exactly one thread in at a time
+    fresh_store.run("CREATE (:Counter {name: 'c', v: 0})")
+    stores = [_other(fresh_store) for _ in range(4)]
+    try:
+        for k in range(5):
+            start = threading.Barrier(len(stores))
+
+            def once(store, name=f"new-{k}", start=start):
+                start.wait()
+                with store.lock(name, purpose="race"):
+                    _increment(store)
+
+            threads = [threading.Thread(target=once, args=(s,)) for s in stores]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert fresh_store.run("MATCH (c:Counter) RETURN c.v AS v")[0]["v"] == 5 * len(stores)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_duplicate_lock_nodes_are_taken_together(fresh_store):
+    _plant(fresh_store, name="dup")  # held by a live owner (this pid, another token)
+    fresh_store.run("CREATE (:Lock {name: 'dup'})")  # a free copy beside it
+    with pytest.raises(StoreLocked, match="someone"):
+        with fresh_store.lock("dup", purpose="ingest", timeout_s=0.2):
+            pass
+    fresh_store.run("MATCH (l:Lock {name: 'dup'}) REMOVE l.owner")
+    with fresh_store.lock("dup", purpose="ingest", timeout_s=0.2) as held:
+        owners = fresh_store.run("MATCH (l:Lock {name: 'dup'}) RETURN l.owner AS o")
+        assert [r["o"] for r in owners] == [held.owner, held.owner]
+    assert _locks(fresh_store) == []
