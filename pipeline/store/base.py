@@ -61,14 +61,23 @@ def relation_types(names: Sequence[str]) -> list[str]:
     return [relation_type(n) for n in names]
 
 
-def with_rel_type(cypher: str, rel_type: str) -> str:
-    """Format a relationship type into a query at its ``{REL}`` placeholder (backtick-quoted). Only types
-    made by :func:`relation_type` are accepted, so no text from the data reaches the query unescaped."""
-    if "`" in rel_type or not rel_type or rel_type != relation_type(_decode(rel_type)):
+def quote_rel_type(rel_type: str) -> str:
+    """A relationship type as query text, backtick-quoted; only types made by :func:`relation_type` are
+    accepted, so no text from the data reaches a query unescaped. The one place that formats a type into
+    Cypher (``with_rel_type`` and the sampling walks' ``__Rk__`` placeholders should both use it)."""
+    if not isinstance(rel_type, str) or not rel_type or "`" in rel_type:
         raise PipelineError(f"{rel_type!r} is not a validated relationship type")
+    if rel_type != relation_type(_decode(rel_type)):
+        raise PipelineError(f"{rel_type!r} is not a validated relationship type")
+    return f"`{rel_type}`"
+
+
+def with_rel_type(cypher: str, rel_type: str) -> str:
+    """Format a relationship type into a query at its ``{REL}`` placeholder (see :func:`quote_rel_type`)."""
+    quoted = quote_rel_type(rel_type)
     if REL_PLACEHOLDER not in cypher:
         raise PipelineError("query has no {REL} placeholder")
-    return cypher.replace(REL_PLACEHOLDER, f"`{rel_type}`")
+    return cypher.replace(REL_PLACEHOLDER, quoted)
 
 
 def _decode(rel_type: str) -> str:
