@@ -8,7 +8,15 @@ Graph model, shared by both backends and every .cypher file:
   with properties ``dataset, rid, conf_train, conf_valid, conf_test`` (absent = null where the fact is
   not in that nested graph; design section 1);
 - ``(:Relation {dataset, rid, name, type})``: the validated relation vocabulary of a data set;
-- ``(:Dataset {name, key, complete, ...})``: the load marker; ``complete = true`` is written last.
+- ``(:Dataset {name, key, complete, entities, relations, facts})``: the load marker; ``complete = true``
+  and the counts are written last, and a copy is trusted only when the stored counts match them
+  (:mod:`pipeline.store.status`);
+- ``(:Lock {name, owner, host, pid, purpose, since, expires})``: the store's own locks
+  (:mod:`pipeline.store.lock`); a node without owner is a free lock.
+
+Durability: a query that may write marks the Store dirty; the embedded server is saved (a synchronous
+SAVE) when the store is closed, when a lock scope ends, or at interpreter exit, so what a command reports
+as written survives a kill -9 of the server once the command returns.
 """
 
 from __future__ import annotations

@@ -156,7 +156,12 @@ class StoreLock:
             if self.store.dirty:
                 self.store.checkpoint()  # durable before the next writer can come in
         finally:
-            released = _count(self.store._run_untracked(cypher_text("lock_release"), holder._params()))
+            try:
+                released = _count(self.store._run_untracked(cypher_text("lock_release"), holder._params()))
+            except PipelineError:
+                if exc_type is None:
+                    raise
+                released = 1  # the error already on its way out says more; the lease frees the lock
             if not released and holder.lost is None:
                 holder.lost = self.holder() or Holder(holder.name, "(nobody)", None, None, None, None, None)
         if holder.lost is not None and exc_type is None:
