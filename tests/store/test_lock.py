@@ -230,3 +230,19 @@ def test_duplicate_lock_nodes_are_taken_together(fresh_store):
         owners = fresh_store.run("MATCH (l:Lock {name: 'dup'}) RETURN l.owner AS o")
         assert [r["o"] for r in owners] == [held.owner, held.owner]
     assert _locks(fresh_store) == []
+
+
+def test_the_default_timeout_comes_from_the_environment(fresh_store, monkeypatch):
+    other = _other(fresh_store)
+    try:
+        monkeypatch.setenv("PIPELINE_LOCK_TIMEOUT", "0.3")
+        with fresh_store.lock("env", purpose="holder"):
+            with pytest.raises(StoreLocked, match="waited 0.3 s"):
+                with other.lock("env", purpose="waiter"):
+                    pass
+        for bad in ("soon", "-1", "nan"):
+            monkeypatch.setenv("PIPELINE_LOCK_TIMEOUT", bad)
+            with pytest.raises(PipelineError, match="PIPELINE_LOCK_TIMEOUT"):
+                other.lock("env", purpose="waiter")
+    finally:
+        other.close()
