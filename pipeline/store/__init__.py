@@ -27,7 +27,7 @@ from pipeline.store.base import (
     with_rel_type,
 )
 from pipeline.store.cypher import cypher_text
-from pipeline.store.lock import StoreLocked, StoreLockLost
+from pipeline.store.lock import StoreLocked, StoreLockLost, dataset_lock
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
@@ -77,6 +77,7 @@ __all__ = [
     "StoreLockLost",
     "StoreLocked",
     "cypher_text",
+    "dataset_lock",
     "open_store",
     "quote_rel_type",
     "relation_type",

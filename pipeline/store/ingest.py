@@ -25,6 +25,7 @@ from tqdm import tqdm
 from pipeline.errors import DataFormatError, PipelineError
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 from pipeline.store.cypher import cypher_text
+from pipeline.store.lock import dataset_lock
 from pipeline.store.status import dataset_status
 
 # bump when the graph model changes, so stores loaded by an older version are reloaded
@@ -124,11 +125,6 @@ def ensure_schema(store: Store) -> None:
     """Create the indexes of cypher/schema.cypher that the store does not have yet."""
     for label, prop in schema_indexes():
         store.ensure_index(label, prop)
-
-
-def dataset_lock(dataset: str) -> str:
-    """The store lock name that every writer of a data set's part of the graph takes."""
-    return f"dataset:{dataset}"
 
 
 def ingest(

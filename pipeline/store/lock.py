@@ -260,6 +260,12 @@ class StoreLock:
                 twin.close()
 
 
+def dataset_lock(dataset: str) -> str:
+    """The lock name every writer of a data set's part of the graph takes (ingest; write-back and the
+    sampling stage's (:Query) nodes should too): ``with store.lock(dataset_lock("ppi5k"), purpose=...)``."""
+    return f"dataset:{dataset}"
+
+
 def _count(rows: list[dict[str, Any]]) -> int:
     """The ``n`` of a lock query's one aggregate row (0 when it matched nothing)."""
     return int(rows[0]["n"]) if rows else 0

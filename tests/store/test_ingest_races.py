@@ -159,3 +159,17 @@ def test_the_stats_error_says_what_is_stored_and_what_the_marker_says(fresh_stor
         dataset_stats(fresh_store, "tiny")
     assert "6 entities, 2 relations, 6 facts stored" in str(err.value)
     assert "marker says 5, 2, 6" in str(err.value)
+
+
+def test_an_ingest_waits_for_any_writer_of_its_data_set(fresh_store):
+    from pipeline.store import StoreLocked, dataset_lock
+
+    other = fresh_store.fresh(fresh_store.graph)
+    try:
+        with other.lock(dataset_lock("tiny"), purpose="write-back of answers"):
+            with pytest.raises(StoreLocked, match="held by write-back of answers"):
+                ingest(make_kg("tiny"), fresh_store, progress=False, lock_timeout_s=0.2)
+        assert snapshot(fresh_store, "tiny")["entities"] == []  # nothing written while it was held
+        assert not ingest(make_kg("tiny"), fresh_store, progress=False, lock_timeout_s=0.2).skipped
+    finally:
+        other.close()
