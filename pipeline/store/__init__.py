@@ -13,7 +13,6 @@ The store never imports torch.
 
 from __future__ import annotations
 
-from functools import cache
 from urllib.parse import unquote, urlsplit
 
 from pipeline import config
@@ -22,10 +21,13 @@ from pipeline.store.base import (
     CONF_COLUMNS,
     CypherError,
     Store,
+    quote_rel_type,
     relation_type,
     relation_types,
     with_rel_type,
 )
+from pipeline.store.cypher import cypher_text
+from pipeline.store.lock import StoreLocked, StoreLockLost, dataset_lock
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
@@ -68,24 +70,16 @@ def open_store(uri: str | None = None, graph: str | None = None) -> Store:
     )
 
 
-@cache
-def cypher_text(name: str) -> str:
-    """The query in ``cypher/<name>.cypher`` with its ``//`` comment lines removed."""
-    path = config.repo_root() / "cypher" / f"{name}.cypher"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PipelineError(f"no Cypher file {path}") from None
-    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("//")]
-    return "\n".join(lines).strip().rstrip(";")
-
-
 __all__ = [
     "CONF_COLUMNS",
     "CypherError",
     "Store",
+    "StoreLockLost",
+    "StoreLocked",
     "cypher_text",
+    "dataset_lock",
     "open_store",
+    "quote_rel_type",
     "relation_type",
     "relation_types",
     "with_rel_type",

@@ -8,20 +8,33 @@ Graph model, shared by both backends and every .cypher file:
   with properties ``dataset, rid, conf_train, conf_valid, conf_test`` (absent = null where the fact is
   not in that nested graph; design section 1);
 - ``(:Relation {dataset, rid, name, type})``: the validated relation vocabulary of a data set;
-- ``(:Dataset {name, key, complete, ...})``: the load marker; ``complete = true`` is written last.
+- ``(:Dataset {name, key, complete, entities, relations, facts})``: the load marker; ``complete = true``
+  and the counts are written last, and a copy is trusted only when the stored counts match them
+  (:mod:`pipeline.store.status`);
+- ``(:Lock {name, owner, host, pid, purpose, since, expires})``: the store's own locks
+  (:mod:`pipeline.store.lock`); a node without owner is a free lock.
+
+Durability: a query that may write marks the Store dirty; the embedded server is saved (a synchronous
+SAVE) when the store is closed, when a lock scope ends, or at interpreter exit, so what a command reports
+as written survives a kill -9 of the server once the command returns.
 """
 
 from __future__ import annotations
 
+import atexit
 import re
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 from pipeline.errors import PipelineError
+from pipeline.store.cypher import cypher_text
+from pipeline.store.lock import StoreLock, new_owner
 
 # the Cypher placeholder for a relationship type; formatted in only by :func:`with_rel_type`
 REL_PLACEHOLDER = "{REL}"
@@ -56,14 +69,23 @@ def relation_types(names: Sequence[str]) -> list[str]:
     return [relation_type(n) for n in names]
 
 
-def with_rel_type(cypher: str, rel_type: str) -> str:
-    """Format a relationship type into a query at its ``{REL}`` placeholder (backtick-quoted). Only types
-    made by :func:`relation_type` are accepted, so no text from the data reaches the query unescaped."""
-    if "`" in rel_type or not rel_type or rel_type != relation_type(_decode(rel_type)):
+def quote_rel_type(rel_type: str) -> str:
+    """A relationship type as query text, backtick-quoted; only types made by :func:`relation_type` are
+    accepted, so no text from the data reaches a query unescaped. The one place that formats a type into
+    Cypher (``with_rel_type`` and the sampling walks' ``__Rk__`` placeholders should both use it)."""
+    if not isinstance(rel_type, str) or not rel_type or "`" in rel_type:
         raise PipelineError(f"{rel_type!r} is not a validated relationship type")
+    if rel_type != relation_type(_decode(rel_type)):
+        raise PipelineError(f"{rel_type!r} is not a validated relationship type")
+    return f"`{rel_type}`"
+
+
+def with_rel_type(cypher: str, rel_type: str) -> str:
+    """Format a relationship type into a query at its ``{REL}`` placeholder (see :func:`quote_rel_type`)."""
+    quoted = quote_rel_type(rel_type)
     if REL_PLACEHOLDER not in cypher:
         raise PipelineError("query has no {REL} placeholder")
-    return cypher.replace(REL_PLACEHOLDER, f"`{rel_type}`")
+    return cypher.replace(REL_PLACEHOLDER, quoted)
 
 
 def _decode(rel_type: str) -> str:
@@ -83,6 +105,18 @@ def plain(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Facts:
+    """The facts of one relation of a data set, as create_facts receives them (see there)."""
+
+    dataset: str
+    rel_type: str
+    rid: int
+    heads: np.ndarray
+    tails: np.ndarray
+    confs: dict[str, np.ndarray]
+
+
 class Store(ABC):
     """A connection to one graph: ``run`` a query, ``run_batches`` of UNWIND rows, plus the
     backend-specific index creation and bulk load. Use as a context manager or call :meth:`close`."""
@@ -91,11 +125,26 @@ class Store(ABC):
     uri: str = ""
     graph: str = ""
 
+    # set when a query that may write has run and the store was not saved since (see checkpoint)
+    dirty: bool = False
+
     # ------------------------------------------------------------------------------------------ queries
-    @abstractmethod
     def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one query; rows keyed by the RETURN aliases. Nodes and relationships come back as their
-        property maps. Raises CypherError (bad query) or StoreUnavailable (connection lost)."""
+        property maps. Raises CypherError (bad query) or StoreUnavailable (connection lost). A query that
+        may write marks the store dirty: it is saved when the store is closed, when a lock scope ends,
+        or at the latest when the process exits."""
+        if is_write(cypher):
+            self._mark_dirty()
+        return self._execute(cypher, params)
+
+    def _run_untracked(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        # the lock's own bookkeeping: its node is gone again when the lock is released, nothing to save
+        return self._execute(cypher, params)
+
+    @abstractmethod
+    def _execute(self, cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """The backend's round trip for :meth:`run`."""
 
     def run_batches(
         self,
@@ -130,7 +179,12 @@ class Store(ABC):
                 raise PipelineError(f"not a plain identifier: {s!r}")
         if (label, prop) in self.indexes():
             return False
-        self.run(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        try:
+            self.run(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        except CypherError:
+            if (label, prop) in self.indexes():
+                return False  # another client created it between the check and the CREATE
+            raise
         return True
 
     # ------------------------------------------------------------------------------------------ bulk load
@@ -138,8 +192,6 @@ class Store(ABC):
         self, dataset: str, eids: np.ndarray, names: Sequence[str], batch_size: int = 10_000
     ) -> None:
         """Create one (:Entity {dataset, eid, name}) per entry (the data set must have none yet)."""
-        from pipeline.store import cypher_text
-
         rows = [{"eid": int(e), "name": str(n)} for e, n in zip(eids, names, strict=True)]
         self.run_batches(cypher_text("ingest_entities"), rows, batch_size, {"dataset": dataset})
 
@@ -157,31 +209,96 @@ class Store(ABC):
         """Create one relationship of type ``rel_type`` per (head, tail) between existing entities of
         ``dataset``, with rid and ``conf_train/conf_valid/conf_test`` from ``confs`` (NaN = absent).
         heads, tails: (n,) int eids; confs values: (n,) float64."""
-        from pipeline.store import cypher_text
+        facts = Facts(
+            dataset, rel_type, int(rid), np.asarray(heads, np.int64), np.asarray(tails, np.int64), confs
+        )
+        self._write_facts(facts, batch_size, progress)
 
-        cols = {k: [None if x != x else float(x) for x in confs[k].tolist()] for k in CONF_COLUMNS}
+    def _write_facts(self, facts: Facts, batch_size: int, progress: tqdm | None) -> None:
+        """The portable path: UNWIND batches of cypher/ingest_facts (backends may override)."""
+        cols = {k: [None if x != x else float(x) for x in facts.confs[k].tolist()] for k in CONF_COLUMNS}
         rows = [
             {"h": h, "t": t, **{k: cols[k][i] for k in CONF_COLUMNS}}
-            for i, (h, t) in enumerate(zip(heads.tolist(), tails.tolist(), strict=True))
+            for i, (h, t) in enumerate(zip(facts.heads.tolist(), facts.tails.tolist(), strict=True))
         ]
-        cypher = with_rel_type(cypher_text("ingest_facts"), rel_type)
-        self.run_batches(cypher, rows, batch_size, {"dataset": dataset, "rid": int(rid)}, progress)
+        cypher = with_rel_type(cypher_text("ingest_facts"), facts.rel_type)
+        params = {"dataset": facts.dataset, "rid": facts.rid}
+        self.run_batches(cypher, rows, batch_size, params, progress)
+
+    # ------------------------------------------------------------------------------------------ locks
+    def lock(
+        self,
+        name: str,
+        purpose: str,
+        timeout_s: float | None = None,
+        lease_s: float | None = None,
+        progress: bool | None = None,
+    ) -> StoreLock:
+        """A lock held by the store itself, for writers that must not interleave (wherever they run):
+        ``with store.lock("dataset:ppi5k", purpose="ingest"): ...``. Waits up to ``timeout_s`` (default
+        PIPELINE_LOCK_TIMEOUT, else 600 s), then raises StoreLocked naming the holder; re-entering it on
+        this Store does not wait. Writes made under it are saved before it is released. See
+        :mod:`pipeline.store.lock`."""
+        return StoreLock(self, name, purpose, timeout_s, lease_s, progress)
+
+    @property
+    def lock_owner(self) -> str:
+        """This Store's owner token in lock nodes (one per Store object)."""
+        if "_owner" not in self.__dict__:
+            self._owner = new_owner()
+        return self._owner
+
+    @property
+    def _held_locks(self) -> dict[str, StoreLock]:
+        return self.__dict__.setdefault("_held", {})
+
+    def _twin(self) -> Store:
+        """A connection the lock's renewal thread may use beside this one (this one if it is thread-safe)."""
+        return self
 
     # ------------------------------------------------------------------------------------------ lifecycle
+    def _mark_dirty(self) -> None:
+        self.dirty = True
+        _UNSAVED.add(self)
+
     def checkpoint(self) -> None:
         """Make the writes so far durable where the server does not do it itself (the embedded FalkorDB
-        server snapshots only here and on stop). A no-op on Neo4j, which commits durably."""
+        server snapshots only here and on stop). A no-op on Neo4j, which commits durably. Called for
+        you by :meth:`close`, at the end of a lock scope and at exit; call it to save at a point of
+        your choosing."""
+        self._save()
+        self.dirty = False
+        _UNSAVED.discard(self)
+
+    def _save(self) -> None:
         return None
 
-    @abstractmethod
     def close(self) -> None:
-        """Release the connection (idempotent)."""
+        """Save unsaved writes (see :meth:`checkpoint`), then release the connection (idempotent).
+        Raises StoreUnavailable when the save fails: the writes are then not known to be durable."""
+        try:
+            if self.dirty and not self.__dict__.get("_closed"):
+                self.checkpoint()
+        finally:
+            self._closed = True
+            _UNSAVED.discard(self)
+            self._disconnect()
+
+    @abstractmethod
+    def _disconnect(self) -> None:
+        """Release the backend's connection (idempotent)."""
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except PipelineError:
+            pass  # the error already on its way out says more than a failed save after it
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r}, graph={self.graph!r})"
@@ -193,3 +310,28 @@ CONF_COLUMNS = ("conf_train", "conf_valid", "conf_test")
 def chunked(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+_READ_PREFIXES = ("MATCH", "RETURN", "UNWIND", "WITH", "CALL DB.", "SHOW", "OPTIONAL")
+_WRITE_WORDS = ("CREATE", "MERGE", "DELETE", "SET ", "REMOVE", "DROP", "LOAD CSV")
+
+
+def is_write(cypher: str) -> bool:
+    """Whether a query may write: anything but a query that starts like a read and has no write clause
+    (conservative: a false 'write' costs one save, a false 'read' would lose durability)."""
+    text = " ".join(cypher.upper().split()) + " "
+    return not text.startswith(_READ_PREFIXES) or any(w in text for w in _WRITE_WORDS)
+
+
+# Stores with writes not saved yet. Strong references on purpose: a store dropped without close() (e.g.
+# ``open_store().run("CREATE ...")``) must still be saved when the interpreter exits.
+_UNSAVED: set[Store] = set()
+
+
+@atexit.register
+def _save_unsaved_at_exit() -> None:
+    for store in list(_UNSAVED):
+        try:
+            store.checkpoint()
+        except PipelineError as exc:
+            sys.stderr.write(f"error: unsaved writes to {store.uri} may be lost: {exc}\n")

@@ -15,10 +15,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CypherError, Store, plain
-
-_READ_PREFIXES = ("MATCH", "RETURN", "UNWIND", "WITH", "CALL DB.", "SHOW", "OPTIONAL")
-_WRITE_WORDS = ("CREATE", "MERGE", "DELETE", "SET ", "REMOVE", "DROP", "LOAD CSV")
+from pipeline.store.base import CypherError, Store, is_write, plain
+from pipeline.store.cypher import cypher_text
 
 
 def auth_from(uri: str) -> tuple[str, str] | None:
@@ -66,7 +64,7 @@ class BoltStore(Store):
         except neo4j.exceptions.Neo4jError as exc:
             raise StoreUnavailable(f"{self.uri}: {exc.message or exc}") from None
 
-    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _execute(self, cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
         import neo4j
         from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
@@ -76,9 +74,10 @@ class BoltStore(Store):
 
         try:
             with self._driver.session(database=self.database) as session:
-                if _is_read(cypher):
-                    return session.execute_read(work)
-                return session.execute_write(work)
+                # plain reads go to execute_read (replicas in a cluster), anything that writes to execute_write
+                if is_write(cypher):
+                    return session.execute_write(work)
+                return session.execute_read(work)
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise StoreUnavailable(f"lost the Bolt server at {self.uri}: {exc}") from None
         except neo4j.exceptions.Neo4jError as exc:
@@ -87,8 +86,6 @@ class BoltStore(Store):
             ) from None
 
     def indexes(self) -> set[tuple[str, str]]:
-        from pipeline.store import cypher_text
-
         try:
             rows = self.run(cypher_text("neo4j_indexes"))
         except CypherError:
@@ -102,17 +99,11 @@ class BoltStore(Store):
                 out.add((row["labelsOrTypes"][0], row["properties"][0]))
         return out
 
-    def close(self) -> None:
+    def _disconnect(self) -> None:
         driver = getattr(self, "_driver", None)
         if driver is not None:
             driver.close()
             self._driver = None
-
-
-def _is_read(cypher: str) -> bool:
-    """Route plain reads to execute_read (replicas in a cluster); anything that writes to execute_write."""
-    text = " ".join(cypher.upper().split())
-    return text.startswith(_READ_PREFIXES) and not any(w in text for w in _WRITE_WORDS)
 
 
 def _value(v: Any) -> Any:

@@ -62,7 +62,8 @@ def free_port(below: int | None = None) -> int:
     raise StoreUnavailable(f"no free loopback port below {below}")
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this id exists on this host (a zombie counts until it is reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -70,6 +71,9 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_alive = pid_alive
 
 
 def _ping(host: str, port: int, timeout: float = 1.0) -> bool:

@@ -11,7 +11,8 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CONF_COLUMNS, CypherError, Store, plain
+from pipeline.store.base import CONF_COLUMNS, CypherError, Facts, Store, plain
+from pipeline.store.cypher import cypher_text
 
 DEFAULT_GRAPH = "pipeline"
 # GRAPH.BULK property type tags (FalkorDB src/bulk_insert/bulk_insert.c)
@@ -74,7 +75,7 @@ class FalkorDBStore(Store):
         )
 
     # ------------------------------------------------------------------------------------------ queries
-    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _execute(self, cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
         return self._call(lambda: self._rows(self._graph.query(cypher, params)), cypher)
 
     def _call(self, fn: Any, what: str) -> Any:
@@ -104,8 +105,6 @@ class FalkorDBStore(Store):
         return [dict(zip(keys, (conv(v) for v in row), strict=True)) for row in result.result_set]
 
     def indexes(self) -> set[tuple[str, str]]:
-        from pipeline.store import cypher_text
-
         return self._index_pairs(self.run(cypher_text("falkordb_indexes")))
 
     @staticmethod
@@ -116,6 +115,7 @@ class FalkorDBStore(Store):
         """Delete this whole graph (tests and benchmarks; ingest deletes one data set instead)."""
         import redis
 
+        self._mark_dirty()
         try:
             self._graph.delete()
         except redis.exceptions.ResponseError:
@@ -138,23 +138,13 @@ class FalkorDBStore(Store):
         self._bulk(len(eids), 0, [blob], [])
         self._node_ids = None
 
-    def create_facts(
-        self,
-        dataset: str,
-        rel_type: str,
-        rid: int,
-        heads: np.ndarray,
-        tails: np.ndarray,
-        confs: dict[str, np.ndarray],
-        batch_size: int = 10_000,
-        progress: tqdm | None = None,
-    ) -> None:
+    def _write_facts(self, facts: Facts, batch_size: int, progress: tqdm | None) -> None:
+        dataset, heads, tails, confs = facts.dataset, facts.heads, facts.tails, facts.confs
         if not self.bulk or "\0" in dataset:
-            return super().create_facts(dataset, rel_type, rid, heads, tails, confs, batch_size, progress)
+            return super()._write_facts(facts, batch_size, progress)
         if len(heads) == 0:
             return None
         ids = self._entity_ids(dataset)
-        heads, tails = np.asarray(heads, np.int64), np.asarray(tails, np.int64)
         top = max(int(heads.max()), int(tails.max()))
         if (
             min(int(heads.min()), int(tails.min())) < 0
@@ -176,10 +166,16 @@ class FalkorDBStore(Store):
             fields = [("src", "<u8"), ("dst", "<u8"), ("ds", f"S{len(ds)}"), ("tr", "u1"), ("rid", "<i8")]
             fields += [x for k in cols for x in ((f"t_{k}", "u1"), (k, "<f8"))]
             rec = np.zeros(len(sel), dtype=np.dtype(fields, align=False))
-            rec["src"], rec["dst"], rec["ds"], rec["tr"], rec["rid"] = src[sel], dst[sel], ds, _BI_LONG, rid
+            rec["src"], rec["dst"], rec["ds"], rec["tr"], rec["rid"] = (
+                src[sel],
+                dst[sel],
+                ds,
+                _BI_LONG,
+                facts.rid,
+            )
             for k in cols:
                 rec[f"t_{k}"], rec[k] = _BI_DOUBLE, confs[k][sel]
-            header = _header(rel_type, ("dataset", "rid", *cols))
+            header = _header(facts.rel_type, ("dataset", "rid", *cols))
             for i in range(0, len(rec), _BULK_EDGES):
                 part = rec[i : i + _BULK_EDGES]
                 self._bulk(0, len(part), [], [header + part.tobytes()])
@@ -188,8 +184,6 @@ class FalkorDBStore(Store):
 
     def _entity_ids(self, dataset: str) -> np.ndarray:
         """Internal node id per eid of the data set (-1 where missing): GRAPH.BULK edges name node ids."""
-        from pipeline.store import cypher_text
-
         if self._node_ids is not None and self._node_ids[0] == dataset:
             return self._node_ids[1]
         rows = self.run(cypher_text("falkordb_entity_ids"), {"dataset": dataset})
@@ -203,6 +197,7 @@ class FalkorDBStore(Store):
     def _bulk(self, n_nodes: int, n_edges: int, node_blobs: list[bytes], edge_blobs: list[bytes]) -> None:
         # GRAPH.BULK appends to an existing graph; BEGIN (only allowed on a missing key) creates it
         conn = self._db.connection
+        self._mark_dirty()
         begin = [] if self._call(lambda: conn.exists(self.graph), "EXISTS") else ["BEGIN"]
         self._call(
             lambda: conn.execute_command(
@@ -219,13 +214,17 @@ class FalkorDBStore(Store):
             "GRAPH.BULK",
         )
 
-    def checkpoint(self) -> None:
+    def _save(self) -> None:
         """On the embedded server (``snapshot_on_checkpoint``): a synchronous SAVE, no fork; elsewhere the
         server's own persistence policy applies."""
         if self.snapshot_on_checkpoint:
             self._call(lambda: self._db.connection.save(), "SAVE")
 
-    def close(self) -> None:
+    def _twin(self) -> FalkorDBStore:
+        # the client's graph object is not meant to be shared between threads: the renewal gets its own
+        return self.fresh(self.graph)
+
+    def _disconnect(self) -> None:
         db = getattr(self, "_db", None)
         if db is not None:
             try:

@@ -1,10 +1,14 @@
 """`pipeline ingest`: the observed KG of one data set into the store (design sections 1 and 4).
 
 Idempotent and restartable: a ``(:Dataset {name, key, complete})`` marker is written first with
-``complete = false`` and set to ``true`` last. A run that finds the marker complete with the same content
-key changes nothing; anything else (a killed load, other content) deletes the data set's part of the graph
-and loads it again, so a killed-then-rerun load ends in the same state as one clean run. Every check on
-the input runs before the first write: bad input leaves the store untouched.
+``complete = false`` and set to ``true`` (with the counts written) last. A run that finds the marker
+complete with the same content key AND the stored counts equal to the marker's changes nothing; anything
+else (a killed load, other content, a doubled copy) deletes the data set's part of the graph and loads it
+again, so a killed-then-rerun load ends in the same state as one clean run. Every check on the input runs
+before the first write: bad input leaves the store untouched.
+
+Concurrent ingests serialise on the store lock ``dataset:<name>`` (see :mod:`pipeline.store.lock`): the
+second waits, then finds the first one's load complete. The writes are saved when the lock is released.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import pandas as pd
 from tqdm import tqdm
 
 from pipeline.errors import DataFormatError, PipelineError
-from pipeline.store import cypher_text
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
+from pipeline.store.cypher import cypher_text
+from pipeline.store.lock import dataset_lock
+from pipeline.store.status import dataset_status
 
 # bump when the graph model changes, so stores loaded by an older version are reloaded
 FORMAT_VERSION = 1
@@ -121,9 +127,12 @@ def ensure_schema(store: Store) -> None:
         store.ensure_index(label, prop)
 
 
-def ingest(kg, store: Store, batch_size: int = 10_000, progress: bool = True) -> IngestReport:
+def ingest(
+    kg, store: Store, batch_size: int = 10_000, progress: bool = True, lock_timeout_s: float | None = None
+) -> IngestReport:
     """Load ``kg`` (loaders.KGData) into ``store``: entities, the relation vocabulary and one
-    relationship per distinct fact of the test graph with its train/valid/test confidences."""
+    relationship per distinct fact of the test graph with its train/valid/test confidences. Holds the
+    store lock of the data set throughout (waiting up to ``lock_timeout_s``, see Store.lock)."""
     t0 = time.perf_counter()
     facts = validate(kg)
     ds = kg.name
@@ -133,15 +142,25 @@ def ingest(kg, store: Store, batch_size: int = 10_000, progress: bool = True) ->
     counts = dict(entities=kg.n_entities, relations=kg.n_relations, facts=len(facts))
 
     ensure_schema(store)
-    status = store.run(cypher_text("dataset_status"), {"dataset": ds})
-    st = status[0] if status else {}
-    if st.get("complete") is True and st.get("key") == key:
-        return IngestReport(
-            ds, **counts, skipped=True, replaced=False, seconds=time.perf_counter() - t0, method=method
-        )
-    replaced = bool(st.get("key") is not None or st.get("has_entities"))
-    if replaced:
-        delete_dataset(store, ds)
+    bar = None if progress else False  # the waiting bar: on a terminal only, never when quiet
+    with store.lock(dataset_lock(ds), purpose=f"ingest {ds}", timeout_s=lock_timeout_s, progress=bar):
+        st = dataset_status(store, ds)
+        if st.complete and st.key == key and st.stored == tuple(counts.values()):
+            return IngestReport(
+                ds, **counts, skipped=True, replaced=False, seconds=time.perf_counter() - t0, method=method
+            )
+        replaced = st.present
+        if replaced:
+            delete_dataset(store, ds)
+        _load(kg, store, facts, types, key, counts, batch_size, progress)
+    return IngestReport(
+        ds, **counts, skipped=False, replaced=replaced, seconds=time.perf_counter() - t0, method=method
+    )
+
+
+def _load(kg, store: Store, facts, types, key: str, counts: dict, batch_size: int, progress: bool) -> None:
+    """Write the marker (incomplete), entities, vocabulary and facts, then mark complete with counts."""
+    ds = kg.name
 
     store.run(cypher_text("dataset_begin"), {"dataset": ds, "key": key})
     store.create_entities(ds, kg.entities["eid"].to_numpy(np.int64), kg.entity_names(), batch_size)
@@ -163,7 +182,3 @@ def ingest(kg, store: Store, batch_size: int = 10_000, progress: bool = True) ->
                 bar,
             )
     store.run(cypher_text("dataset_complete"), {"dataset": ds, **counts})
-    store.checkpoint()
-    return IngestReport(
-        ds, **counts, skipped=False, replaced=replaced, seconds=time.perf_counter() - t0, method=method
-    )

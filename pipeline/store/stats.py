@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.errors import PipelineError
-from pipeline.store import cypher_text
+from pipeline.errors import PipelineError, UnknownNameError, close_matches
 from pipeline.store.base import Store
+from pipeline.store.cypher import cypher_text
+from pipeline.store.status import dataset_names, dataset_status
 
 LEVELS = {"low": "p25", "normal": "p50", "high": "p75"}
 
@@ -51,18 +52,16 @@ class DatasetStats:
 
 
 def dataset_stats(store: Store, dataset: str) -> DatasetStats:
-    """Read the statistics of a completely ingested data set from ``store``; raises PipelineError when
-    the data set is absent or its load did not complete."""
-    head = store.run(cypher_text("stats_dataset"), {"dataset": dataset})
-    if not head:
-        raise PipelineError(
-            f"data set '{dataset}' is not in the store {store.uri}; run `pipeline ingest {dataset}`"
-        )
-    if head[0]["complete"] is not True:
-        raise PipelineError(
-            f"the load of '{dataset}' into {store.uri} did not complete; run `pipeline ingest {dataset}` again"
-        )
-    names = head[0]["relation_names"]
+    """Read the statistics of a completely ingested data set from ``store``. Raises UnknownNameError for
+    a name neither in the store nor registered (with close matches of both), PipelineError when a
+    registered data set is not ingested, or when its stored copy is partial or doubled (the marker's
+    counts are checked against the stored ones)."""
+    st = dataset_status(store, dataset)
+    if not st.present:
+        raise absent(store, dataset)
+    if not st.complete:
+        raise PipelineError(f"{st.problem()} in {store.uri}; run `pipeline ingest {dataset}` again")
+    names = list(st.relation_names)
     found = {int(r["rid"]): r for r in store.run(cypher_text("stats_relations"), {"dataset": dataset})}
     per = []
     for rid, name in enumerate(names):
@@ -80,4 +79,28 @@ def dataset_stats(store: Store, dataset: str) -> DatasetStats:
             )
         )
     facts = {g: sum(getattr(r, g) for r in per) for g in ("train", "valid", "test")}
-    return DatasetStats(dataset, int(head[0]["entities"]), len(names), facts, per)
+    return DatasetStats(dataset, st.stored[0], len(names), facts, per)
+
+
+def absent(store: Store, dataset: str) -> PipelineError:
+    """The error for a data set the store does not hold: a registered one is to be ingested; any other
+    name is unknown, with close matches among the data sets in the store and the registered ones."""
+    registered = registered_datasets()
+    if dataset.lower() in registered:
+        return PipelineError(
+            f"data set '{dataset}' is not in the store {store.uri}; run `pipeline ingest {dataset.lower()}`"
+        )
+    present = dataset_names(store)
+    msg = f"unknown data set '{dataset}'"
+    hint = close_matches(dataset, present + [n for n in registered if n not in present])
+    if hint:
+        msg += f" (did you mean {', '.join(hint)}?)"
+    msg += f"; in the store {store.uri}: {', '.join(present) or 'none'}; registered: {', '.join(registered)}"
+    return UnknownNameError(msg)
+
+
+def registered_datasets() -> list[str]:
+    """The names the loaders' registry knows (what `pipeline ingest NAME` accepts)."""
+    from loaders import REGISTRY
+
+    return sorted(REGISTRY)

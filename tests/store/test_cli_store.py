@@ -83,6 +83,9 @@ def test_unknown_dataset_and_store_down_are_one_line_errors(graph_uri):
     one_line_error(
         invoke("stats", "ppi5k", "--store", graph_uri), "not in the store", "pipeline ingest ppi5k"
     )
+    nope = invoke("stats", "nope", "--store", graph_uri)
+    one_line_error(nope, "unknown data set 'nope'", "registered: cn15k, onet20k, ppi5k")
+    assert "pipeline ingest" not in nope.stderr
 
 
 def test_store_commands(tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ def test_relation_without_facts_has_no_percentiles(fresh_store):
 
 def test_missing_or_incomplete_dataset_is_an_error(fresh_store):
     with pytest.raises(PipelineError, match="not in the store"):
-        dataset_stats(fresh_store, "never_loaded")
+        dataset_stats(fresh_store, "ppi5k")  # registered, never loaded
     fresh_store.run("CREATE (:Dataset {name: 'half', complete: false})")
     with pytest.raises(PipelineError, match="did not complete"):
         dataset_stats(fresh_store, "half")
@@ -64,3 +64,25 @@ def test_stats_agree_with_numpy_on_real_data(request, falkordb_store, name):
         want = np.percentile(conf, [25, 50, 75])  # numpy's default: linear interpolation
         assert r.test == len(conf)
         assert np.allclose([r.p25, r.p50, r.p75], want, rtol=1e-13, atol=0), r.name
+
+
+def test_an_unknown_name_is_not_told_to_ingest(fresh_store):
+    from pipeline.errors import UnknownNameError
+
+    ingest(make_kg("my_graph"), fresh_store, progress=False)
+    with pytest.raises(UnknownNameError) as err:
+        dataset_stats(fresh_store, "nope")
+    msg = str(err.value)
+    assert msg.startswith("unknown data set 'nope'") and "pipeline ingest" not in msg
+    assert "my_graph" in msg and "ppi5k" in msg  # lists what the store holds and what is registered
+    # close matches among both the data sets in the store and the registered ones
+    for typo, hint in (("my_grph", "did you mean my_graph?"), ("ppi5", "did you mean ppi5k")):
+        with pytest.raises(UnknownNameError, match=hint):
+            dataset_stats(fresh_store, typo)
+
+
+def test_a_registered_but_absent_data_set_is_told_to_ingest(fresh_store):
+    with pytest.raises(PipelineError, match=r"'cn15k' is not in the store .*; run `pipeline ingest cn15k`"):
+        dataset_stats(fresh_store, "cn15k")
+    with pytest.raises(PipelineError, match="pipeline ingest cn15k"):  # registry lookups ignore case
+        dataset_stats(fresh_store, "CN15K")

@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.errors import PipelineError, StoreUnavailable
-from pipeline.store import CypherError, cypher_text, open_store, relation_type, relation_types, with_rel_type
+from pipeline.store import (
+    CypherError,
+    cypher_text,
+    open_store,
+    quote_rel_type,
+    relation_type,
+    relation_types,
+    with_rel_type,
+)
 from pipeline.store.embedded import free_port
 from tests.store.kgs import NASTY
 
@@ -119,8 +127,11 @@ def test_relation_type_is_injective_and_quotable(names):
 
 
 def test_with_rel_type_accepts_only_validated_types():
-    for raw in ["a`b", "x` ]->() DETACH DELETE n //", "50%", ""]:
+    for raw in ["a`b", "x` ]->() DETACH DELETE n //", "50%", "", None]:
         with pytest.raises(PipelineError):
             with_rel_type("MATCH ()-[e:{REL}]->() RETURN e", raw)
+        with pytest.raises(PipelineError):
+            quote_rel_type(raw)
+    assert quote_rel_type(relation_type("a`b:c")) == "`a%60b%3Ac`"
     with pytest.raises(PipelineError, match="placeholder"):
         with_rel_type("MATCH (n) RETURN n", "rel0")
