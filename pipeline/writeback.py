@@ -8,8 +8,9 @@ of a query set and, after answering, their top answers.
 with another seed, or into another folder, makes a new set instead of re-using the old nodes, and answers of
 one set never attach to the queries of another. ``method`` is the method's table label (e.g. ``ukge_logi
 SRC(D+L)``): re-writing a method's answers of a set first deletes them, so answers are replaced, never
-duplicated; other methods' answers stay. Every write is made durable (``store.checkpoint()``) before the
-function returns. The store never sees torch: rows are plain values read from the Parquet files.
+duplicated; other methods' answers stay. Every write is durable before the
+function returns (the writes run under the data set's store lock, which saves them when released). The
+store never sees torch: rows are plain values read from the Parquet files.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pandas as pd
 
 from pipeline.errors import PipelineError
 from pipeline.formats.queryset import QuerySet, checksum
+from pipeline.store.lock import dataset_lock
 
 TOP = 10  # answers per query in the store; the full ranking stays in the Parquet file
 NATIVE_BATCH = 1000
@@ -71,11 +73,11 @@ def write_queries(store: Any, qs: QuerySet) -> int:
     from pipeline.store import cypher_text
 
     dataset = qs.meta["dataset"]
-    _require_entities(store, dataset)
     params = {"dataset": dataset, "set": set_id(qs), "split": qs.meta.get("split"), "file": str(qs.path)}
     rows = query_rows(qs)
-    store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
-    store.checkpoint()
+    with store.lock(dataset_lock(dataset), purpose=f"write the queries of {set_id(qs)}"):
+        _require_entities(store, dataset)
+        store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
     return len(rows)
 
 
@@ -105,11 +107,12 @@ def write_back(store: Any, answers: Any, query_set: QuerySet, top: int = TOP) ->
     if query_set.meta.get("dataset") != dataset:
         raise PipelineError(f"answers of '{dataset}' but the query set is of '{query_set.meta.get('dataset')}'")
     params = {"dataset": dataset, "set": set_id(query_set), "method": answers.method}
-    write_queries(store, query_set)
-    store.run(cypher_text("writeback_delete"), params)
     rows = top_answer_rows(answers.frame, top)
-    store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), params)
-    store.checkpoint()
+    # one writer of the data set's part of the graph at a time; saved when the lock is released
+    with store.lock(dataset_lock(dataset), purpose=f"write back {answers.method} of {set_id(query_set)}"):
+        write_queries(store, query_set)
+        store.run(cypher_text("writeback_delete"), params)
+        store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), params)
     return len(rows)
 
 

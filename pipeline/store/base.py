@@ -25,7 +25,7 @@ import atexit
 import re
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -306,10 +306,6 @@ class Store(ABC):
 
 CONF_COLUMNS = ("conf_train", "conf_valid", "conf_test")
 
-
-def chunked(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 _READ_PREFIXES = ("MATCH", "RETURN", "UNWIND", "WITH", "CALL DB.", "SHOW", "OPTIONAL")

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pipeline import config
+from pipeline import atomic, config
 from pipeline.errors import StoreUnavailable
 
 HOST = "127.0.0.1"  # loopback only: the embedded server has no password
@@ -189,9 +189,7 @@ def start(home: Path | None = None, bolt_port: int | None = None) -> ServerInfo:
         if running is not None:
             return running
         info, _ = launch(folder, bolt_port=bolt_port)
-        tmp = folder / "server.json.tmp"
-        tmp.write_text(json.dumps(asdict(info), indent=2))
-        tmp.replace(folder / "server.json")
+        atomic.write_json(folder / "server.json", asdict(info))
         return info
 
 
