@@ -437,3 +437,16 @@ class TestSRC(MethodCase):
         queries = [q for q in read_query_set(toy_pipeline["test"]).queries() if len(q.atoms) == 1][:4]
         graph, _ = load_adjacency(toy_pipeline["export"])
         assert torch.equal(self.build(toy_pipeline).utilities(queries), evaluate_batch(queries, Adjacency.from_graph(graph)))
+
+
+def test_answer_refuses_an_export_of_other_sizes(toy_pipeline: dict, tmp_path: Path) -> None:
+    """`query` refused an export whose entity count differs from the data set's while `answer` accepted it;
+    both now check it where the export is read."""
+    import dataclasses
+
+    from pipeline.errors import ArtifactError
+
+    p = toy_pipeline
+    smaller = dataclasses.replace(p["kg"], entities=p["kg"].entities.iloc[:-1])
+    with pytest.raises(ArtifactError, match=f"an export of {p['kg'].n_entities} entities, but toy has {p['kg'].n_entities - 1}"):
+        run_answer(p["test"], p["export"], "none", tmp_path, progress=False, kg=smaller)
