@@ -143,12 +143,13 @@ def _check_ids(q: Query, adj: Adjacency) -> None:
 
 
 def _conjunctions(
-    conjs: list[Conjunction], adj: Adjacency, cycle_cap: int | None
+    conjs: list[Conjunction], adj: Adjacency, cycle_cap: int | None, show_bar: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Same-shape conjunctions -> ((B, N) utilities, (B,) approximate flags)."""
+    """Same-shape conjunctions -> ((B, N) utilities, (B,) approximate flags). show_bar: the outermost
+    cycle enumeration may show a progress bar; the nested ones it runs never do (no restarting bars)."""
     graph = QueryGraph(conjs[0])
     if graph.has_cycle:
-        res = [_cyclic(c, adj, cycle_cap) for c in conjs]
+        res = [_cyclic(c, adj, cycle_cap, show_bar) for c in conjs]
         return torch.stack([u for u, _ in res]), torch.tensor([a for _, a in res], device=adj.device)
     return _tree(conjs, graph, adj), torch.zeros(len(conjs), dtype=torch.bool, device=adj.device)
 
@@ -214,7 +215,9 @@ def _bfs_edges(graph: QueryGraph, root: Var) -> list[tuple[Var, Var]]:
     return order
 
 
-def _cyclic(conj: Conjunction, adj: Adjacency, cycle_cap: int | None) -> tuple[torch.Tensor, bool]:
+def _cyclic(
+    conj: Conjunction, adj: Adjacency, cycle_cap: int | None, show_bar: bool = True
+) -> tuple[torch.Tensor, bool]:
     """(N,) utility of one conjunction with a cycle: enumerate the candidates of one cycle variable as
     constants (each substitution has one cycle fewer) and take the max. Exact over every candidate that
     can give a finite value; with cycle_cap only the most promising `cycle_cap` ones (then approximate)."""
@@ -235,10 +238,10 @@ def _cyclic(conj: Conjunction, adj: Adjacency, cycle_cap: int | None) -> tuple[t
             range(0, len(group), MAX_BATCH),
             desc=f"cycle ?{v.name}",
             unit="batch",
-            disable=len(group) <= 4 * MAX_BATCH,
+            disable=not show_bar or len(group) <= 4 * MAX_BATCH,
             leave=False,
         ):
-            util, ap = _conjunctions(group[i : i + MAX_BATCH], adj, cycle_cap)
+            util, ap = _conjunctions(group[i : i + MAX_BATCH], adj, cycle_cap, show_bar=False)
             best = torch.maximum(best, util.amax(dim=0))
             approximate |= bool(ap.any())
     return best, approximate

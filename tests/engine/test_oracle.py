@@ -182,3 +182,30 @@ def test_cycle_cap_marks_result_approximate():
     assert bool(capped.approximate[0])
     assert bool((capped.utility[0] <= exact.utility[0]).all())
     assert bool((capped.utility[0] < exact.utility[0]).any())
+
+
+def test_nested_cycles_show_one_progress_bar(monkeypatch) -> None:
+    """A cycle whose candidates still hold a cycle used to open a new bar per inner enumeration (the bar
+    restarted over and over); only the outermost enumeration may show one."""
+    import pipeline.engine.search as search
+
+    shown: list[str] = []
+
+    class Recorder:
+        def __init__(self, iterable, desc="", disable=False, **kw):
+            self.it = iterable
+            if not disable:
+                shown.append(desc)
+
+        def __iter__(self):
+            return iter(self.it)
+
+    monkeypatch.setattr(search, "tqdm", Recorder)
+    monkeypatch.setattr(search, "MAX_BATCH", 1)  # every enumeration is "long" enough for a bar
+    n = 5
+    facts = [(h, 0, t, 0.5 + 0.1 * ((h + t) % 3)) for h in range(n) for t in range(n) if h != t]
+    # two triangles sharing ?a: enumerating ?a leaves a cycle through ?c, ?d
+    q = parse("#0(?a, ?b) & #0(?b, ?y) & #0(?y, ?a) & #0(?a, ?c) & #0(?c, ?d) & #0(?d, ?a)")
+    u = evaluate(q, graph_of(n, 1, facts))
+    assert_same(u, oracle(q, dense_conf(n, 1, facts)))
+    assert len(shown) == 1 and shown[0].startswith("cycle ?")
