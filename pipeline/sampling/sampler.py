@@ -95,17 +95,17 @@ def resolve_types(types: Sequence[str] | None, split: str) -> list[str]:
 def check_store_content(store, kg, dataset: str) -> None:
     """The walks (store) and the ground truth (kg) must see the same graph: the store's load marker must
     be complete and carry kg's content key."""
-    from pipeline.store import cypher_text
     from pipeline.store.ingest import content_key
+    from pipeline.store.status import dataset_status
 
-    rows = store.run(cypher_text("stats_dataset"), {"dataset": dataset})
-    if not rows or not rows[0].get("complete"):
+    st = dataset_status(store, dataset)
+    if not st.complete:
         raise SamplingError(
-            f"the store holds no complete copy of data set '{dataset}': run `pipeline ingest {dataset}` first"
+            f"the store holds no complete copy of data set '{dataset}' ({st.problem()}): run `pipeline ingest {dataset}` first"
         )
-    if rows[0].get("key") != content_key(kg):
+    if st.key != content_key(kg):
         raise SamplingError(
-            f"the store's copy of '{dataset}' differs from the loaded files (content key {rows[0].get('key')} != "
+            f"the store's copy of '{dataset}' differs from the loaded files (content key {st.key} != "
             f"{content_key(kg)}): run `pipeline ingest {dataset}` again"
         )
 

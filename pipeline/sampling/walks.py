@@ -28,12 +28,13 @@ def cypher(name: str, graph: str, relation_types: dict[str, str] | None = None) 
     confidence property and ``__Rk__`` by relation types. Both come from fixed vocabularies (never from
     user text), which is why they may be formatted into the query."""
     from pipeline.store import cypher_text
+    from pipeline.store.base import quote_rel_type
 
     if graph not in GRAPH_PROPERTY:
         raise PipelineError(f"unknown graph '{graph}'; expected one of {', '.join(GRAPH_PROPERTY)}")
     text = cypher_text(name).replace("__conf__", GRAPH_PROPERTY[graph])
     for key, rtype in (relation_types or {}).items():
-        text = text.replace(f"__{key}__", "`" + rtype.replace("`", "``") + "`")
+        text = text.replace(f"__{key}__", quote_rel_type(rtype))
     return text
 
 
