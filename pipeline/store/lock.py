@@ -13,7 +13,8 @@ node of the name is free, and then on all of them.
 While held, a daemon thread renews the lease every third of it on a connection of its own; a holder that
 dies stops renewing, and its lock is taken over once the lease has passed, or at once by a client on the
 same host that sees the holder's pid is gone (a kill -9). A waiter polls with backoff up to its timeout,
-then fails with one line naming the holder. Re-entering a lock on the same Store does not wait. Leaving
+then fails with one line naming the holder. Re-entering a lock on the same Store does not wait (so
+threads that must exclude each other each use a Store of their own, as processes do). Leaving
 the outermost scope saves the store (see Store.checkpoint) before releasing, so whatever was written
 under the lock is durable once the next writer can get it.
 

@@ -139,9 +139,14 @@ DOUBLINGS = {
 }
 
 
+@pytest.mark.parametrize("neighbour", [False, True], ids=["own types", "types shared"])
 @pytest.mark.parametrize("damage", list(DOUBLINGS))
-def test_a_doubled_or_partial_copy_marked_complete_is_never_trusted(fresh_store, damage):
+def test_a_doubled_or_partial_copy_marked_complete_is_never_trusted(fresh_store, damage, neighbour):
+    # facts are counted from the per-type counts when the types are the data set's own, by a scan when
+    # another data set uses the same types: both ways must see the damage
     kg = make_kg("tiny")
+    if neighbour:
+        ingest(make_kg("other"), fresh_store, progress=False)  # same relation names rel0, rel1
     ingest(kg, fresh_store, progress=False)
     fresh_store.run(DOUBLINGS[damage])
     with pytest.raises(PipelineError, match="run `pipeline ingest tiny` again"):
@@ -150,6 +155,8 @@ def test_a_doubled_or_partial_copy_marked_complete_is_never_trusted(fresh_store,
     assert not report.skipped and report.replaced  # reloaded, not "unchanged"
     assert snapshot(fresh_store, "tiny") == clean_snapshot(fresh_store, kg)
     assert dataset_stats(fresh_store, "tiny").facts == {"train": 3, "valid": 4, "test": 6}
+    if neighbour:
+        assert dataset_stats(fresh_store, "other").facts == {"train": 3, "valid": 4, "test": 6}
 
 
 def test_the_stats_error_says_what_is_stored_and_what_the_marker_says(fresh_store):
@@ -173,3 +180,12 @@ def test_an_ingest_waits_for_any_writer_of_its_data_set(fresh_store):
         assert not ingest(make_kg("tiny"), fresh_store, progress=False, lock_timeout_s=0.2).skipped
     finally:
         other.close()
+
+
+def test_a_relation_named_like_a_store_edge_is_counted_exactly(fresh_store):
+    # (:Query)-[:ANSWER]->(:Entity) edges of write-back share the type of a relation named ANSWER
+    kg = make_kg("qa", relation_names=("ANSWER", "rel1"))
+    ingest(kg, fresh_store, progress=False)
+    fresh_store.run("MATCH (e:Entity {dataset: 'qa', eid: 0}) CREATE (:Query {qid: 'q'})-[:ANSWER]->(e)")
+    assert dataset_stats(fresh_store, "qa").facts["test"] == 6
+    assert ingest(kg, fresh_store, progress=False).skipped
