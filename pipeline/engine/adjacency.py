@@ -108,6 +108,29 @@ def merge_keys(keys: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, torc
     return torch.from_numpy(ordered[first].astype(np.int64)), torch.from_numpy(inv)
 
 
+def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The sorted union (U,) int64 of sorted, duplicate-free key arrays in [0, bound), and for each run
+    the position in the union of each of its keys. Equals merge_keys (split per run); on the CPU the
+    positions come from one linear merge with no scatter."""
+    if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
+        union, inv = merge_keys(runs, bound)
+        return union, list(torch.split(inv, [r.numel() for r in runs]))
+    dtype = np.int32 if bound <= 1 << 31 else np.int64
+    cat = np.concatenate([r.numpy().astype(dtype, copy=False) for r in runs])
+    order = np.argsort(cat, kind="stable")  # timsort: a linear merge of the sorted runs
+    ordered = cat[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    rank = np.cumsum(first, dtype=np.int64)
+    rank -= 1
+    # the stable merge keeps each run's keys in their (ascending) order: a run's positions in the union
+    # are the ranks at its sorted slots, read in order
+    run_of = np.repeat(np.arange(len(runs), dtype=np.int32), [r.numel() for r in runs])[order]
+    where = [torch.from_numpy(rank[run_of == i]) for i in range(len(runs))]
+    return torch.from_numpy(ordered[first].astype(np.int64)), where
+
+
 @dataclass(frozen=True)
 class Adjacency:
     """A graph indexed for the engine: `fwd` rows by head (dst = tail), `bwd` rows by tail (dst = head),
@@ -186,12 +209,12 @@ class Adjacency:
         if len(parts) == 1:  # slices of the index: nothing to build or remember
             ori, lo, hi = spans[0]
             return ori.dst[lo:hi], ori.src[lo:hi], ori.conf[lo:hi][None, :]
-        union, inv = merge_keys([ori.src[lo:hi] * n + ori.dst[lo:hi] for ori, lo, hi in spans], n * n)
+        # key = (rel * N + o) * N + s is sorted within a relation's slice: o * N + s by one subtraction
+        keys = [ori.key[lo:hi] - rel * n * n for (ori, lo, hi), (_, rel) in zip(spans, parts, strict=True)]
+        union, where = merge_sorted_runs(keys, n * n)
         conf = torch.zeros((len(parts), union.numel()), dtype=torch.float32, device=union.device)
-        at = 0
         for p, (ori, lo, hi) in enumerate(spans):
-            conf[p, inv[at : at + hi - lo]] = ori.conf[lo:hi]
-            at += hi - lo
+            conf[p, where[p]] = ori.conf[lo:hi]  # torch indexing: differentiable in conf (calibration L)
         o = union // n
         return self._remember(("union", parts), (union - o * n, o, conf))
 

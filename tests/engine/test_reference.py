@@ -118,3 +118,15 @@ def test_observed_graphs_equal_reference(name, request):
     for delta in (0.0, 0.1):
         ref, got = both([lower_alphas(q, delta) for q in queries], graph)
         assert torch.equal(ref, got)
+
+
+@pytest.mark.parametrize("bound", [50, 1 << 40])
+def test_merge_sorted_runs_equals_merge_keys(bound):
+    from pipeline.engine.adjacency import merge_keys, merge_sorted_runs
+
+    gen = torch.Generator().manual_seed(bound % 7)
+    runs = [torch.unique(torch.randint(0, bound, (k,), generator=gen)) for k in (0, 9, 40, 25)]
+    union, where = merge_sorted_runs(runs, bound)
+    want, inv = merge_keys(runs, bound)
+    assert torch.equal(union, want)
+    assert torch.equal(torch.cat(where), inv)
