@@ -79,8 +79,9 @@ def expand(start: torch.Tensor, count: torch.Tensor, *arrays: torch.Tensor) -> t
     dev = start.device
     pair = torch.repeat_interleave(torch.arange(count.numel(), device=dev), count, output_size=total)
     first = torch.cumsum(count, 0) - count
-    pos = start[pair] + torch.arange(total, device=dev) - first[pair]
-    return (pair, *(a[pos] for a in arrays))
+    pos = (start - first).index_select(0, pair).add_(torch.arange(total, device=dev))
+    # index_select: the same gather as a[pos], several times faster than advanced indexing on the CPU
+    return (pair, *(a.index_select(0, pos) for a in arrays))
 
 
 def merge_keys(keys: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, torch.Tensor]:

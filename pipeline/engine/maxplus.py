@@ -169,7 +169,7 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
         b, s = torch.nonzero(finite, as_tuple=True)
         if b.numel():
             pair, o, val = m.rows(b, s)
-            cand = state[b[pair], s[pair]] + val
+            cand = state.reshape(-1).index_select(0, (b * n + s).index_select(0, pair)) + val
             out.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
 
     # Entries not stored take the default; only batch elements with a finite default need it. Column o
@@ -193,49 +193,34 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
 def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Tensor | None:
     """(B, N) contiguous: in the given rows, the max over the stored (s, o) of state[row, s] + V(s, o),
     streaming the finite entries of each row's matrix as contiguous arrays; -inf in the other rows (None:
-    no stored finite entry at all, every row -inf).
-
-    Rows are grouped by their atoms' (relation, negated) only, so each stored fact is read once per group
-    however the rows' alphas differ (hybrid alphas would otherwise make a group per row). The group's
-    entries are those finite for its lowest alpha per atom (memoised per relation and alpha, as is a
-    multi-edge's union of supports); a row with a higher alpha masks its own failing entries to -inf,
-    which drops them from the max exactly as the old per-alpha filter did."""
+    no stored finite entry at all, every row -inf). Rows are grouped by their atoms' (relation, negated,
+    alpha), so the alpha filter (and a multi-edge's union of supports) is built once per group, leaving
+    one fused multiply-add per atom and one scatter-max per entry and row."""
     bsz, n = state.shape
     parts = m.parts if isinstance(m, SumMatrix) else [m]
     cols = [
         (p.params.rel[rows].tolist(), p.params.neg[rows].tolist(), p.params.alpha[rows].tolist())
         for p in parts
     ]
-    row_ids = rows.tolist()
     groups: dict[tuple, list[int]] = {}
-    for i in range(len(row_ids)):
-        key = tuple((p.from_head, c[0][i], c[1][i]) for p, c in zip(parts, cols, strict=True))
-        groups.setdefault(key, []).append(i)
+    for i, b in enumerate(rows.tolist()):
+        key = tuple((p.from_head, c[0][i], c[1][i], c[2][i]) for p, c in zip(parts, cols, strict=True))
+        groups.setdefault(key, []).append(b)
     out = None
-    for key, pos in groups.items():
-        members = [row_ids[i] for i in pos]
-        floors = [min(c[2][i] for i in pos) for c in cols]
-        src, dst, cc = parts[0].adj.finite_facts(
-            tuple((fh, r, neg, fl) for (fh, r, neg), fl in zip(key, floors, strict=True))
-        )
+    for key, members in groups.items():
+        src, dst, cc = parts[0].adj.finite_facts(key)
         if not src.numel():
             continue
         whole = len(members) == bsz  # one group holds the whole batch: no row copies
         bs = slice(None) if whole else torch.tensor(members, device=state.device)
         betas = [p.params.beta[bs] for p in parts]
-        # per atom, the rows' alphas where some row's exceeds the group's floor (else no mask needed)
-        limits = [
-            p.params.alpha[bs] if any(c[2][i] > fl for i in pos) else None
-            for p, c, fl in zip(parts, cols, floors, strict=True)
-        ]
         if len(members) >= _WIDE:
-            res = _stream_wide(state[bs], betas, src, dst, cc, limits)
+            res = _stream_wide(state[bs], betas, src, dst, cc)
         else:
-            g = state[bs][:, src]
-            for beta, w, lim in zip(betas, cc, limits, strict=True):
+            # index_select, not state[bs][:, src]: the same gather ~4x faster (advanced indexing on dim 1)
+            g = (state if whole else state.index_select(0, bs)).index_select(1, src)
+            for beta, w in zip(betas, cc, strict=True):
                 g.addcmul_(beta[:, None], w[None, :])
-                if lim is not None:
-                    g.masked_fill_(w[None, :] < lim[:, None], NEG_INF)
             res = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
             res.scatter_reduce_(1, dst.expand(len(members), -1), g, reduce="amax", include_self=True)
         if whole:
@@ -247,30 +232,20 @@ def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Ten
 
 
 def _stream_wide(
-    state: torch.Tensor,
-    betas: list[torch.Tensor],
-    src: torch.Tensor,
-    dst: torch.Tensor,
-    cc: torch.Tensor,
-    limits: list[torch.Tensor | None] | None = None,
+    state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
 ) -> torch.Tensor:
     """(B, N) contiguous: max over entries i of state[:, src_i] + sum_p betas[p] * cc[p, i] at column
-    dst_i, for many rows at once; where limits[p] (B,) is given, an entry with cc[p, i] < limits[p][b] is
-    -inf in row b (that atom fails there). Works on the transposed state (N, B) so every entry moves one
-    contiguous run of B floats, in blocks small enough for the cache (entries sorted by dst keep the
-    scatter's writes local)."""
+    dst_i, for many rows at once. Works on the transposed state (N, B) so every entry moves one contiguous
+    run of B floats, in blocks small enough for the cache (entries sorted by dst keep the scatter's writes
+    local)."""
     bsz, n = state.shape
-    limits = limits if limits is not None else [None] * len(betas)
     st = state.t().clone(memory_format=torch.contiguous_format)  # always a copy: its buffer is reused below
     out = torch.full((n, bsz), NEG_INF, dtype=torch.float32, device=state.device)
     block = max(256, _WIDE_BLOCK // bsz)
     for lo in range(0, src.numel(), block):
         g = st.index_select(0, src[lo : lo + block])
-        for beta, w, lim in zip(betas, cc, limits, strict=True):
-            wb = w[lo : lo + block, None]
-            g.addcmul_(wb, beta[None, :])
-            if lim is not None:
-                g.masked_fill_(wb < lim[None, :], NEG_INF)
+        for beta, w in zip(betas, cc, strict=True):
+            g.addcmul_(w[lo : lo + block, None], beta[None, :])
         out.scatter_reduce_(
             0, dst[lo : lo + block, None].expand(-1, bsz), g, reduce="amax", include_self=True
         )
