@@ -127,8 +127,13 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
     rank -= 1
     # the stable merge keeps each run's keys in their (ascending) order: a run's positions in the union
     # are the ranks at its sorted slots, read in order
-    run_of = np.repeat(np.arange(len(runs), dtype=np.int32), [r.numel() for r in runs])[order]
-    where = [torch.from_numpy(rank[run_of == i]) for i in range(len(runs))]
+    ends = np.cumsum([r.numel() for r in runs])
+    if len(runs) == 2:  # the multi-edge case: one comparison tells the runs apart
+        in_first = order < ends[0]
+        where = [torch.from_numpy(rank[in_first]), torch.from_numpy(rank[~in_first])]
+    else:
+        run_of = np.searchsorted(ends, order, side="right")
+        where = [torch.from_numpy(rank[run_of == i]) for i in range(len(runs))]
     return torch.from_numpy(ordered[first].astype(np.int64)), where
 
 
