@@ -160,6 +160,21 @@ def step_vs_bound(name: str, index: Callable, graph, bw: float, batch: int = BAT
     }
 
 
+def union_seconds(index: Callable, graph, pairs: int = 6, repeat: int = 3) -> dict:
+    """Seconds to build a multi-edge's union of supports (the cost of 2m/im), for the relation pairs of
+    the `pairs` largest relations taken two by two, best of `repeat` with the memo cleared each time."""
+    adj = index(graph)
+    top = torch.bincount(graph.rel, minlength=graph.n_relations).argsort(descending=True)[:pairs].tolist()
+    todo = [((True, a), (True, b)) for a, b in zip(top[::2], top[1::2], strict=False)]
+    best = float("inf")
+    for _ in range(repeat):
+        adj._memo.clear()
+        t0 = time.perf_counter()
+        size = sum(adj._union(p)[0].numel() for p in todo)
+        best = min(best, time.perf_counter() - t0)
+    return {"pairs": len(todo), "entries": size, "seconds": best}
+
+
 def l_batch_seconds(index: Callable, evaluate: Callable, graph, train: list[Query], seed: int) -> float:
     """Seconds of one L training step: calibrated index of the batch's relations, forward, backward."""
     adj = index(graph)
@@ -188,6 +203,7 @@ def main() -> None:
     ap.add_argument("--check", type=int, default=0, help="random queries per type for the exactness check")
     ap.add_argument("--l-train", default=None, help="a train query set (alpha zero): time one L batch")
     ap.add_argument("--step", action="store_true", help="time one max-plus step against the memory bound")
+    ap.add_argument("--unions", action="store_true", help="time building multi-edge unions of supports")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -243,6 +259,15 @@ def main() -> None:
                 f"dense state: {s['step_ms']:.1f} ms vs bound {s['bound_ms']:.1f} ms ({bw / 1e9:.1f} GB/s) "
                 f"-> {s['ratio']:.2f}x"
             )
+    if args.unions:
+        for _ in range(2):  # alternating
+            for name, (index, _) in eng.items():
+                u = union_seconds(index, graph)
+                result.setdefault(f"union_s_{name}", []).append(u["seconds"])
+                print(
+                    f"\nunion of supports ({name}): {u['pairs']} relation pairs, {u['entries']:,} entries in "
+                    f"{u['seconds'] * 1e3:.0f} ms"
+                )
     if args.l_train:
         train = read_query_set(args.l_train).queries()
         for name, (index, evaluate) in eng.items():
