@@ -175,8 +175,15 @@ def union_seconds(index: Callable, graph, pairs: int = 6, repeat: int = 3) -> di
     return {"pairs": len(todo), "entries": size, "seconds": best}
 
 
-def l_batch_seconds(index: Callable, evaluate: Callable, graph, train: list[Query], seed: int) -> float:
-    """Seconds of one L training step: calibrated index of the batch's relations, forward, backward."""
+def l_batch_seconds(
+    name: str, index: Callable, evaluate: Callable, graph, train: list[Query], seed: int
+) -> float:
+    """Seconds of one L training step: calibrated index of the batch's relations, forward, backward
+    (before: the calibration code of commit e09fd49 too)."""
+    import importlib
+
+    mod = "tests.engine.reference.calibration" if name == "before" else "pipeline.calibration"
+    calibrated_adjacency = importlib.import_module(mod).calibrated_adjacency
     adj = index(graph)
     calib, tables = random_l(graph, seed)
     qs = [zero_alphas(q) for q in train[:64]]
@@ -271,7 +278,7 @@ def main() -> None:
     if args.l_train:
         train = read_query_set(args.l_train).queries()
         for name, (index, evaluate) in eng.items():
-            sec = l_batch_seconds(index, evaluate, graph, train, args.seed)
+            sec = l_batch_seconds(name, index, evaluate, graph, train, args.seed)
             result[f"l_batch_s_{name}"] = sec
             print(f"\ncalibration L, one batch of 64 alpha-0 train queries ({name}): {sec:.2f} s")
     if args.check:
