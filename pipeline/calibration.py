@@ -196,23 +196,35 @@ def calibrated_adjacency(
     rels = sorted({int(r) for r in relations})
 
     def part(conf: torch.Tensor, bounds: list[tuple[int, int, int]], h_of: Any, t_of: Any) -> torch.Tensor:
-        # bounds: (relation, start, end) slices of conf; out-of-place index_put keeps the graph to calib
-        # no facts in these slices still yields a tensor tied to calib (zero gradients, as the full path)
+        # bounds: (relation, start, end) slices of conf, ascending. The slices are read as views (no
+        # position arrays to build and gather through, which cost as much as the calibration itself on an
+        # export) and the new conf is one concatenation of calibrated and untouched slices, out of place so
+        # the graph keeps to calib; no facts in these slices still yields a tensor tied to calib (zero
+        # gradients, as the full path). Values are those of calibrating each fact alone: bit-for-bit.
         dev = conf.device
-        empty = torch.zeros(0, dtype=torch.int64, device=dev)
-        pos = torch.cat([empty] + [torch.arange(lo, hi, device=dev) for _, lo, hi in bounds])
-        rel = torch.cat([empty] + [torch.full((hi - lo,), r, dtype=torch.int64, device=dev) for r, lo, hi in bounds])
-        new = calib.calibrate(conf[pos], h_of(pos), rel, t_of(pos), proj)
-        return conf.index_put((pos,), new)
+        pieces, at = [], 0
+        for r, lo, hi in bounds:
+            if hi == lo:
+                continue
+            pieces.append(conf[at:lo])
+            rel = torch.full((hi - lo,), r, dtype=torch.int64, device=dev)
+            pieces.append(calib.calibrate(conf[lo:hi], h_of(lo, hi), rel, t_of(lo, hi), proj))
+            at = hi
+        if not pieces:
+            return conf + 0.0 * proj[1].sum()
+        pieces.append(conf[at:])
+        return torch.cat(pieces)
 
     def orient_subset(o: Any, src_is_head: bool) -> Any:
         bounds = [(r, int(o.ptr[r * n]), int(o.ptr[(r + 1) * n])) for r in rels]
-        h_of = (lambda i: o.src[i]) if src_is_head else (lambda i: o.dst[i])
-        t_of = (lambda i: o.dst[i]) if src_is_head else (lambda i: o.src[i])
+        h_of = (lambda lo, hi: o.src[lo:hi]) if src_is_head else (lambda lo, hi: o.dst[lo:hi])
+        t_of = (lambda lo, hi: o.dst[lo:hi]) if src_is_head else (lambda lo, hi: o.src[lo:hi])
         return replace(o, conf=part(o.conf, bounds, h_of, t_of))
 
     dbounds = [(r, int(adj.diag_off[r]), int(adj.diag_off[r + 1])) for r in rels]
-    diag_conf = part(adj.diag_conf, dbounds, lambda i: adj.diag_ent[i], lambda i: adj.diag_ent[i])
+    diag_conf = part(
+        adj.diag_conf, dbounds, lambda lo, hi: adj.diag_ent[lo:hi], lambda lo, hi: adj.diag_ent[lo:hi]
+    )
     return replace(
         adj, fwd=orient_subset(adj.fwd, True), bwd=orient_subset(adj.bwd, False), diag_conf=diag_conf
     )
@@ -357,6 +369,7 @@ def fit_affine(
     for epoch in range(1, cfg.epochs + 1):
         total, count = 0.0, 0
         order = [kept[i] for i in torch.randperm(len(kept), generator=gen).tolist()]
+        bar.set_description(f"calibration L epoch {epoch}/{cfg.epochs}")
         for lo in range(0, len(order), cfg.batch_size):
             batch = order[lo : lo + cfg.batch_size]
             loss = _batch_loss(
@@ -373,6 +386,9 @@ def fit_affine(
             opt.step()
             total += loss.item() * len(batch)
             count += len(batch)
+            bar.set_postfix(
+                batch=f"{lo // cfg.batch_size + 1}/{n_batches}", loss=f"{loss.item():.4g}", refresh=False
+            )
             bar.update(1)
         val = score()
         history["epochs"][str(epoch)] = {"loss": total / max(1, count), "valid": val}

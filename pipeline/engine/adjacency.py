@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from pipeline.kg import GraphTensors
@@ -78,18 +79,62 @@ def expand(start: torch.Tensor, count: torch.Tensor, *arrays: torch.Tensor) -> t
     dev = start.device
     pair = torch.repeat_interleave(torch.arange(count.numel(), device=dev), count, output_size=total)
     first = torch.cumsum(count, 0) - count
-    pos = start[pair] + torch.arange(total, device=dev) - first[pair]
-    return (pair, *(a[pos] for a in arrays))
+    pos = (start - first).index_select(0, pair).add_(torch.arange(total, device=dev))
+    # index_select: the same gather as a[pos], several times faster than advanced indexing on the CPU
+    return (pair, *(a.index_select(0, pos) for a in arrays))
 
 
 def merge_keys(keys: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The sorted union (U,) int64 of key arrays with every key in [0, bound), and the position in it (T,)
-    of each element of their concatenation (T = total length): one sort, no binary searches."""
+    of each element of their concatenation (T = total length). Any keys are accepted; the engine's are
+    sorted runs (a relation's slice of the index, a row's facts), which the CPU path merges in linear time."""
     cat = torch.cat(keys)
     if bound <= 1 << 31:
-        cat = cat.to(torch.int32)  # 32-bit keys sort about three times faster
-    union, inv = torch.unique(cat, return_inverse=True)
-    return union.to(torch.int64), inv
+        cat = cat.to(torch.int32)  # 32-bit keys sort and move faster
+    if cat.device.type != "cpu" or cat.numel() < 2:
+        union, inv = torch.unique(cat, return_inverse=True)
+        return union.to(torch.int64), inv
+    # numpy's stable sort is a timsort: on a few concatenated sorted runs it is a linear merge, ~100x
+    # faster than torch.unique's full sort on a CN15k export's relation pair (measured: 18 ms vs 1.9 s).
+    a = cat.numpy()
+    order = np.argsort(a, kind="stable")
+    ordered = a[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    rank = np.cumsum(first, dtype=np.int64)
+    rank -= 1
+    inv = np.empty(a.size, dtype=np.int64)
+    inv[order] = rank
+    return torch.from_numpy(ordered[first].astype(np.int64)), torch.from_numpy(inv)
+
+
+def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The sorted union (U,) int64 of sorted, duplicate-free key arrays in [0, bound), and for each run
+    the position in the union of each of its keys. Equals merge_keys (split per run); on the CPU the
+    positions come from one linear merge with no scatter."""
+    if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
+        union, inv = merge_keys(runs, bound)
+        return union, list(torch.split(inv, [r.numel() for r in runs]))
+    dtype = np.int32 if bound <= 1 << 31 else np.int64
+    cat = np.concatenate([r.numpy().astype(dtype, copy=False) for r in runs])
+    order = np.argsort(cat, kind="stable")  # timsort: a linear merge of the sorted runs
+    ordered = cat[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    rank = np.cumsum(first, dtype=np.int64)
+    rank -= 1
+    # the stable merge keeps each run's keys in their (ascending) order: a run's positions in the union
+    # are the ranks at its sorted slots, read in order
+    ends = np.cumsum([r.numel() for r in runs])
+    if len(runs) == 2:  # the multi-edge case: one comparison tells the runs apart
+        in_first = order < ends[0]
+        where = [torch.from_numpy(rank[in_first]), torch.from_numpy(rank[~in_first])]
+    else:
+        run_of = np.searchsorted(ends, order, side="right")
+        where = [torch.from_numpy(rank[run_of == i]) for i in range(len(runs))]
+    return torch.from_numpy(ordered[first].astype(np.int64)), where
 
 
 @dataclass(frozen=True)
@@ -170,12 +215,12 @@ class Adjacency:
         if len(parts) == 1:  # slices of the index: nothing to build or remember
             ori, lo, hi = spans[0]
             return ori.dst[lo:hi], ori.src[lo:hi], ori.conf[lo:hi][None, :]
-        union, inv = merge_keys([ori.src[lo:hi] * n + ori.dst[lo:hi] for ori, lo, hi in spans], n * n)
+        # key = (rel * N + o) * N + s is sorted within a relation's slice: o * N + s by one subtraction
+        keys = [ori.key[lo:hi] - rel * n * n for (ori, lo, hi), (_, rel) in zip(spans, parts, strict=True)]
+        union, where = merge_sorted_runs(keys, n * n)
         conf = torch.zeros((len(parts), union.numel()), dtype=torch.float32, device=union.device)
-        at = 0
         for p, (ori, lo, hi) in enumerate(spans):
-            conf[p, inv[at : at + hi - lo]] = ori.conf[lo:hi]
-            at += hi - lo
+            conf[p, where[p]] = ori.conf[lo:hi]  # torch indexing: differentiable in conf (calibration L)
         o = union // n
         return self._remember(("union", parts), (union - o * n, o, conf))
 

@@ -1,0 +1,318 @@
+"""The sparse max-plus product of design section 2, step 3:
+
+    out[b, o] = max_s  C[b, s] + M_b(s, o)
+
+for a batch of state vectors C (B, N) and matrices M_b given as "default d_b + stored exceptions".
+Split by whether (s, o) is stored:
+  * stored:      a scatter-max over the stored entries. For a state finite on few entities, only the
+                 rows of those entities are gathered (CSR); for a state finite almost everywhere (alpha 0
+                 upstream), the matrix's finite entries are streamed once as contiguous arrays, over the
+                 transposed batch when many rows share a relation (see _dense_rows, _stream_wide);
+  * not stored:  d_b + max over s outside column o's support of C[b, s]. That maximum is C's best entry
+                 unless (best, o) is stored, then the second best, ... so it is found by walking C's
+                 top entries, and only for the few columns that hold all of them.
+No dense |E| x |E| matrix is formed; the work is the stored entries touched plus O(B * N).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.engine.reference.atoms import NEG_INF, RelationMatrix, SumMatrix
+
+Matrix = RelationMatrix | SumMatrix
+_TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
+_DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
+_WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
+_WIDE_BLOCK = 1 << 19  # floats gathered per block of entries (_stream_wide): 2 MiB, about the L2 cache
+_WALK = 8  # top entries walked per column before a column is finished exactly (_max_off_column)
+_GRAD_ENTRIES = 1 << 22  # stored entries examined at once when routing gradients (_attach_grad)
+
+
+def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
+    """(B, N) float32: the max-plus product of state (B, N) (-inf = impossible) with matrices m.
+
+    Differentiable in state and in the graph's confidences (calibration L): the values are computed by the
+    fast path below without autograd, then the gradient of each output entry is routed to its argmax term,
+    state[b, s*] plus (where s* is a stored entry) that entry's value (see _attach_grad)."""
+    if torch.is_grad_enabled() and (state.requires_grad or _conf_requires_grad(m)):
+        with torch.no_grad():
+            out = _values(state.detach(), m)
+        return _attach_grad(state, m, out)
+    return _values(state, m)
+
+
+def _conf_requires_grad(m: Matrix) -> bool:
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
+    return any(p.adj.fwd.conf.requires_grad or p.adj.bwd.conf.requires_grad for p in parts)
+
+
+def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Tensor:
+    """out (B, N) (the product's values, no autograd) plus zero-valued terms that carry the gradient of
+    each finite entry (b, o) to one maximiser s*: d out[b, o] / d state[b, s*] = 1 and, where (s*, o) is
+    stored, d out / d V(s*, o) = 1 (through the stored confidences). Ties: the first maximiser found (a
+    valid subgradient). The forward values are exactly those of the fast path.
+
+    Maximisers: a stored entry whose term equals out (up to float rounding, since the fast path may fuse
+    the multiply-add), else the best state entry outside column o's support (the default's term)."""
+    bsz, n = state.shape
+    dev = state.device
+    sd = state.detach()
+    fin_out = torch.isfinite(out)
+    # Stored maximisers, a few batch rows at a time (the rows of a finite state hold a relation's facts).
+    won = torch.zeros((bsz, n), dtype=torch.bool, device=dev)
+    wb, ws, wo = [], [], []
+    with torch.no_grad():
+        for lo, hi in _row_chunks(sd, m):
+            b, s = torch.nonzero(torch.isfinite(sd[lo:hi]), as_tuple=True)
+            b = b + lo
+            if not b.numel():
+                continue
+            pair, o, val = m.rows(b, s)
+            bb, ss = b[pair], s[pair]
+            target = out[bb, o]
+            cand = sd[bb, ss] + val
+            hit = torch.isfinite(cand) & ((cand - target).abs() <= 1e-5 * target.abs().clamp_min(1.0))
+            bb, ss, o = bb[hit], ss[hit], o[hit]
+            cell = bb * n + o
+            cell, first = _first_occurrence(cell)
+            wb.append(bb[first])
+            ws.append(ss[first])
+            wo.append(o[first])
+            won.view(-1)[cell] = True
+    res = out
+    if wb:
+        b, s, o = torch.cat(wb), torch.cat(ws), torch.cat(wo)
+        term = state[b, s] + m.entry(b, s, o)
+        delta = torch.zeros(bsz * n, dtype=out.dtype, device=dev).index_add(
+            0, b * n + o, term - term.detach()
+        )
+        res = res + delta.view(bsz, n)
+    # Default maximisers: the best state entry outside the column's support.
+    rest = fin_out & ~won
+    if bool(rest.any()):
+        with torch.no_grad():
+            arg = sd.argmax(dim=1)[:, None].expand(bsz, n).clone()
+            rb, ro = torch.nonzero(rest, as_tuple=True)
+            inside = m.contains(rb, arg[rb, ro], ro)  # the row's best entry is stored in that column
+            if bool(inside.any()):
+                arg[rb[inside], ro[inside]] = _argmax_off_column(sd, rb[inside], ro[inside], m)
+        picked = state.gather(1, arg)
+        res = res + torch.where(rest, picked - picked.detach(), torch.zeros((), device=dev))
+    return res
+
+
+def _row_chunks(state: torch.Tensor, m: Matrix) -> list[tuple[int, int]]:
+    """Consecutive row ranges [lo, hi) of state (B, N) whose stored entries from finite state entries
+    number at most _GRAD_ENTRIES (a row over it is a range alone): bounds the memory of _attach_grad."""
+    bsz, n = state.shape
+    fin = torch.isfinite(state)
+    count = torch.zeros(bsz, dtype=torch.int64, device=state.device)
+    ents = torch.arange(n, device=state.device)
+    for p in m.parts if isinstance(m, SumMatrix) else [m]:
+        k = p.params.rel[:, None] * n + ents[None, :]
+        count += ((p.ori.ptr[k + 1] - p.ori.ptr[k]) * fin).sum(1)
+    chunks, lo, used = [], 0, 0
+    for i, c in enumerate(count.tolist()):
+        if i > lo and used + c > _GRAD_ENTRIES:
+            chunks.append((lo, i))
+            lo, used = i, 0
+        used += c
+    if lo < bsz:
+        chunks.append((lo, bsz))
+    return chunks
+
+
+def _first_occurrence(key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct keys (K,) and the position (K,) of each one's first occurrence in key (T,)."""
+    uniq, inv = torch.unique(key, return_inverse=True)
+    pos = torch.arange(key.numel(), device=key.device)
+    first = torch.full(uniq.shape, key.numel(), dtype=torch.int64, device=key.device)
+    first.scatter_reduce_(0, inv, pos, reduce="amin", include_self=True)
+    return uniq, first
+
+
+def _argmax_off_column(state: torch.Tensor, pb: torch.Tensor, po: torch.Tensor, m: Matrix) -> torch.Tensor:
+    """(P,) int64: for pairs (row pb, column po), an s maximising state[pb, s] over s with (s, po) not stored."""
+    n = state.shape[1]
+    out = torch.empty(pb.numel(), dtype=torch.int64, device=state.device)
+    step = max(1, (1 << 24) // n)
+    for lo in range(0, pb.numel(), step):
+        b, o = pb[lo : lo + step], po[lo : lo + step]
+        rows = state[b]  # advanced indexing: already a copy
+        pair, s = m.column(b, o)
+        rows[pair, s] = NEG_INF
+        out[lo : lo + step] = rows.argmax(dim=1)
+    return out
+
+
+def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
+    """The product's values (the fast path; in-place kernels, not differentiable)."""
+    bsz, n = state.shape
+    dev = state.device
+
+    # Stored entries: only rows with a finite state can contribute. A nearly everywhere finite state is
+    # better served by streaming its relation's facts once (no ragged gather, no per-fact parameters).
+    if bool(torch.isfinite(state.amin(dim=1)).all()):  # finite everywhere (alpha 0 upstream): one cheap pass
+        finite, dense = None, torch.ones(bsz, dtype=torch.bool, device=dev)
+    else:
+        finite = torch.isfinite(state)
+        dense = finite.sum(1) > _DENSE_FRACTION * n
+    n_dense = int(dense.sum())
+    out = None
+    if n_dense:
+        out = _dense_rows(state, m, torch.nonzero(dense, as_tuple=True)[0])
+        finite = None if n_dense == bsz else finite & ~dense[:, None]
+    if out is None:
+        out = torch.full((bsz, n), NEG_INF, dtype=torch.float32, device=dev)
+    if finite is not None:
+        b, s = torch.nonzero(finite, as_tuple=True)
+        if b.numel():
+            pair, o, val = m.rows(b, s)
+            cand = state[b[pair], s[pair]] + val
+            out.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
+
+    # Entries not stored take the default; only batch elements with a finite default need it. Column o
+    # gets d + (best state entry), except the few columns whose support holds that entry (pb, po).
+    sel = torch.nonzero(torch.isfinite(m.default), as_tuple=True)[0]
+    if not sel.numel():
+        return out
+    whole = sel.numel() == bsz  # the common all-or-nothing batch: no row copies
+    rows = out if whole else out[sel]
+    d = m.default[sel]
+    top, pb, po, pv = _outside_support(state if whole else state[sel], sel, m)
+    stored = rows[pb, po]
+    torch.maximum(rows, (top + d)[:, None], out=rows)
+    rows[pb, po] = torch.maximum(stored, pv + d[pb])
+    if whole:
+        return rows
+    out[sel] = rows
+    return out
+
+
+def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Tensor | None:
+    """(B, N) contiguous: in the given rows, the max over the stored (s, o) of state[row, s] + V(s, o),
+    streaming the finite entries of each row's matrix as contiguous arrays; -inf in the other rows (None:
+    no stored finite entry at all, every row -inf). Rows are grouped by their atoms' (relation, negated,
+    alpha), so the alpha filter (and a multi-edge's union of supports) is built once per group, leaving
+    one fused multiply-add per atom and one scatter-max per entry and row."""
+    bsz, n = state.shape
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
+    cols = [
+        (p.params.rel[rows].tolist(), p.params.neg[rows].tolist(), p.params.alpha[rows].tolist())
+        for p in parts
+    ]
+    groups: dict[tuple, list[int]] = {}
+    for i, b in enumerate(rows.tolist()):
+        key = tuple((p.from_head, c[0][i], c[1][i], c[2][i]) for p, c in zip(parts, cols, strict=True))
+        groups.setdefault(key, []).append(b)
+    out = None
+    for key, members in groups.items():
+        src, dst, cc = parts[0].adj.finite_facts(key)
+        if not src.numel():
+            continue
+        whole = len(members) == bsz  # one group holds the whole batch: no row copies
+        bs = slice(None) if whole else torch.tensor(members, device=state.device)
+        betas = [p.params.beta[bs] for p in parts]
+        if len(members) >= _WIDE:
+            res = _stream_wide(state[bs], betas, src, dst, cc)
+        else:
+            g = state[bs][:, src]
+            for beta, w in zip(betas, cc, strict=True):
+                g.addcmul_(beta[:, None], w[None, :])
+            res = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
+            res.scatter_reduce_(1, dst.expand(len(members), -1), g, reduce="amax", include_self=True)
+        if whole:
+            return res
+        if out is None:
+            out = torch.full((bsz, n), NEG_INF, dtype=torch.float32, device=state.device)
+        out[bs] = res  # each row is in exactly one group and out is still -inf there
+    return out
+
+
+def _stream_wide(
+    state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
+) -> torch.Tensor:
+    """(B, N) contiguous: max over entries i of state[:, src_i] + sum_p betas[p] * cc[p, i] at column
+    dst_i, for many rows at once. Works on the transposed state (N, B) so every entry moves one contiguous
+    run of B floats, in blocks small enough for the cache (entries sorted by dst keep the scatter's writes
+    local)."""
+    bsz, n = state.shape
+    st = state.t().clone(memory_format=torch.contiguous_format)  # always a copy: its buffer is reused below
+    out = torch.full((n, bsz), NEG_INF, dtype=torch.float32, device=state.device)
+    block = max(256, _WIDE_BLOCK // bsz)
+    for lo in range(0, src.numel(), block):
+        g = st.index_select(0, src[lo : lo + block])
+        for beta, w in zip(betas, cc, strict=True):
+            g.addcmul_(w[lo : lo + block, None], beta[None, :])
+        out.scatter_reduce_(
+            0, dst[lo : lo + block, None].expand(-1, bsz), g, reduce="amax", include_self=True
+        )
+    # The transposed state is dead: its buffer (already paged in) takes the result back in (B, N) layout.
+    # A fresh (B, N) buffer costs ~1 us of page fault per 4 KiB, and a transposed view is slow to add to.
+    return st.view(bsz, n).copy_(out.t())
+
+
+def _outside_support(
+    state: torch.Tensor, sel: torch.Tensor, m: Matrix
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For each selected row of state (S, N), max over s with (s, o) not stored, in compressed form:
+    top (S,) the row's best entry, right for every column except the pairs (pb, po) (P,) whose column
+    support holds that entry; pv (P,) the exact value there, found by walking the row's next best entries."""
+    n = state.shape[1]
+    k = min(_TOPK, n)
+    vals, idx = torch.topk(state, k, dim=1)
+    pair, o, _ = m.rows(sel, idx[:, 0])  # the best entry's row: the columns it is stored in
+    keep = torch.isfinite(vals[pair, 0])  # a row all -inf: nothing better exists
+    pb, po = pair[keep], o[keep]
+    pv = torch.empty(pb.shape, dtype=state.dtype, device=state.device)
+    act = torch.arange(pb.numel(), device=state.device)  # pairs still walking
+    j = 1
+    while act.numel():
+        b, c = pb[act], po[act]
+        if j > _WALK:  # columns holding many top entries (hubs): finish them exactly, column by column
+            pv[act] = _max_off_column(state, sel, b, c, m)
+            break
+        if j >= k:  # the walk outgrew the fetched top entries: fetch more
+            vals, idx = _extend(state, vals, idx, min(4 * k, n))
+            k = vals.shape[1]
+        if j >= n:  # every s is in the support: only stored entries exist in this column
+            pv[act] = NEG_INF
+            break
+        v = vals[b, j]
+        pv[act] = v
+        act = act[torch.isfinite(v) & m.contains(sel[b], idx[b, j], c)]
+        j += 1
+    return vals[:, 0], pb, po, pv
+
+
+def _max_off_column(
+    state: torch.Tensor, sel: torch.Tensor, pb: torch.Tensor, po: torch.Tensor, m: Matrix
+) -> torch.Tensor:
+    """(P,): for pairs (row pb, column po), max of state[pb] over s with (s, po) not stored, by masking
+    the column's support in a copy of the row (chunked: at most ~16M floats at once)."""
+    n = state.shape[1]
+    out = torch.empty(pb.numel(), dtype=state.dtype, device=state.device)
+    step = max(1, (1 << 24) // n)
+    for lo in range(0, pb.numel(), step):
+        b, o = pb[lo : lo + step], po[lo : lo + step]
+        rows = state[b]  # advanced indexing: already a copy
+        pair, s = m.column(sel[b], o)
+        rows[pair, s] = NEG_INF
+        out[lo : lo + step] = rows.amax(dim=1)
+    return out
+
+
+def _extend(
+    state: torch.Tensor, vals: torch.Tensor, idx: torch.Tensor, k_new: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lengthen each row's best-first list (vals, idx) (S, k) to (S, k_new) without reordering its prefix.
+    topk may order tied values differently from one call to the next, so the new entries are those of a
+    larger topk not already listed, in order: the walk then never repeats nor skips an entity."""
+    k = idx.shape[1]
+    v2, i2 = torch.topk(state, k_new, dim=1)
+    listed = torch.zeros(state.shape, dtype=torch.bool, device=state.device)
+    listed.scatter_(1, idx, True)
+    dup = listed.gather(1, i2)
+    order = torch.sort(dup.to(torch.int8), dim=1, stable=True).indices[:, : k_new - k]  # unlisted first
+    return torch.cat([vals, v2.gather(1, order)], 1), torch.cat([idx, i2.gather(1, order)], 1)
