@@ -205,7 +205,7 @@ def train_qe(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
             seen += len(idx)
             bar.set_postfix(loss=f"{total / seen:.4f}")
         bar.close()
