@@ -18,6 +18,7 @@ def _named_in(folders: list[str], name: str) -> bool:
 
 def _registered() -> list[tuple[str, str, list[str]]]:
     from loaders import REGISTRY
+    from pipeline.baselines import MODELS as QE_MODELS
     from pipeline.metrics import METRICS
     from pipeline.models import MODELS
     from pipeline.query.types import QUERY_TYPES
@@ -27,6 +28,7 @@ def _registered() -> list[tuple[str, str, list[str]]]:
         + [("metric", n, ["metrics"]) for n in METRICS]
         + [("query type", n, ["query", "engine"]) for n in QUERY_TYPES]
         + [("data set", n, ["loaders"]) for n in REGISTRY]
+        + [("query-embedding model", n, ["baselines"]) for n in QE_MODELS]
     )
 
 

@@ -19,8 +19,13 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (x * m).sum(-1) / m.sum(-1).clamp(min=1.0)
 
 
-def weighted_ranking(pos_logits: torch.Tensor, pos_util: torch.Tensor, pos_mask: torch.Tensor,
-                     neg_logits: torch.Tensor, neg_mask: torch.Tensor) -> torch.Tensor:
+def weighted_ranking(
+    pos_logits: torch.Tensor,
+    pos_util: torch.Tensor,
+    pos_mask: torch.Tensor,
+    neg_logits: torch.Tensor,
+    neg_mask: torch.Tensor,
+) -> torch.Tensor:
     """The QE papers' negative-sampling loss with each answer weighted by its share of the utility:
     ``-sum_a (u_a / sum u) log sigmoid(z_a) - mean_n log sigmoid(-z_n)``, averaged over queries."""
     w = torch.where(pos_mask, pos_util, torch.zeros_like(pos_util))
@@ -30,15 +35,22 @@ def weighted_ranking(pos_logits: torch.Tensor, pos_util: torch.Tensor, pos_mask:
     return (pos + neg).mean()
 
 
-def listwise(pos_logits: torch.Tensor, pos_util: torch.Tensor, pos_mask: torch.Tensor,
-             neg_logits: torch.Tensor, neg_mask: torch.Tensor) -> torch.Tensor:
+def listwise(
+    pos_logits: torch.Tensor,
+    pos_util: torch.Tensor,
+    pos_mask: torch.Tensor,
+    neg_logits: torch.Tensor,
+    neg_mask: torch.Tensor,
+) -> torch.Tensor:
     """ListNet-style cross-entropy: the target distribution over answers and negatives is the utility
     share (negatives 0), the prediction a softmax over the same list. It rewards ordering the answers by
     utility, not only separating them from the negatives."""
     logits = torch.cat([pos_logits, neg_logits], dim=-1)
     mask = torch.cat([pos_mask, neg_mask], dim=-1)
     logits = logits.masked_fill(~mask, float("-inf"))
-    target = torch.cat([torch.where(pos_mask, pos_util, torch.zeros_like(pos_util)), torch.zeros_like(neg_logits)], -1)
+    target = torch.cat(
+        [torch.where(pos_mask, pos_util, torch.zeros_like(pos_util)), torch.zeros_like(neg_logits)], -1
+    )
     target = target / target.sum(-1, keepdim=True).clamp(min=1e-12)
     logp = torch.log_softmax(logits, dim=-1)
     return -(target * torch.where(mask, logp, torch.zeros_like(logp))).sum(-1).mean()

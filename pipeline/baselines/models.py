@@ -39,7 +39,9 @@ class QueryEmbeddingModel(nn.Module):
     method = "base"
     union = "dnf"  # "dnf": max over the conjunctions' scores; "conorm": one embedding by the t-conorm
 
-    def __init__(self, n_entities: int, n_relations: int, dim: int = 400, hidden: int = 800, gamma: float = 12.0) -> None:
+    def __init__(
+        self, n_entities: int, n_relations: int, dim: int = 400, hidden: int = 800, gamma: float = 12.0
+    ) -> None:
         super().__init__()
         self.n_entities, self.n_relations = int(n_entities), int(n_relations)
         self.dim, self.hidden, self.gamma = int(dim), int(hidden), float(gamma)
@@ -133,8 +135,15 @@ class LogicENE(QueryEmbeddingModel):
     method = "LogicE+NE"
     union = "conorm"
 
-    def __init__(self, n_entities: int, n_relations: int, dim: int = 400, hidden: int = 800, gamma: float = 12.0,
-                 tnorm: str = "product") -> None:
+    def __init__(
+        self,
+        n_entities: int,
+        n_relations: int,
+        dim: int = 400,
+        hidden: int = 800,
+        gamma: float = 12.0,
+        tnorm: str = "product",
+    ) -> None:
         super().__init__(n_entities, n_relations, dim, hidden, gamma)
         if tnorm not in logice.TNORMS:
             raise ValueError(f"unknown t-norm {tnorm!r}; known: {', '.join(logice.TNORMS)}")
@@ -174,7 +183,9 @@ class LogicENE(QueryEmbeddingModel):
             return logice.l1_distance(ent, state[0].unsqueeze(1))
         ent = self.entity_truth()
         per = max(1, int(2e7 // (self.n_entities * self.dim)))
-        return _chunked(lambda q: logice.l1_distance(ent.unsqueeze(0), q[0].unsqueeze(1)), state, state[0].shape[0], per)
+        return _chunked(
+            lambda q: logice.l1_distance(ent.unsqueeze(0), q[0].unsqueeze(1)), state, state[0].shape[0], per
+        )
 
 
 class ConENE(QueryEmbeddingModel):
@@ -184,8 +195,15 @@ class ConENE(QueryEmbeddingModel):
     method = "ConE+NE"
     union = "dnf"
 
-    def __init__(self, n_entities: int, n_relations: int, dim: int = 400, hidden: int = 800, gamma: float = 12.0,
-                 inside_weight: float = 0.02) -> None:
+    def __init__(
+        self,
+        n_entities: int,
+        n_relations: int,
+        dim: int = 400,
+        hidden: int = 800,
+        gamma: float = 12.0,
+        inside_weight: float = 0.02,
+    ) -> None:
         super().__init__(n_entities, n_relations, dim, hidden, gamma)
         self.inside_weight = float(inside_weight)
         self.entity_raw = nn.Parameter(torch.empty(self.n_entities, self.dim).uniform_(-1.0, 1.0))
@@ -212,7 +230,10 @@ class ConENE(QueryEmbeddingModel):
 
     def project(self, state: State, relation: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> State:
         ne = self.number_code(alpha, beta)
-        x = torch.cat([state[0] + self.relation_axis[relation] + ne, state[1] + self.relation_arg[relation] + ne], dim=-1)
+        x = torch.cat(
+            [state[0] + self.relation_axis[relation] + ne, state[1] + self.relation_arg[relation] + ne],
+            dim=-1,
+        )
         ax, ar = self.proj(x).chunk(2, dim=-1)
         return cone.to_axis(ax), cone.to_arg(ar)
 
@@ -234,7 +255,12 @@ class ConENE(QueryEmbeddingModel):
             return cone.distance(ent, state[0].unsqueeze(1), state[1].unsqueeze(1), w)
         ent = self.entity_axes().unsqueeze(0)
         per = max(1, int(1e7 // (self.n_entities * self.dim)))
-        return _chunked(lambda q: cone.distance(ent, q[0].unsqueeze(1), q[1].unsqueeze(1), w), state, state[0].shape[0], per)
+        return _chunked(
+            lambda q: cone.distance(ent, q[0].unsqueeze(1), q[1].unsqueeze(1), w),
+            state,
+            state[0].shape[0],
+            per,
+        )
 
 
 MODELS: dict[str, type[QueryEmbeddingModel]] = {"logice_ne": LogicENE, "cone_ne": ConENE}

@@ -66,7 +66,9 @@ def _conjunction_plan(conj: Conjunction, offset: int) -> Plan:
             if a.tail != v:
                 continue
             if a.head == v:
-                raise UnsupportedQuery(f"self-loop on ?{v.name} (a query-embedding model has no such operator)")
+                raise UnsupportedQuery(
+                    f"self-loop on ?{v.name} (a query-embedding model has no such operator)"
+                )
             child = ("ent", offset + i) if isinstance(a.head, Const) else var_node(a.head, path | {v})
             node: Plan = ("proj", offset + i, child)
             incoming.append(("not", node) if a.negated else node)
@@ -118,7 +120,9 @@ def stack_params(rows: list[list[float | int]]) -> PlanParams:
     )
 
 
-def group_by_plan(queries: list[Query], ids: list[str] | None = None) -> dict[Plan, tuple[list[int], PlanParams]]:
+def group_by_plan(
+    queries: list[Query], ids: list[str] | None = None
+) -> dict[Plan, tuple[list[int], PlanParams]]:
     """Queries grouped by plan: {plan: (positions in the list, their PlanParams)}, plans in first-seen order.
 
     ids (optional, same length) name the query in an UnsupportedQuery message."""

@@ -27,7 +27,9 @@ def ground_truth(frame: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
     ]
 
 
-def answer_frame(model: QueryEmbeddingModel, queries: Any, batch_size: int = 128, progress: bool = False) -> pd.DataFrame:
+def answer_frame(
+    model: QueryEmbeddingModel, queries: Any, batch_size: int = 128, progress: bool = False
+) -> pd.DataFrame:
     """The answers rows of a QuerySet (see pipeline.answer) under model's scores over all entities."""
     from tqdm import tqdm
 
@@ -48,8 +50,11 @@ def answer_frame(model: QueryEmbeddingModel, queries: Any, batch_size: int = 128
                 rows = slice(s, s + len(sel))
                 sub = type(p)(p.anchor[rows], p.relation[rows], p.alpha[rows], p.beta[rows])
                 util = model.logits(plan, sub)
-                parts.append(answer_rows([ids[i] for i in sel], [types[i] for i in sel], util,
-                                         [truth[i] for i in sel], TOP_K))
+                parts.append(
+                    answer_rows(
+                        [ids[i] for i in sel], [types[i] for i in sel], util, [truth[i] for i in sel], TOP_K
+                    )
+                )
                 bar.update(len(sel))
     bar.close()
     if not parts:

@@ -41,7 +41,9 @@ def qe_model_from_doc(doc: Any, path: Path) -> QueryEmbeddingModel:
     return model
 
 
-def load_qe_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[QueryEmbeddingModel, dict[str, Any]]:
+def load_qe_run(
+    run_dir: str | Path, device: str | torch.device = "cpu"
+) -> tuple[QueryEmbeddingModel, dict[str, Any]]:
     """The selected model of a baseline run (eval mode, on device) and the run's config."""
     path = Path(run_dir)
     if not (path / CONFIG_FILE).is_file():

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -66,11 +67,17 @@ class PlanBatchData:
 
     def take(self, idx: torch.Tensor) -> PlanBatchData:
         p = self.params
-        return PlanBatchData(PlanParams(p.anchor[idx], p.relation[idx], p.alpha[idx], p.beta[idx]),
-                             self.answers[idx], self.util[idx], self.mask[idx])
+        return PlanBatchData(
+            PlanParams(p.anchor[idx], p.relation[idx], p.alpha[idx], p.beta[idx]),
+            self.answers[idx],
+            self.util[idx],
+            self.mask[idx],
+        )
 
     def to(self, device: torch.device | str) -> PlanBatchData:
-        return PlanBatchData(self.params.to(device), self.answers.to(device), self.util.to(device), self.mask.to(device))
+        return PlanBatchData(
+            self.params.to(device), self.answers.to(device), self.util.to(device), self.mask.to(device)
+        )
 
 
 def train_tensors(query_sets: list[Any]) -> dict[Plan, PlanBatchData]:
@@ -94,12 +101,16 @@ def train_tensors(query_sets: list[Any]) -> dict[Plan, PlanBatchData]:
     return out
 
 
-def step_loss(model: QueryEmbeddingModel, plan: Plan, data: PlanBatchData, negatives: torch.Tensor, loss: str) -> torch.Tensor:
+def step_loss(
+    model: QueryEmbeddingModel, plan: Plan, data: PlanBatchData, negatives: torch.Tensor, loss: str
+) -> torch.Tensor:
     """The loss of one batch: data (B queries of plan), negatives (B, N) entity ids."""
     n_pos = data.answers.shape[1]
     logits = model.logits(plan, data.params, torch.cat([data.answers, negatives], dim=1))
     # a negative that is one of the query's answers is not a negative
-    neg_mask = ~(negatives.unsqueeze(-1) == data.answers.unsqueeze(1)).logical_and(data.mask.unsqueeze(1)).any(-1)
+    neg_mask = ~(negatives.unsqueeze(-1) == data.answers.unsqueeze(1)).logical_and(
+        data.mask.unsqueeze(1)
+    ).any(-1)
     return compute_loss(loss, logits[:, :n_pos], data.util, data.mask, logits[:, n_pos:], neg_mask)
 
 
@@ -111,10 +122,14 @@ def subsample_answers(data: PlanBatchData, k: int, gen: torch.Generator) -> Plan
     keys = torch.rand(data.mask.shape, generator=gen).to(data.mask.device)
     keys = keys.masked_fill(~data.mask, 2.0)  # padding sorts last
     cols = keys.topk(k, dim=1, largest=False).indices.sort(dim=1).values
-    return PlanBatchData(data.params, data.answers.gather(1, cols), data.util.gather(1, cols), data.mask.gather(1, cols))
+    return PlanBatchData(
+        data.params, data.answers.gather(1, cols), data.util.gather(1, cols), data.mask.gather(1, cols)
+    )
 
 
-def epoch_batches(sizes: dict[Plan, int], batch_size: int, gen: torch.Generator) -> list[tuple[Plan, torch.Tensor]]:
+def epoch_batches(
+    sizes: dict[Plan, int], batch_size: int, gen: torch.Generator
+) -> list[tuple[Plan, torch.Tensor]]:
     """Shuffled (plan, row indices) batches covering every train query once."""
     batches = []
     for plan, n in sizes.items():
@@ -148,9 +163,9 @@ def train_qe(
     log: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Any]:
     """Train a baseline into out_dir (resuming from its checkpoint when the config matches); returns results."""
-    from loaders import get_spec
     from tqdm import tqdm
 
+    from loaders import get_spec
     from pipeline import config as env
     from pipeline.sampling import read_query_set
 
@@ -175,7 +190,9 @@ def train_qe(
     ckpt = out / runs.CHECKPOINT_FILE
     if ckpt.exists():
         saved = read_json(out / runs.CONFIG_FILE)
-        if {k: v for k, v in saved.items() if k != "epochs"} != {k: v for k, v in doc.items() if k != "epochs"}:
+        if {k: v for k, v in saved.items() if k != "epochs"} != {
+            k: v for k, v in doc.items() if k != "epochs"
+        }:
             raise ArtifactError(f"{out}: holds a run with another configuration; choose another --out")
         state = torch_load(ckpt)
         model.load_state_dict(state["model"])
@@ -183,8 +200,13 @@ def train_qe(
         start, best, history = int(state["epoch"]) + 1, state["best"], list(state["history"])
         log(f"resuming {out} after epoch {start}")
     write_json(out / runs.CONFIG_FILE, doc)
-    checksums = {str(qs.path): str(qs.meta.get("checksums", qs.meta.get("seed"))) for qs in [*train_sets, valid]}
-    write_json(out / runs.METADATA_FILE, {**run_metadata(checksums, cfg.seed, str(dev)), "model_config": model.config()})
+    checksums = {
+        str(qs.path): str(qs.meta.get("checksums", qs.meta.get("seed"))) for qs in [*train_sets, valid]
+    }
+    write_json(
+        out / runs.METADATA_FILE,
+        {**run_metadata(checksums, cfg.seed, str(dev)), "model_config": model.config()},
+    )
 
     data = {p: d.to(dev) for p, d in train_tensors(train_sets).items()}
     sizes = {p: int(d.answers.shape[0]) for p, d in data.items()}
@@ -196,8 +218,13 @@ def train_qe(
         model.train()
         t0 = time.perf_counter()
         total, seen = 0.0, 0
-        bar = tqdm(batches, desc=f"{cfg.model} epoch {epoch + 1}/{cfg.epochs}", unit="batch",
-                   disable=not progress, dynamic_ncols=True)
+        bar = tqdm(
+            batches,
+            desc=f"{cfg.model} epoch {epoch + 1}/{cfg.epochs}",
+            unit="batch",
+            disable=not progress,
+            dynamic_ncols=True,
+        )
         for plan, idx in bar:
             batch = subsample_answers(data[plan].take(idx.to(dev)), cfg.max_answers, gen)
             neg = torch.randint(0, spec.n_entities, (len(idx), cfg.negatives), generator=gen).to(dev)
@@ -209,7 +236,11 @@ def train_qe(
             seen += len(idx)
             bar.set_postfix(loss=f"{total / seen:.4f}")
         bar.close()
-        row: dict[str, Any] = {"epoch": epoch + 1, "loss": total / max(seen, 1), "seconds": time.perf_counter() - t0}
+        row: dict[str, Any] = {
+            "epoch": epoch + 1,
+            "loss": total / max(seen, 1),
+            "seconds": time.perf_counter() - t0,
+        }
         if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
             t1 = time.perf_counter()
             row["valid_score"] = valid_score(model, valid)
@@ -219,8 +250,16 @@ def train_qe(
                 runs.save_qe_model(out / runs.MODEL_FILE, model)
         history.append(row)
         log(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
-        torch_save(ckpt, {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-                          "best": best, "history": history})
+        torch_save(
+            ckpt,
+            {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "epoch": epoch,
+                "best": best,
+                "history": history,
+            },
+        )
         write_json(out / runs.RESULTS_FILE, _results(history, best, n_train, sizes))
     if not (out / runs.MODEL_FILE).exists():  # e.g. epochs 0: keep the initial model so the run answers
         runs.save_qe_model(out / runs.MODEL_FILE, model)
@@ -230,7 +269,9 @@ def train_qe(
     return results
 
 
-def _results(history: list[dict[str, Any]], best: dict[str, Any], n_train: int, sizes: dict[Plan, int]) -> dict[str, Any]:
+def _results(
+    history: list[dict[str, Any]], best: dict[str, Any], n_train: int, sizes: dict[Plan, int]
+) -> dict[str, Any]:
     train_s = sum(h["seconds"] for h in history)
     return {
         "best_epoch": best["epoch"],

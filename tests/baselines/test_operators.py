@@ -49,8 +49,11 @@ def test_t_norms_hand_values() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.floats(0, 1), min_size=3, max_size=3), st.lists(st.floats(0, 1), min_size=3, max_size=3),
-       st.sampled_from(logice.TNORMS))
+@given(
+    st.lists(st.floats(0, 1), min_size=3, max_size=3),
+    st.lists(st.floats(0, 1), min_size=3, max_size=3),
+    st.sampled_from(logice.TNORMS),
+)
 def test_t_norm_laws(a: list[float], b: list[float], kind: str) -> None:
     x, y = torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
     t = logice.t_norm([x, y], kind)
@@ -58,8 +61,10 @@ def test_t_norm_laws(a: list[float], b: list[float], kind: str) -> None:
     assert torch.all(t <= torch.minimum(x, y) + 1e-12)  # never above the Goedel (largest) t-norm
     assert torch.allclose(logice.t_norm([x, torch.ones_like(x)], kind), x)  # 1 is neutral
     # De Morgan between the conorm and the norm
-    assert torch.allclose(logice.negation(logice.t_conorm([x, y], kind)),
-                          logice.t_norm([logice.negation(x), logice.negation(y)], kind))
+    assert torch.allclose(
+        logice.negation(logice.t_conorm([x, y], kind)),
+        logice.t_norm([logice.negation(x), logice.negation(y)], kind),
+    )
 
 
 def test_cone_negation_geometry() -> None:

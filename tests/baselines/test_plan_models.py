@@ -62,8 +62,10 @@ def test_all_entity_scores_equal_candidate_scores(name: str) -> None:
     """Two independent paths (chunked over all entities, gathered candidates) give the same logits."""
     torch.manual_seed(0)
     model = get_qe_model_class(name)(n_entities=23, n_relations=3, dim=6, hidden=8)
-    qs = [Query.of([Atom(Const(1), 0, Y, 0.3, 0.7, negated=True), Atom(Const(5), 2, Y)]),
-          Query.of([Atom(Const(2), 1, Y)], [Atom(Const(4), 0, X), Atom(X, 1, Y)])]
+    qs = [
+        Query.of([Atom(Const(1), 0, Y, 0.3, 0.7, negated=True), Atom(Const(5), 2, Y)]),
+        Query.of([Atom(Const(2), 1, Y)], [Atom(Const(4), 0, X), Atom(X, 1, Y)]),
+    ]
     for plan, (_, params) in group_by_plan(qs).items():
         full = model.logits(plan, params)
         cand = torch.arange(23).expand(params.batch_size, 23)
@@ -120,9 +122,12 @@ def test_losses_hand_values() -> None:
     pad_pos = torch.tensor([[0.0, 5.0]])
     pad_mask = torch.tensor([[True, False]])
     neg2, neg_mask = torch.tensor([[0.0, -9.0]]), torch.tensor([[True, False]])
-    assert weighted_ranking(pad_pos, torch.tensor([[1.0, 0.0]]), pad_mask, neg2, neg_mask).item() == pytest.approx(
-        2 * math.log(2))
-    assert listwise(pad_pos, torch.tensor([[1.0, 0.0]]), pad_mask, neg2, neg_mask).item() == pytest.approx(math.log(2))
+    assert weighted_ranking(
+        pad_pos, torch.tensor([[1.0, 0.0]]), pad_mask, neg2, neg_mask
+    ).item() == pytest.approx(2 * math.log(2))
+    assert listwise(pad_pos, torch.tensor([[1.0, 0.0]]), pad_mask, neg2, neg_mask).item() == pytest.approx(
+        math.log(2)
+    )
     # listwise prefers the order that follows the utilities
     good = listwise(torch.tensor([[2.0, 1.0]]), util, mask, z, ones)
     bad = listwise(torch.tensor([[1.0, 2.0]]), util, mask, z, ones)

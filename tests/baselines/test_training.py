@@ -30,11 +30,22 @@ def _toy_set(path: Path, split: str) -> Path:
             (Query.of([Atom(Const(e), 1, Y, 0.2, 0.8)]), [e + 3], [0.8], "1p"),
             (Query.of([Atom(Const(e), 0, Y), Atom(Const(e + 1), 0, Y)]), [e + 2], [1.5], "2i"),
         ):
-            rows.append({"id": f"{split}-{qtype}-{len(rows):05d}", "type": qtype, "text": "", "atoms": query_to_records(q),
-                         "answers_easy": answers, "utilities_easy": utils, "answers_hard": answers,
-                         "utilities_hard": utils, "seed": 0})
-    return write_query_set(rows, path, {"dataset": "ppi5k", "split": split, "alpha": "zero", "beta": "equal",
-                                        "source": "toy"})
+            rows.append(
+                {
+                    "id": f"{split}-{qtype}-{len(rows):05d}",
+                    "type": qtype,
+                    "text": "",
+                    "atoms": query_to_records(q),
+                    "answers_easy": answers,
+                    "utilities_easy": utils,
+                    "answers_hard": answers,
+                    "utilities_hard": utils,
+                    "seed": 0,
+                }
+            )
+    return write_query_set(
+        rows, path, {"dataset": "ppi5k", "split": split, "alpha": "zero", "beta": "equal", "source": "toy"}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +55,21 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _cfg(toy: tuple[Path, Path], model: str, epochs: int, loss: str = "weighted") -> QEConfig:
-    return QEConfig(dataset="ppi5k", model=model, train_queries=(str(toy[0]),), valid_queries=str(toy[1]), dim=8,
-                    hidden=16, lr=0.05, epochs=epochs, batch_size=8, negatives=16, loss=loss, eval_every=4, seed=3)
+    return QEConfig(
+        dataset="ppi5k",
+        model=model,
+        train_queries=(str(toy[0]),),
+        valid_queries=str(toy[1]),
+        dim=8,
+        hidden=16,
+        lr=0.05,
+        epochs=epochs,
+        batch_size=8,
+        negatives=16,
+        loss=loss,
+        eval_every=4,
+        seed=3,
+    )
 
 
 @pytest.mark.parametrize(("model", "loss"), [("logice_ne", "weighted"), ("cone_ne", "listwise")])
@@ -81,8 +105,19 @@ def test_baseline_answers_evaluate_like_src(toy: tuple[Path, Path], tmp_path: Pa
     from pipeline.sampling import read_query_set
 
     train_qe(_cfg(toy, "logice_ne", 10), tmp_path / "run", device="cpu", progress=False)
-    result = CliRunner().invoke(cli, ["answer", str(toy[1]), "--model", str(tmp_path / "run"), "--out",
-                                      str(tmp_path / "ans"), "--device", "cpu"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "answer",
+            str(toy[1]),
+            "--model",
+            str(tmp_path / "run"),
+            "--out",
+            str(tmp_path / "ans"),
+            "--device",
+            "cpu",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (report,) = evaluate_answers(tmp_path / "ans")
     assert report["method"] == "LogicE+NE" and report["dataset"] == "ppi5k"
@@ -104,11 +139,37 @@ def test_cli_errors_are_one_line(toy: tuple[Path, Path], tmp_path: Path) -> None
     from pipeline.cli import cli
 
     runner = CliRunner()
-    res = runner.invoke(cli, ["train-qe", "ppi5k", "--model", "cone_ne", "--train-queries", str(tmp_path / "nope.parquet"),
-                              "--valid-queries", str(toy[1]), "--out", str(tmp_path / "r")])
+    res = runner.invoke(
+        cli,
+        [
+            "train-qe",
+            "ppi5k",
+            "--model",
+            "cone_ne",
+            "--train-queries",
+            str(tmp_path / "nope.parquet"),
+            "--valid-queries",
+            str(toy[1]),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 2 and "nope.parquet: no such query set" in res.output
-    res = runner.invoke(cli, ["train-qe", "cn15k", "--model", "cone_ne", "--train-queries", str(toy[0]),
-                              "--valid-queries", str(toy[1]), "--out", str(tmp_path / "r")])
+    res = runner.invoke(
+        cli,
+        [
+            "train-qe",
+            "cn15k",
+            "--model",
+            "cone_ne",
+            "--train-queries",
+            str(toy[0]),
+            "--valid-queries",
+            str(toy[1]),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 2 and "a query set of 'ppi5k', not 'cn15k'" in res.output
     res = runner.invoke(cli, ["answer", str(toy[1]), "--model", str(tmp_path)])
     assert res.exit_code == 2 and "not a query-embedding run directory" in res.output
