@@ -105,7 +105,7 @@ def test_universe_negation_and_registry() -> None:
     model = LogicENE(n_entities=5, n_relations=1, dim=3, hidden=4)
     assert model.negate(model.universe(2))[0].tolist() == [[0.0] * 3] * 2
     axis, arg = ConENE(n_entities=5, n_relations=1, dim=3, hidden=4).universe(1)
-    assert arg.tolist() == pytest.approx([[math.pi] * 3])  # the full circle
+    assert arg[0].tolist() == pytest.approx([math.pi] * 3)  # the full circle
     assert set(MODELS) == {"logice_ne", "cone_ne"}
     with pytest.raises(UnknownNameError, match="cone_ne"):
         get_qe_model_class("cone")
