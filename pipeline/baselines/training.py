@@ -200,9 +200,8 @@ def train_qe(
         start, best, history = int(state["epoch"]) + 1, state["best"], list(state["history"])
         log(f"resuming {out} after epoch {start}")
     write_json(out / runs.CONFIG_FILE, doc)
-    checksums = {
-        str(qs.path): str(qs.meta.get("checksums", qs.meta.get("seed"))) for qs in [*train_sets, valid]
-    }
+    # the data checksums each query set was sampled from, so a run can be traced to its data
+    checksums = {str(qs.path): qs.meta.get("checksums") for qs in [*train_sets, valid]}
     write_json(
         out / runs.METADATA_FILE,
         {**run_metadata(checksums, cfg.seed, str(dev)), "model_config": model.config()},
