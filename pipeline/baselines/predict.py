@@ -44,9 +44,9 @@ def answer_frame(
     model.eval()
     with torch.no_grad():
         for plan, (pos, params) in group_by_plan(queries.queries(), ids).items():
+            p = params.to(device)
             for s in range(0, len(pos), batch_size):
                 sel = pos[s : s + batch_size]
-                p = params.to(device)
                 rows = slice(s, s + len(sel))
                 sub = type(p)(p.anchor[rows], p.relation[rows], p.alpha[rows], p.beta[rows])
                 util = model.logits(plan, sub)
