@@ -87,6 +87,7 @@ REGISTRIES = {
     "datasets": ("loaders", "REGISTRY"),
     "models": ("pipeline.models.registry", "MODELS"),
     "methods": ("pipeline.methods", "METHODS"),
+    "baselines": ("pipeline.baselines", "MODELS"),
     "calibrations": ("pipeline.calibration", "CALIBRATIONS"),
     "query-types": ("pipeline.query.types", "QUERY_TYPES"),
     "metrics": ("pipeline.metrics", "METRICS"),
@@ -527,9 +528,11 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 
 @cli.command("answer")
 @click.argument("queries", type=click.Path(path_type=str))
-@click.option("--method", "method_name", type=RegistryChoice("methods"), default="src", show_default=True,
-              help="Answering method (see `pipeline ls methods`).")
+@click.option("--method", "method_name", type=RegistryChoice("methods"), default=None,
+              help="Answering method (`pipeline ls methods`; default: src, or the --model run's baseline).")
 @click.option("--adjacency", type=click.Path(path_type=str), default=None, help="A neural adjacency export directory (SRC).")
+@click.option("--model", "model_run", default=None, type=click.Path(path_type=str),
+              help="A query-embedding baseline run (`pipeline train-qe`) instead of SRC.")
 @click.option("--calibration", type=RegistryChoice("calibrations"), default="none", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None, help="Answers directory (default: beside QUERIES, answers/).")
 @click.option("--valid-queries", type=click.Path(path_type=str), default=None, help="Valid query set (D chooses delta there, L selects there).")
@@ -543,21 +546,36 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--store", "store_uri", default=None, help="Store URI for --write-back (default: PIPELINE_STORE or embedded).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
-def answer_cmd(queries: str, method_name: str, adjacency: str | None, calibration: str, out_dir: str | None,
-               valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool, run_dir: str | None,
-               l_epochs: int, device: str | None, seed: int, write_back: bool, store_uri: str | None,
-               as_json: bool) -> None:
-    """Answer a query set with a method (default SRC on a neural adjacency export); answers as Parquet."""
+def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
+               out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
+               run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
+               store_uri: str | None, as_json: bool) -> None:
+    """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
+    baseline run (--model); the same answers file (Parquet) either way."""
     from pipeline.atomic import check_folder
-    from pipeline.methods.src import answer_src
 
     check_folder(out_dir, "--out")  # refused before any fitting starts
-    if method_name != "src":  # pragma: no cover - every registered method is handled here
-        raise PipelineError(f"method {method_name} cannot be built from the command line yet")
-    if adjacency is None:
-        raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR")
-    report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                        seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch)
+    method_name = method_name or ("src" if model_run is None else None)
+    if method_name == "src":
+        from pipeline.methods.src import answer_src
+
+        if adjacency is None:
+            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
+                                "(or --model RUN_DIR for a query-embedding baseline)")
+        report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
+                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch)
+    else:
+        from pipeline.answer import run_answer
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import METHODS, QueryEmbedding
+
+        if model_run is None:
+            raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
+        if calibration != "none":
+            raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
+        cls = METHODS[method_name] if method_name else QueryEmbedding
+        method = cls.build(model_run, device)
+        report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json)
     valid = valid_queries
     if write_back:
         from pipeline.writeback import write_back_file
@@ -683,6 +701,56 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
         click.echo(f"\n{r['dataset']}  {r['method']}")
         click.echo(text_table(r["summary"]))
     click.echo(f"\ntotal {summary['seconds']:.1f} s; work directory {summary['out']}")
+
+
+# ----------------------------------------------------------------------------- query-embedding baselines (issue 13)
+
+
+@cli.command("train-qe")
+@click.argument("dataset")
+@click.option("--model", "model_name", type=RegistryChoice("baselines"), required=True, help="`pipeline ls baselines`.")
+@click.option("--train-queries", multiple=True, required=True, type=click.Path(path_type=str),
+              help="Train query set(s); repeat to combine files (e.g. 10k 1p/2p/2i and 1.5k 2in/2il).")
+@click.option("--valid-queries", required=True, type=click.Path(path_type=str), help="Valid query set (epoch selection).")
+@click.option("--dim", type=int, default=400, show_default=True, help="Embedding dimension (and NE dimension).")
+@click.option("--hidden", type=int, default=800, show_default=True, help="Hidden width of the MLPs.")
+@click.option("--epochs", type=int, default=20, show_default=True)
+@click.option("--lr", type=float, default=1e-4, show_default=True)
+@click.option("--gamma", type=float, default=12.0, show_default=True, help="Margin of the scores.")
+@click.option("--batch-size", type=int, default=256, show_default=True)
+@click.option("--negatives", type=int, default=128, show_default=True, help="Sampled negatives per query.")
+@click.option("--max-answers", type=int, default=32, show_default=True, help="Answers scored per query and step (random subset).")
+@click.option("--loss", type=click.Choice(["weighted", "listwise", "weighted+listwise"]), default="weighted", show_default=True)
+@click.option("--tnorm", type=click.Choice(["product", "godel", "lukasiewicz"]), default="product", show_default=True,
+              help="LogicE's t-norm.")
+@click.option("--eval-every", type=int, default=1, show_default=True, help="Epochs between valid evaluations.")
+@click.option("--max-valid", type=int, default=0, show_default=True, help="Valid queries per type used for selection (0 = all).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when present).")
+@click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=str), help="Run directory (re-running resumes).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results document.")
+@_friendly
+def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], valid_queries: str, dim: int, hidden: int,
+                 epochs: int, lr: float, gamma: float, batch_size: int, negatives: int, max_answers: int, loss: str, tnorm: str,
+                 eval_every: int, max_valid: int, seed: int, device: str | None, threads: int | None, out_dir: str,
+                 as_json: bool) -> None:
+    """Train a query-embedding baseline (LogicE+NE or ConE+NE) on query sets; resumable."""
+    import torch
+
+    from pipeline.baselines.training import QEConfig, train_qe
+
+    if threads:
+        torch.set_num_threads(threads)
+    cfg = QEConfig(dataset=dataset, model=model_name, train_queries=tuple(train_queries), valid_queries=valid_queries,
+                   dim=dim, hidden=hidden, gamma=gamma, lr=lr, epochs=epochs, batch_size=batch_size,
+                   negatives=negatives, max_answers=max_answers, loss=loss, tnorm=tnorm, eval_every=eval_every, max_valid=max_valid, seed=seed)
+    results = train_qe(cfg, out_dir, device=device, progress=not as_json, log=lambda m: click.echo(m, err=True))
+    if as_json:
+        echo_json(results)
+        return
+    click.echo(f"{model_name}: best valid score {results['best_valid_score']:.2f} at epoch {results['best_epoch']}; "
+               f"{results['train_queries']} train queries, {results['seconds_per_epoch']:.1f} s/epoch; run in {out_dir}")
 
 
 def main() -> None:

@@ -29,3 +29,25 @@ class ComponentCase:
 
         assert self.name in [r["name"] for r in registry_rows(self.kind)]
         assert _registry(self.kind).get(self.name.upper()) is self.component()
+
+
+class MethodCase(ComponentCase):
+    """What every answering method satisfies: one finite-or--inf utility per entity and query, a table label,
+    and an answers file that evaluates. Each subclass provides the fixture ``built`` = (a built method,
+    the path of a query set of its data set)."""
+
+    kind = "methods"
+
+    def test_utilities_shape_label_and_answers(self, built: tuple[Any, Any], tmp_path: Any) -> None:
+        from pipeline.answer import run_answer
+        from pipeline.evaluate import evaluate_file
+        from pipeline.formats.queryset import read_query_set
+
+        method, path = built
+        qs = read_query_set(path)
+        queries = qs.queries()[:3]
+        u = method.utilities(queries)
+        assert u.shape == (len(queries), method.n_entities) and not u.isnan().any()
+        assert method.label and method.dataset == qs.meta["dataset"]
+        report = evaluate_file(run_answer(qs, method, tmp_path, progress=False)["path"])
+        assert report["method"] == method.label and set(report["summary"]) == {"tau", "rho", "map", "ndcg"}

@@ -2,15 +2,16 @@
 
 >>> from pipeline.methods import METHODS
 >>> METHODS.names()
-['src']
+['src', 'logice_ne', 'cone_ne']
 """
 
 from __future__ import annotations
 
 from pipeline.methods.base import Method
+from pipeline.methods.qe import ConENE, LogicENE, QueryEmbedding
 from pipeline.methods.src import SRC
 from pipeline.registry import Registry
 
-METHODS: Registry[type[Method]] = Registry("method", (SRC,))
+METHODS: Registry[type[Method]] = Registry("method", (SRC, LogicENE, ConENE))
 
-__all__ = ["METHODS", "SRC", "Method"]
+__all__ = ["METHODS", "SRC", "ConENE", "LogicENE", "Method", "QueryEmbedding"]

@@ -25,7 +25,7 @@ from pipeline.formats.answers import read_answers
 from pipeline.methods.src import answer_src as run_answer
 from pipeline.models import load_run
 from pipeline.query.parser import parse
-from tests.cases import ComponentCase
+from tests.cases import ComponentCase, MethodCase
 
 
 def test_affine_formula_by_hand() -> None:
@@ -404,39 +404,22 @@ class TestCalibrationDL(CalibrationCase):
     name = "D+L"
 
 
-class MethodCase(ComponentCase):
-    """What every answering method satisfies on the toy pipeline: one utility per entity and query, and a
-    label that names its table row."""
-
-    kind = "methods"
-
-    def build(self, p: dict) -> Any:
-        raise NotImplementedError
-
-    def test_utilities_shape_and_label(self, toy_pipeline: dict) -> None:
-        from pipeline.formats.queryset import read_query_set
-
-        method = self.build(toy_pipeline)
-        queries = read_query_set(toy_pipeline["test"]).queries()[:3]
-        u = method.utilities(queries)
-        assert u.shape == (3, toy_pipeline["kg"].n_entities) and method.label and method.dataset == "toy"
-
-
 class TestSRC(MethodCase):
     name = "src"
 
-    def build(self, p: dict) -> Any:
+    @pytest.fixture()
+    def built(self, toy_pipeline: dict) -> tuple[Any, Path]:
         from pipeline.methods import SRC
 
-        return SRC.build(p["export"], "toy", "none", kg=p["kg"], progress=False)
+        return SRC.build(toy_pipeline["export"], "toy", "none", kg=toy_pipeline["kg"], progress=False), toy_pipeline["test"]
 
-    def test_utilities_are_the_engines(self, toy_pipeline: dict) -> None:
+    def test_utilities_are_the_engines(self, built: tuple[Any, Path], toy_pipeline: dict) -> None:
         from pipeline.engine import evaluate_batch
         from pipeline.formats.queryset import read_query_set
 
         queries = [q for q in read_query_set(toy_pipeline["test"]).queries() if len(q.atoms) == 1][:4]
         graph, _ = load_adjacency(toy_pipeline["export"])
-        assert torch.equal(self.build(toy_pipeline).utilities(queries), evaluate_batch(queries, Adjacency.from_graph(graph)))
+        assert torch.equal(built[0].utilities(queries), evaluate_batch(queries, Adjacency.from_graph(graph)))
 
 
 def test_answer_refuses_an_export_of_other_sizes(toy_pipeline: dict, tmp_path: Path) -> None:

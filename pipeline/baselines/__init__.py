@@ -1,0 +1,10 @@
+"""The SRC paper's query-embedding baselines with number embedding: LogicE+NE and ConE+NE (issue 13).
+
+number_embedding (the NE code g), logice / cone (pure operators), plan (query graph -> computation tree),
+models (torch modules), losses, training (resumable trainer over query sets), runs (run directory files),
+the answering method is pipeline.methods.qe (answers in the same format as SRC).
+"""
+
+from pipeline.baselines.models import MODELS, get_qe_model_class
+
+__all__ = ["MODELS", "get_qe_model_class"]

@@ -1,0 +1,277 @@
+"""LogicE+NE and ConE+NE as torch modules: parameters, the NE-conditioned projection, and batched scoring.
+
+Both follow the originals' projection (a relation embedding and one shared MLP, as in the LogicE and ConE
+code bases), with the SRC paper's number embedding added to the input state:
+``S' = MLP([S + g(alpha) + g(beta); r])``, so every atom's necessity and importance reach the model.
+Operators are the pure functions of :mod:`.logice` / :mod:`.cone`. A state is a tuple of (B, d) tensors:
+``(truth,)`` for LogicE, ``(axis, arg)`` for ConE. Scores (logits) are ``gamma - modulus * distance`` with
+the distance averaged over dimensions (in [0, 1]) and a learned modulus, as ConE's learned modulus.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+import pipeline.baselines.cone as cone
+import pipeline.baselines.logice as logice
+from pipeline.baselines.number_embedding import number_embedding
+from pipeline.baselines.plan import Plan, PlanParams
+from pipeline.registry import Registry
+
+State = tuple[torch.Tensor, ...]
+
+
+def _mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class QueryEmbeddingModel(nn.Module):
+    """Shared machinery: walking a plan, scoring candidates, config round-trip."""
+
+    name = "base"
+    method = "base"
+    union = "dnf"  # "dnf": max over the conjunctions' scores; "conorm": one embedding by the t-conorm
+
+    def __init__(
+        self, n_entities: int, n_relations: int, dim: int = 400, hidden: int = 800, gamma: float = 12.0
+    ) -> None:
+        super().__init__()
+        self.n_entities, self.n_relations = int(n_entities), int(n_relations)
+        self.dim, self.hidden, self.gamma = int(dim), int(hidden), float(gamma)
+        # learned like ConE's modulus; started so that a distance of 1/3 (random vectors) scores -gamma
+        self.log_modulus = nn.Parameter(torch.tensor(math.log(6.0 * self.gamma)))
+
+    # --------------------------------------------------------------------------------------- config
+    def config(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            "n_entities": self.n_entities,
+            "n_relations": self.n_relations,
+            "dim": self.dim,
+            "hidden": self.hidden,
+            "gamma": self.gamma,
+            **self.extra_config(),
+        }
+
+    def extra_config(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> QueryEmbeddingModel:
+        kwargs = {k: v for k, v in cfg.items() if k != "model"}
+        return cls(**kwargs)
+
+    # ----------------------------------------------------------------------------- model operators
+    def entity(self, ids: torch.Tensor) -> State:
+        raise NotImplementedError
+
+    def universe(self, batch: int) -> State:
+        raise NotImplementedError
+
+    def project(self, state: State, relation: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> State:
+        raise NotImplementedError
+
+    def intersect(self, states: list[State]) -> State:
+        raise NotImplementedError
+
+    def negate(self, state: State) -> State:
+        raise NotImplementedError
+
+    def unite(self, states: list[State]) -> State:
+        raise NotImplementedError
+
+    def distance(self, state: State, candidates: torch.Tensor | None) -> torch.Tensor:
+        """(B, C) distances in [0, 1] to candidates (B, C) entity ids, or (B, n_entities) when None."""
+        raise NotImplementedError
+
+    def number_code(self, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+        """g(alpha) + g(beta): (B, dim)."""
+        return number_embedding(alpha, self.dim) + number_embedding(beta, self.dim)
+
+    # ------------------------------------------------------------------------------------- plans
+    def embed(self, node: Plan, p: PlanParams) -> State:
+        """The state of one plan node for a batch of same-plan queries."""
+        kind = node[0]
+        if kind == "ent":
+            return self.entity(p.anchor[:, node[1]])
+        if kind == "all":
+            return self.universe(p.batch_size)
+        if kind == "proj":
+            i = node[1]
+            return self.project(self.embed(node[2], p), p.relation[:, i], p.alpha[:, i], p.beta[:, i])
+        if kind == "not":
+            return self.negate(self.embed(node[1], p))
+        if kind == "and":
+            return self.intersect([self.embed(n, p) for n in node[1]])
+        if kind == "or":
+            return self.unite([self.embed(n, p) for n in node[1]])
+        raise ValueError(f"unknown plan node {kind!r}")
+
+    def logits(self, plan: Plan, p: PlanParams, candidates: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores (B, C) of candidates (B, C), or (B, n_entities) when None; higher = better answer."""
+        if plan[0] == "or" and self.union == "dnf":
+            return torch.stack([self.logits(c, p, candidates) for c in plan[1]]).max(dim=0).values
+        dist = self.distance(self.embed(plan, p), candidates)
+        return self.gamma - self.log_modulus.exp() * dist
+
+
+def _chunked(fn: Any, query_parts: State, n_rows: int, per_chunk: int) -> torch.Tensor:
+    """fn over row chunks of a batch (bounds the (B, n_entities, d) temporaries of all-entity scoring)."""
+    outs = [fn(tuple(t[s : s + per_chunk] for t in query_parts)) for s in range(0, n_rows, per_chunk)]
+    return torch.cat(outs) if outs else torch.zeros(0)
+
+
+class LogicENE(QueryEmbeddingModel):
+    """LogicE+NE: truth vectors in [0, 1]^d, t-norm intersection, 1 - x negation, t-conorm union."""
+
+    name = "logice_ne"
+    method = "LogicE+NE"
+    union = "conorm"
+
+    def __init__(
+        self,
+        n_entities: int,
+        n_relations: int,
+        dim: int = 400,
+        hidden: int = 800,
+        gamma: float = 12.0,
+        tnorm: str = "product",
+    ) -> None:
+        super().__init__(n_entities, n_relations, dim, hidden, gamma)
+        if tnorm not in logice.TNORMS:
+            raise ValueError(f"unknown t-norm {tnorm!r}; known: {', '.join(logice.TNORMS)}")
+        self.tnorm = tnorm
+        self.entity_logit = nn.Parameter(torch.empty(self.n_entities, self.dim).uniform_(-3.0, 3.0))
+        self.relation_emb = nn.Parameter(torch.empty(self.n_relations, self.dim).uniform_(-1.0, 1.0))
+        self.proj = _mlp([2 * self.dim, self.hidden, self.hidden, self.dim])
+
+    def extra_config(self) -> dict[str, Any]:
+        return {"tnorm": self.tnorm}
+
+    def entity_truth(self) -> torch.Tensor:
+        return torch.sigmoid(self.entity_logit)
+
+    def entity(self, ids: torch.Tensor) -> State:
+        return (torch.sigmoid(self.entity_logit[ids]),)
+
+    def universe(self, batch: int) -> State:
+        return (torch.ones(batch, self.dim, device=self.entity_logit.device),)
+
+    def project(self, state: State, relation: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> State:
+        x = torch.cat([state[0] + self.number_code(alpha, beta), self.relation_emb[relation]], dim=-1)
+        return (torch.sigmoid(self.proj(x)),)
+
+    def intersect(self, states: list[State]) -> State:
+        return (logice.t_norm([s[0] for s in states], self.tnorm),)
+
+    def negate(self, state: State) -> State:
+        return (logice.negation(state[0]),)
+
+    def unite(self, states: list[State]) -> State:
+        return (logice.t_conorm([s[0] for s in states], self.tnorm),)
+
+    def distance(self, state: State, candidates: torch.Tensor | None) -> torch.Tensor:
+        if candidates is not None:
+            ent = torch.sigmoid(self.entity_logit[candidates])  # (B, C, d)
+            return logice.l1_distance(ent, state[0].unsqueeze(1))
+        ent = self.entity_truth()
+        per = max(1, int(2e7 // (self.n_entities * self.dim)))
+        return _chunked(
+            lambda q: logice.l1_distance(ent.unsqueeze(0), q[0].unsqueeze(1)), state, state[0].shape[0], per
+        )
+
+
+class ConENE(QueryEmbeddingModel):
+    """ConE+NE: sector cones (axis, half-aperture) per dimension; DNF union (max over conjunctions)."""
+
+    name = "cone_ne"
+    method = "ConE+NE"
+    union = "dnf"
+
+    def __init__(
+        self,
+        n_entities: int,
+        n_relations: int,
+        dim: int = 400,
+        hidden: int = 800,
+        gamma: float = 12.0,
+        inside_weight: float = 0.02,
+    ) -> None:
+        super().__init__(n_entities, n_relations, dim, hidden, gamma)
+        self.inside_weight = float(inside_weight)
+        self.entity_raw = nn.Parameter(torch.empty(self.n_entities, self.dim).uniform_(-1.0, 1.0))
+        self.relation_axis = nn.Parameter(torch.empty(self.n_relations, self.dim).uniform_(-1.0, 1.0))
+        self.relation_arg = nn.Parameter(torch.empty(self.n_relations, self.dim).uniform_(-1.0, 1.0))
+        self.proj = _mlp([2 * self.dim, self.hidden, self.hidden, 2 * self.dim])
+        self.attention = _mlp([2 * self.dim, self.dim, self.dim])
+        self.gate_in = nn.Linear(2 * self.dim, self.dim)
+        self.gate_out = nn.Linear(self.dim, self.dim)
+
+    def extra_config(self) -> dict[str, Any]:
+        return {"inside_weight": self.inside_weight}
+
+    def entity_axes(self) -> torch.Tensor:
+        return cone.to_axis(self.entity_raw)
+
+    def entity(self, ids: torch.Tensor) -> State:
+        axis = cone.to_axis(self.entity_raw[ids])
+        return axis, torch.zeros_like(axis)
+
+    def universe(self, batch: int) -> State:
+        zeros = torch.zeros(batch, self.dim, device=self.entity_raw.device)
+        return zeros, torch.full_like(zeros, cone.PI)
+
+    def project(self, state: State, relation: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> State:
+        ne = self.number_code(alpha, beta)
+        x = torch.cat(
+            [state[0] + self.relation_axis[relation] + ne, state[1] + self.relation_arg[relation] + ne],
+            dim=-1,
+        )
+        ax, ar = self.proj(x).chunk(2, dim=-1)
+        return cone.to_axis(ax), cone.to_arg(ar)
+
+    def intersect(self, states: list[State]) -> State:
+        axes = torch.stack([s[0] for s in states])
+        args = torch.stack([s[1] for s in states])
+        feats = torch.cat([axes - args, axes + args], dim=-1)  # (k, B, 2d): the cone's two boundaries
+        attention = torch.softmax(self.attention(feats), dim=0)
+        gate = torch.sigmoid(self.gate_out(torch.relu(self.gate_in(feats)).mean(dim=0)))
+        return cone.intersection(axes, args, attention, gate)
+
+    def negate(self, state: State) -> State:
+        return cone.negation(state[0], state[1])
+
+    def distance(self, state: State, candidates: torch.Tensor | None) -> torch.Tensor:
+        w = self.inside_weight
+        if candidates is not None:
+            ent = cone.to_axis(self.entity_raw[candidates])
+            return cone.distance(ent, state[0].unsqueeze(1), state[1].unsqueeze(1), w)
+        ent = self.entity_axes().unsqueeze(0)
+        per = max(1, int(1e7 // (self.n_entities * self.dim)))
+        return _chunked(
+            lambda q: cone.distance(ent, q[0].unsqueeze(1), q[1].unsqueeze(1), w),
+            state,
+            state[0].shape[0],
+            per,
+        )
+
+
+MODELS: Registry[type[QueryEmbeddingModel]] = Registry(
+    "query-embedding model",
+    (LogicENE, ConENE),
+    row=lambda cls: {"name": cls.name, "method": cls.method, "description": (cls.__doc__ or "").strip().splitlines()[0]},
+)
+
+
+def get_qe_model_class(name: str) -> type[QueryEmbeddingModel]:
+    """The model class registered under name (logice_ne | cone_ne); UnknownNameError otherwise."""
+    return MODELS.get(name)

@@ -1,0 +1,287 @@
+"""Training LogicE+NE / ConE+NE on query sets (resumable, seeded, CUDA when present).
+
+Each step takes a batch of same-plan train queries, scores their ground-truth answers (with utilities)
+and ``negatives`` uniformly drawn entities, and applies one of :data:`pipeline.baselines.losses.LOSSES`.
+After every ``eval_every`` epochs the model answers the valid query set and the epoch with the best
+selection score (mean of the type-averaged tau, rho, MAP and NDCG, as calibration uses) is kept.
+Randomness is drawn from generators seeded by (seed, epoch), so a resumed run equals an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pipeline.baselines import runs
+from pipeline.baselines.losses import LOSSES, compute_loss
+from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
+from pipeline.baselines.plan import Plan, PlanParams, group_by_plan
+from pipeline.errors import ArtifactError, PipelineError
+from pipeline.models.runs import read_json, run_metadata, torch_load, torch_save, write_json
+
+
+@dataclass(frozen=True)
+class QEConfig:
+    """Everything that defines a baseline run (saved as config.json; a resume must match it but epochs)."""
+
+    dataset: str
+    model: str
+    train_queries: tuple[str, ...]
+    valid_queries: str
+    dim: int = 400
+    hidden: int = 800
+    gamma: float = 12.0
+    lr: float = 1e-4
+    epochs: int = 20
+    batch_size: int = 256
+    negatives: int = 128
+    max_answers: int = 32  # answers scored per query and step, drawn at random among its (up to 100)
+    loss: str = "weighted"
+    tnorm: str = "product"
+    eval_every: int = 1
+    max_valid: int = 0  # 0 = every valid query; else the first N (cheaper selection)
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def model_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"dim": self.dim, "hidden": self.hidden, "gamma": self.gamma}
+        if self.model == "logice_ne":
+            kw["tnorm"] = self.tnorm
+        return kw
+
+
+@dataclass
+class PlanBatchData:
+    """Train queries of one plan as tensors: params (n, atoms), answers/util/mask (n, A) padded."""
+
+    params: PlanParams
+    answers: torch.Tensor
+    util: torch.Tensor
+    mask: torch.Tensor
+
+    def take(self, idx: torch.Tensor) -> PlanBatchData:
+        p = self.params
+        return PlanBatchData(
+            PlanParams(p.anchor[idx], p.relation[idx], p.alpha[idx], p.beta[idx]),
+            self.answers[idx],
+            self.util[idx],
+            self.mask[idx],
+        )
+
+    def to(self, device: torch.device | str) -> PlanBatchData:
+        return PlanBatchData(
+            self.params.to(device), self.answers.to(device), self.util.to(device), self.mask.to(device)
+        )
+
+
+def train_tensors(query_sets: list[Any]) -> dict[Plan, PlanBatchData]:
+    """Group the queries of train query sets by plan and pad their answers (best first, at most 100)."""
+    queries, ids, answers, utils = [], [], [], []
+    for qs in query_sets:
+        queries += qs.queries()
+        ids += qs.frame["id"].astype(str).tolist()
+        answers += [list(a) for a in qs.frame["answers_hard"]]
+        utils += [list(u) for u in qs.frame["utilities_hard"]]
+    out = {}
+    for plan, (pos, params) in group_by_plan(queries, ids).items():
+        width = max(1, max(len(answers[i]) for i in pos))
+        a = torch.zeros(len(pos), width, dtype=torch.long)
+        u = torch.zeros(len(pos), width)
+        for row, i in enumerate(pos):
+            n = len(answers[i])
+            a[row, :n] = torch.tensor(answers[i], dtype=torch.long)
+            u[row, :n] = torch.tensor(utils[i], dtype=torch.float32)
+        out[plan] = PlanBatchData(params, a, u, u > 0)
+    return out
+
+
+def step_loss(
+    model: QueryEmbeddingModel, plan: Plan, data: PlanBatchData, negatives: torch.Tensor, loss: str
+) -> torch.Tensor:
+    """The loss of one batch: data (B queries of plan), negatives (B, N) entity ids."""
+    n_pos = data.answers.shape[1]
+    logits = model.logits(plan, data.params, torch.cat([data.answers, negatives], dim=1))
+    # a negative that is one of the query's answers is not a negative
+    neg_mask = ~(negatives.unsqueeze(-1) == data.answers.unsqueeze(1)).logical_and(
+        data.mask.unsqueeze(1)
+    ).any(-1)
+    return compute_loss(loss, logits[:, :n_pos], data.util, data.mask, logits[:, n_pos:], neg_mask)
+
+
+def subsample_answers(data: PlanBatchData, k: int, gen: torch.Generator) -> PlanBatchData:
+    """At most k answers per query, drawn uniformly among its real ones (keeps a step's cost bounded while
+    every answer is still seen over the epochs); answers stay best first."""
+    if data.answers.shape[1] <= k:
+        return data
+    keys = torch.rand(data.mask.shape, generator=gen).to(data.mask.device)
+    keys = keys.masked_fill(~data.mask, 2.0)  # padding sorts last
+    cols = keys.topk(k, dim=1, largest=False).indices.sort(dim=1).values
+    return PlanBatchData(
+        data.params, data.answers.gather(1, cols), data.util.gather(1, cols), data.mask.gather(1, cols)
+    )
+
+
+def epoch_batches(
+    sizes: dict[Plan, int], batch_size: int, gen: torch.Generator
+) -> list[tuple[Plan, torch.Tensor]]:
+    """Shuffled (plan, row indices) batches covering every train query once."""
+    batches = []
+    for plan, n in sizes.items():
+        perm = torch.randperm(n, generator=gen)
+        batches += [(plan, perm[s : s + batch_size]) for s in range(0, n, batch_size)]
+    order = torch.randperm(len(batches), generator=gen).tolist()
+    return [batches[i] for i in order]
+
+
+def valid_score(model: QueryEmbeddingModel, valid: Any) -> float:
+    """The selection score (pipeline.answer.selection_score) of the model's answers to the valid queries."""
+    from pipeline.answer import answer_query_set, selection_score
+    from pipeline.methods.qe import QueryEmbedding
+
+    method = QueryEmbedding(model, {"dataset": valid.meta["dataset"], "model": model.name}, "")
+    return selection_score(answer_query_set(valid, method, progress=False)[0])
+
+
+def _check_config(cfg: QEConfig) -> None:
+    get_qe_model_class(cfg.model)
+    if cfg.loss not in LOSSES:
+        raise PipelineError(f"unknown loss {cfg.loss!r}; known: {', '.join(LOSSES)}")
+    for name in ("dim", "hidden", "epochs", "batch_size", "negatives", "eval_every", "max_answers"):
+        if getattr(cfg, name) <= 0:
+            raise PipelineError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
+
+
+def train_qe(
+    cfg: QEConfig,
+    out_dir: str | Path,
+    device: str | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = lambda m: None,
+) -> dict[str, Any]:
+    """Train a baseline into out_dir (resuming from its checkpoint when the config matches); returns results."""
+    from tqdm import tqdm
+
+    from loaders import get_spec
+    from pipeline import config as env
+    from pipeline.formats.queryset import read_query_set
+
+    _check_config(cfg)
+    out = Path(out_dir)
+    dev = torch.device(env.select_device(device))
+    train_sets = [read_query_set(p) for p in cfg.train_queries]
+    valid = read_query_set(cfg.valid_queries)
+    for qs in [*train_sets, valid]:
+        if qs.meta["dataset"] != cfg.dataset:
+            raise PipelineError(f"{qs.path}: a query set of '{qs.meta['dataset']}', not '{cfg.dataset}'")
+    if cfg.max_valid:
+        valid.frame = valid.frame.groupby("type", sort=False).head(cfg.max_valid).reset_index(drop=True)
+    spec = get_spec(cfg.dataset)
+
+    torch.manual_seed(cfg.seed)
+    model = get_qe_model_class(cfg.model)(spec.n_entities, spec.n_relations, **cfg.model_kwargs()).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    doc = json.loads(json.dumps(asdict(cfg)))
+    history: list[dict[str, Any]] = []
+    start, best = 0, {"score": float("-inf"), "epoch": -1}
+    ckpt = out / runs.CHECKPOINT_FILE
+    if ckpt.exists():
+        saved = read_json(out / runs.CONFIG_FILE)
+        if {k: v for k, v in saved.items() if k != "epochs"} != {
+            k: v for k, v in doc.items() if k != "epochs"
+        }:
+            raise ArtifactError(f"{out}: holds a run with another configuration; choose another --out")
+        state = torch_load(ckpt)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        start, best, history = int(state["epoch"]) + 1, state["best"], list(state["history"])
+        log(f"resuming {out} after epoch {start}")
+    write_json(out / runs.CONFIG_FILE, doc)
+    # the data checksums each query set was sampled from, so a run can be traced to its data
+    checksums = {str(qs.path): qs.meta.get("checksums") for qs in [*train_sets, valid]}
+    write_json(
+        out / runs.METADATA_FILE,
+        {**run_metadata(checksums, cfg.seed, str(dev)), "model_config": model.config()},
+    )
+
+    data = {p: d.to(dev) for p, d in train_tensors(train_sets).items()}
+    sizes = {p: int(d.answers.shape[0]) for p, d in data.items()}
+    n_train = sum(sizes.values())
+    t_start = time.perf_counter()
+    for epoch in range(start, cfg.epochs):
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)
+        batches = epoch_batches(sizes, cfg.batch_size, gen)
+        model.train()
+        t0 = time.perf_counter()
+        total, seen = 0.0, 0
+        bar = tqdm(
+            batches,
+            desc=f"{cfg.model} epoch {epoch + 1}/{cfg.epochs}",
+            unit="batch",
+            disable=not progress,
+            dynamic_ncols=True,
+        )
+        for plan, idx in bar:
+            batch = subsample_answers(data[plan].take(idx.to(dev)), cfg.max_answers, gen)
+            neg = torch.randint(0, spec.n_entities, (len(idx), cfg.negatives), generator=gen).to(dev)
+            loss = step_loss(model, plan, batch, neg, cfg.loss)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            seen += len(idx)
+            bar.set_postfix(loss=f"{total / seen:.4f}")
+        bar.close()
+        row: dict[str, Any] = {
+            "epoch": epoch + 1,
+            "loss": total / max(seen, 1),
+            "seconds": time.perf_counter() - t0,
+        }
+        if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
+            t1 = time.perf_counter()
+            row["valid_score"] = valid_score(model, valid)
+            row["valid_seconds"] = time.perf_counter() - t1
+            if row["valid_score"] > best["score"]:
+                best = {"score": row["valid_score"], "epoch": epoch + 1}
+                runs.save_qe_model(out / runs.MODEL_FILE, model)
+        history.append(row)
+        log(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+        torch_save(
+            ckpt,
+            {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "epoch": epoch,
+                "best": best,
+                "history": history,
+            },
+        )
+        write_json(out / runs.RESULTS_FILE, _results(history, best, n_train, sizes))
+    if not (out / runs.MODEL_FILE).exists():  # e.g. epochs 0: keep the initial model so the run answers
+        runs.save_qe_model(out / runs.MODEL_FILE, model)
+    results = _results(history, best, n_train, sizes)
+    results["seconds_this_call"] = time.perf_counter() - t_start
+    write_json(out / runs.RESULTS_FILE, results)
+    return results
+
+
+def _results(
+    history: list[dict[str, Any]], best: dict[str, Any], n_train: int, sizes: dict[Plan, int]
+) -> dict[str, Any]:
+    train_s = sum(h["seconds"] for h in history)
+    return {
+        "best_epoch": best["epoch"],
+        "best_valid_score": best["score"],
+        "epochs_run": len(history),
+        "train_queries": n_train,
+        "plans": len(sizes),
+        "train_seconds": train_s,
+        "seconds_per_epoch": train_s / max(len(history), 1),
+        "valid_seconds": sum(h.get("valid_seconds", 0.0) for h in history),
+        "history": history,
+    }

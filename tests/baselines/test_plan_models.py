@@ -1,0 +1,171 @@
+"""Query plans of the 12 types, the models' scoring paths and the losses on hand-computed inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pipeline.baselines.losses import compute_loss, listwise, weighted_ranking
+from pipeline.baselines.models import MODELS, ConENE, LogicENE, get_qe_model_class
+from pipeline.baselines.plan import UnsupportedQuery, group_by_plan, query_plan
+from pipeline.errors import UnknownNameError
+from pipeline.query.model import Atom, Const, Query, Var
+from tests.cases import ComponentCase
+
+X, Y = Var("x"), Var("y")
+
+
+def test_plans_of_the_literature_types() -> None:
+    two_in = Query.of([Atom(Const(1), 0, Y, 0.2, 0.5, negated=True), Atom(Const(2), 1, Y)])
+    plan, numbers = query_plan(two_in)
+    assert plan == ("and", (("not", ("proj", 0, ("ent", 0))), ("proj", 1, ("ent", 1))))
+    assert numbers == [1, 0, 0.2, 0.5, 2, 1, 0.0, 1.0]
+    two_il = Query.of([Atom(Const(1), 0, Y), Atom(X, 1, Y)])
+    assert query_plan(two_il)[0] == ("and", (("proj", 0, ("ent", 0)), ("proj", 1, ("all",))))
+    two_m = Query.of([Atom(Const(1), 0, X), Atom(X, 1, Y), Atom(X, 2, Y)])
+    x = ("proj", 0, ("ent", 0))
+    assert query_plan(two_m)[0] == ("and", (("proj", 1, x), ("proj", 2, x)))
+    up = Query.of([Atom(Const(1), 0, Y)], [Atom(Const(2), 1, X), Atom(X, 2, Y)])
+    assert query_plan(up)[0] == ("or", (("proj", 0, ("ent", 0)), ("proj", 2, ("proj", 1, ("ent", 1)))))
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (Query.of([Atom(Y, 0, Const(3))]), "no atom ends at"),
+        (Query.of([Atom(Const(1), 0, Y), Atom(Y, 1, X)]), "point away"),
+        (Query.of([Atom(Const(1), 0, Y), Atom(Y, 1, Y)]), "self-loop"),
+        (Query.of([Atom(X, 0, Y), Atom(Y, 1, X)]), "cycle"),
+    ],
+)
+def test_shapes_without_an_embedding_form_are_named(query: Query, message: str) -> None:
+    with pytest.raises(UnsupportedQuery, match=message):
+        group_by_plan([query], ["q-7"])
+    with pytest.raises(UnsupportedQuery, match="q-7"):
+        group_by_plan([query], ["q-7"])
+
+
+def test_same_shape_queries_share_one_batch() -> None:
+    qs = [Query.of([Atom(Const(e), r, X), Atom(X, 1, Y, 0.1 * e)]) for e, r in ((1, 0), (2, 1), (3, 0))]
+    qs.append(Query.of([Atom(Const(4), 0, Y)]))
+    groups = group_by_plan(qs)
+    assert [pos for pos, _ in groups.values()] == [[0, 1, 2], [3]]
+    params = next(iter(groups.values()))[1]
+    assert params.anchor.tolist() == [[1, -1], [2, -1], [3, -1]]
+    assert params.relation[:, 0].tolist() == [0, 1, 0]
+    assert params.alpha[:, 1].tolist() == pytest.approx([0.1, 0.2, 0.3])
+
+
+@pytest.mark.parametrize("name", ["logice_ne", "cone_ne"])
+def test_all_entity_scores_equal_candidate_scores(name: str) -> None:
+    """Two independent paths (chunked over all entities, gathered candidates) give the same logits."""
+    torch.manual_seed(0)
+    model = get_qe_model_class(name)(n_entities=23, n_relations=3, dim=6, hidden=8)
+    qs = [
+        Query.of([Atom(Const(1), 0, Y, 0.3, 0.7, negated=True), Atom(Const(5), 2, Y)]),
+        Query.of([Atom(Const(2), 1, Y)], [Atom(Const(4), 0, X), Atom(X, 1, Y)]),
+    ]
+    for plan, (_, params) in group_by_plan(qs).items():
+        full = model.logits(plan, params)
+        cand = torch.arange(23).expand(params.batch_size, 23)
+        assert full.shape == (params.batch_size, 23)
+        assert torch.allclose(full, model.logits(plan, params, cand), atol=1e-5)
+
+
+def test_alpha_and_beta_change_the_projection() -> None:
+    torch.manual_seed(0)
+    model = ConENE(n_entities=10, n_relations=2, dim=8, hidden=8)
+    a = group_by_plan([Query.of([Atom(Const(1), 0, Y, 0.0, 1.0)])])
+    b = group_by_plan([Query.of([Atom(Const(1), 0, Y, 0.5, 0.3)])])
+    (pa, (_, xa)), (_, (_, xb)) = next(iter(a.items())), next(iter(b.items()))
+    assert not torch.allclose(model.logits(pa, xa), model.logits(pa, xb))
+
+
+def test_union_by_dnf_is_the_max_and_by_conorm_one_embedding() -> None:
+    torch.manual_seed(0)
+    q1, q2 = Query.of([Atom(Const(1), 0, Y)]), Query.of([Atom(Const(2), 1, Y)])
+    union = Query.of([Atom(Const(1), 0, Y)], [Atom(Const(2), 1, Y)])
+    cone_m = ConENE(n_entities=12, n_relations=2, dim=4, hidden=8)
+
+    def scores(model: torch.nn.Module, q: Query) -> torch.Tensor:
+        plan, (_, p) = next(iter(group_by_plan([q]).items()))
+        return model.logits(plan, p)
+
+    assert torch.allclose(scores(cone_m, union), torch.maximum(scores(cone_m, q1), scores(cone_m, q2)))
+    logic_m = LogicENE(n_entities=12, n_relations=2, dim=4, hidden=8)
+    # the t-conorm of two truth vectors is at least as true as each: the union's embedding dominates
+    plan, (_, p) = next(iter(group_by_plan([union]).items()))
+    u = logic_m.embed(plan, p)[0]
+    for branch in plan[1]:
+        assert torch.all(u >= logic_m.embed(branch, p)[0] - 1e-6)
+
+
+def test_universe_negation_and_registry() -> None:
+    model = LogicENE(n_entities=5, n_relations=1, dim=3, hidden=4)
+    assert model.negate(model.universe(2))[0].tolist() == [[0.0] * 3] * 2
+    axis, arg = ConENE(n_entities=5, n_relations=1, dim=3, hidden=4).universe(1)
+    assert arg[0].tolist() == pytest.approx([math.pi] * 3)  # the full circle
+    assert set(MODELS) == {"logice_ne", "cone_ne"}
+    with pytest.raises(UnknownNameError, match="cone_ne"):
+        get_qe_model_class("cone")
+
+
+def test_losses_hand_values() -> None:
+    z = torch.zeros(1, 1)
+    ones = torch.ones(1, 1, dtype=torch.bool)
+    assert weighted_ranking(z, torch.ones(1, 1), ones, z, ones).item() == pytest.approx(2 * math.log(2))
+    # two answers (utilities 3 and 1) and one negative, all scored 0: uniform prediction over 3 items
+    pos, util, mask = torch.zeros(1, 2), torch.tensor([[3.0, 1.0]]), torch.ones(1, 2, dtype=torch.bool)
+    assert listwise(pos, util, mask, z, ones).item() == pytest.approx(math.log(3))
+    # a padded answer and a masked negative do not count
+    pad_pos = torch.tensor([[0.0, 5.0]])
+    pad_mask = torch.tensor([[True, False]])
+    neg2, neg_mask = torch.tensor([[0.0, -9.0]]), torch.tensor([[True, False]])
+    assert weighted_ranking(
+        pad_pos, torch.tensor([[1.0, 0.0]]), pad_mask, neg2, neg_mask
+    ).item() == pytest.approx(2 * math.log(2))
+    assert listwise(pad_pos, torch.tensor([[1.0, 0.0]]), pad_mask, neg2, neg_mask).item() == pytest.approx(
+        math.log(2)
+    )
+    # listwise prefers the order that follows the utilities
+    good = listwise(torch.tensor([[2.0, 1.0]]), util, mask, z, ones)
+    bad = listwise(torch.tensor([[1.0, 2.0]]), util, mask, z, ones)
+    assert good < bad
+    with pytest.raises(ValueError):
+        compute_loss("hinge", pos, util, mask, z, ones)
+
+
+class BaselineCase(ComponentCase):
+    """What every query-embedding baseline satisfies: two independent scoring paths (all entities in chunks,
+    gathered candidates) agree on every plan, and its answering method is registered under the same name."""
+
+    kind = "baselines"
+
+    def test_scoring_paths_agree(self) -> None:
+        torch.manual_seed(0)
+        model = self.component()(n_entities=23, n_relations=3, dim=6, hidden=8)
+        qs = [
+            Query.of([Atom(Const(1), 0, Y, 0.3, 0.7, negated=True), Atom(Const(5), 2, Y)]),
+            Query.of([Atom(Const(2), 1, Y)], [Atom(Const(4), 0, X), Atom(X, 1, Y)]),
+            Query.of([Atom(Const(3), 0, X), Atom(X, 1, Y), Atom(X, 2, Y)]),
+        ]
+        for plan, (_, params) in group_by_plan(qs).items():
+            full = model.logits(plan, params)
+            cand = torch.arange(23).expand(params.batch_size, 23)
+            assert full.shape == (params.batch_size, 23) and torch.isfinite(full).all()
+            assert torch.allclose(full, model.logits(plan, params, cand), atol=1e-5)
+
+    def test_is_an_answering_method(self) -> None:
+        from pipeline.methods import METHODS
+
+        assert METHODS[self.name].name == self.name
+
+
+class TestLogicENE(BaselineCase):
+    name = "logice_ne"
+
+
+class TestConENE(BaselineCase):
+    name = "cone_ne"

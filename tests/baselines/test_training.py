@@ -1,0 +1,204 @@
+"""Training on a toy query set: the loss falls, a resumed run equals an uninterrupted one, and the answers
+file of a baseline evaluates like SRC's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from pipeline.baselines.plan import group_by_plan
+from pipeline.baselines.runs import load_qe_run
+from pipeline.baselines.training import QEConfig, train_qe
+from pipeline.formats.queryset import query_to_records, write_query_set
+from pipeline.query.model import Atom, Const, Query, Var
+from tests.cases import MethodCase
+
+Y, X = Var("y"), Var("x")
+
+
+def _toy_set(path: Path, split: str) -> Path:
+    """1p and 2i queries over the first entities of ppi5k's id space with hand-made answers: anchor e
+    answers e+1 (utility 1.0) then e+2 (0.5) through relation 0, and e+3 (0.8) through relation 1."""
+    rows = []
+    for e in range(8):
+        for q, answers, utils, qtype in (
+            (Query.of([Atom(Const(e), 0, Y)]), [e + 1, e + 2], [1.0, 0.5], "1p"),
+            (Query.of([Atom(Const(e), 1, Y, 0.2, 0.8)]), [e + 3], [0.8], "1p"),
+            (Query.of([Atom(Const(e), 0, Y), Atom(Const(e + 1), 0, Y)]), [e + 2], [1.5], "2i"),
+        ):
+            rows.append(
+                {
+                    "id": f"{split}-{qtype}-{len(rows):05d}",
+                    "type": qtype,
+                    "text": "",
+                    "atoms": query_to_records(q),
+                    "answers_easy": answers,
+                    "utilities_easy": utils,
+                    "answers_hard": answers,
+                    "utilities_hard": utils,
+                    "seed": 0,
+                }
+            )
+    return write_query_set(
+        rows, path, {"dataset": "ppi5k", "split": split, "alpha": "zero", "beta": "equal", "source": "toy"}
+    )
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("toyq")
+    return _toy_set(root / "train.parquet", "train"), _toy_set(root / "valid.parquet", "valid")
+
+
+def _cfg(toy: tuple[Path, Path], model: str, epochs: int, loss: str = "weighted") -> QEConfig:
+    return QEConfig(
+        dataset="ppi5k",
+        model=model,
+        train_queries=(str(toy[0]),),
+        valid_queries=str(toy[1]),
+        dim=8,
+        hidden=16,
+        lr=0.05,
+        epochs=epochs,
+        batch_size=8,
+        negatives=16,
+        loss=loss,
+        eval_every=4,
+        seed=3,
+    )
+
+
+@pytest.mark.parametrize(("model", "loss"), [("logice_ne", "weighted"), ("cone_ne", "listwise")])
+def test_a_few_epochs_reduce_the_loss(toy: tuple[Path, Path], tmp_path: Path, model: str, loss: str) -> None:
+    res = train_qe(_cfg(toy, model, 12, loss), tmp_path / "run", device="cpu", progress=False)
+    losses = [h["loss"] for h in res["history"]]
+    assert losses[-1] < 0.7 * losses[0]
+    for name in ("config.json", "metadata.json", "results.json", "model.pt", "checkpoint.pt"):
+        assert (tmp_path / "run" / name).is_file()
+    assert res["best_epoch"] >= 1 and res["train_queries"] == 24
+
+
+def test_resume_equals_an_uninterrupted_run(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    train_qe(_cfg(toy, "cone_ne", 2), tmp_path / "a", device="cpu", progress=False)
+    resumed = train_qe(_cfg(toy, "cone_ne", 4), tmp_path / "a", device="cpu", progress=False)
+    straight = train_qe(_cfg(toy, "cone_ne", 4), tmp_path / "b", device="cpu", progress=False)
+    assert [h["loss"] for h in resumed["history"]] == pytest.approx([h["loss"] for h in straight["history"]])
+    a = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model"]
+    b = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    other = _cfg(toy, "cone_ne", 4, loss="listwise")
+    from pipeline.errors import ArtifactError
+
+    with pytest.raises(ArtifactError, match="another configuration"):
+        train_qe(other, tmp_path / "a", device="cpu", progress=False)
+
+
+def test_baseline_answers_evaluate_like_src(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    from pipeline.cli import cli
+    from pipeline.evaluate import evaluate_answers
+    from pipeline.formats.answers import read_answers
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.metrics import ranks_of
+
+    train_qe(_cfg(toy, "logice_ne", 10), tmp_path / "run", device="cpu", progress=False)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "answer",
+            str(toy[1]),
+            "--model",
+            str(tmp_path / "run"),
+            "--out",
+            str(tmp_path / "ans"),
+            "--device",
+            "cpu",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (report,) = evaluate_answers(tmp_path / "ans")
+    assert report["method"] == "LogicE+NE" and report["dataset"] == "ppi5k"
+    assert report["counts"] == {"1p": 16, "2i": 8}
+    assert set(report["summary"]) == {"tau", "rho", "map", "ndcg"}
+    assert report["summary"]["ndcg"]["avg"] > 0
+    # the file's ranks agree with an independent ranking of the model's scores over all entities
+    ans = read_answers(next((tmp_path / "ans").glob("*.parquet")))
+    model, _ = load_qe_run(tmp_path / "run")
+    qs = read_query_set(toy[1])
+    first = ans.frame[ans.frame["query_id"] == qs.frame["id"][0]]
+    plan, (_, params) = next(iter(group_by_plan(qs.queries()[:1]).items()))
+    with torch.no_grad():
+        util = model.logits(plan, params)[0].numpy()
+    assert np.array_equal(first["rank"].to_numpy(), ranks_of(util, first["entity"].to_numpy()))
+
+
+def test_cli_errors_are_one_line(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    from pipeline.cli import cli
+
+    runner = CliRunner()
+    res = runner.invoke(
+        cli,
+        [
+            "train-qe",
+            "ppi5k",
+            "--model",
+            "cone_ne",
+            "--train-queries",
+            str(tmp_path / "nope.parquet"),
+            "--valid-queries",
+            str(toy[1]),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
+    assert res.exit_code == 2 and "nope.parquet: no such query set" in res.output
+    res = runner.invoke(
+        cli,
+        [
+            "train-qe",
+            "cn15k",
+            "--model",
+            "cone_ne",
+            "--train-queries",
+            str(toy[0]),
+            "--valid-queries",
+            str(toy[1]),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
+    assert res.exit_code == 2 and "a query set of 'ppi5k', not 'cn15k'" in res.output
+    res = runner.invoke(cli, ["answer", str(toy[1]), "--model", str(tmp_path)])
+    assert res.exit_code == 2 and "not a query-embedding run directory" in res.output
+    res = runner.invoke(cli, ["answer", str(toy[1])])
+    assert res.exit_code == 2 and "--adjacency" in res.output
+    assert "Traceback" not in res.output
+
+
+class _BaselineMethodCase(MethodCase):
+    @pytest.fixture()
+    def built(self, toy: tuple[Path, Path], tmp_path: Path) -> tuple[Any, Path]:
+        from pipeline.methods import METHODS
+
+        train_qe(_cfg(toy, self.name, 2), tmp_path / "run", device="cpu", progress=False)
+        return METHODS[self.name].build(tmp_path / "run", "cpu"), toy[1]
+
+
+class TestLogicENEMethod(_BaselineMethodCase):
+    name = "logice_ne"
+
+
+class TestConENEMethod(_BaselineMethodCase):
+    name = "cone_ne"
+
+    def test_a_run_of_another_model_is_refused(self, toy: tuple[Path, Path], tmp_path: Path) -> None:
+        from pipeline.errors import ArtifactError
+        from pipeline.methods import METHODS
+
+        train_qe(_cfg(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
+        with pytest.raises(ArtifactError, match="a logice_ne run, not cone_ne"):
+            METHODS["cone_ne"].build(tmp_path / "run", "cpu")
