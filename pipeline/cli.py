@@ -227,7 +227,10 @@ def ingest_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
 def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
-    """Counts and per-relation confidence percentiles (the low/normal/high alpha levels), read from the store."""
+    """Counts and per-relation alpha levels, read from the store.
+
+    train/valid/test: distinct facts per nested graph; p25/p50/p75 (low/normal/high alpha): percentiles of
+    ALL published rows of train+val+test, duplicates kept (the SQUK benchmark's definition)."""
     from pipeline.store import open_store
     from pipeline.store.stats import dataset_stats
 
@@ -256,6 +259,8 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
             for r in st.per_relation
         ]
     )
+    click.echo("train/valid/test: distinct facts per nested graph; p25/p50/p75: alpha levels, percentiles of "
+               "all published rows of train+val+test (duplicates kept; SQUK's definition)")
 
 
 # -------------------------------------------------------------------------- query language and engine (SRC)

@@ -19,11 +19,13 @@ import pandas as pd
 from tqdm import tqdm
 
 from pipeline.errors import DataFormatError, PipelineError
+from pipeline.sampling.levels import kg_alpha_levels
 from pipeline.store import cypher_text
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 
 # bump when the graph model changes, so stores loaded by an older version are reloaded
-FORMAT_VERSION = 1
+# (2: the relation vocabulary carries the alpha levels p25/p50/p75)
+FORMAT_VERSION = 2
 DELETE_BATCH = 2_000  # entities per DETACH DELETE round trip (each takes its relationships along)
 
 
@@ -52,6 +54,8 @@ def content_key(kg) -> str:
     for frame in (kg.entities[["eid", "name"]], kg.relations[["rid", "name"]], kg.facts_with_splits()):
         h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
         h.update("\0".join(map(str, frame.columns)).encode())
+    # the alpha levels count duplicate rows, which the merged facts above do not show
+    h.update(repr(sorted(kg_alpha_levels(kg).items())).encode())
     return h.hexdigest()[:32]
 
 
@@ -145,8 +149,15 @@ def ingest(kg, store: Store, batch_size: int = 10_000, progress: bool = True) ->
 
     store.run(cypher_text("dataset_begin"), {"dataset": ds, "key": key})
     store.create_entities(ds, kg.entities["eid"].to_numpy(np.int64), kg.entity_names(), batch_size)
+    levels = kg_alpha_levels(kg)
+    no_rows = (None, None, None)
     vocab = [
-        {"rid": i, "name": n, "type": t}
+        {
+            "rid": i,
+            "name": n,
+            "type": t,
+            **dict(zip(("p25", "p50", "p75"), levels.get(i, no_rows), strict=True)),
+        }
         for i, (n, t) in enumerate(zip(kg.relation_names(), types, strict=True))
     ]
     store.run_batches(cypher_text("ingest_relations"), vocab, batch_size, {"dataset": ds})
