@@ -221,6 +221,9 @@ def ask_all(
             return rec | {"status": "error", "reply": None, "letter": None, "error": str(exc.args[0])}
         return rec | {"status": "ok", "reply": reply, "letter": parse_letter(reply), "error": None}
 
+    if path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n")  # a crash cut the last line: start ours on a fresh one
     bar = tqdm(
         total=len(items), initial=len(done), desc=f"ask {client.model}", unit="item", disable=not progress
     )

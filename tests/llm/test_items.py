@@ -60,8 +60,9 @@ def test_the_correct_one_is_a_readable_best_answer():
     # the best answers unreadable: the best READABLE answer is the correct one (best of the four shown)
     assert pick(u, np.array([False, False, True, True, True]), 0.2) is None  # 0.5, 0.3, 0.1: only three
     # 0.7, 0.5, 0.3, then the non-answer 5 (0.3 is a margin above 0)
-    assert pick(np.array([0.8, 0.8, 0.7, 0.5, 0.3, 0.0]), np.array([False, False, True, True, True, True]), 0.2) == [
-        2, 3, 4, 5]
+    assert pick(
+        np.array([0.8, 0.8, 0.7, 0.5, 0.3, 0.0]), np.array([False, False, True, True, True, True]), 0.2
+    ) == [2, 3, 4, 5]
     assert pick(np.full(5, NEG), np.ones(5, bool), 0.1) is None  # no answers at all
 
 
@@ -72,8 +73,17 @@ def test_readability_rule():
 
 
 def test_parse_counts():
-    assert parse_counts("paper") == {"1p": 100, "2p": 50, "2i": 100, "2in": 50, "2il": 15, "2m": 10,
-                                     "3in": 15, "ip": 15, "im": 15}
+    assert parse_counts("paper") == {
+        "1p": 100,
+        "2p": 50,
+        "2i": 100,
+        "2in": 50,
+        "2il": 15,
+        "2m": 10,
+        "3in": 15,
+        "ip": 15,
+        "im": 15,
+    }
     assert sum(parse_counts(None).values()) == 370
     assert parse_counts("all") is None and parse_counts("3")["im"] == 3
     assert parse_counts("1p=2,2i=1") == {"1p": 2, "2i": 1}
@@ -85,8 +95,16 @@ def test_parse_counts():
 
 NAMES = ["dog", "cat", "wolf", "fox", "lion", "tiger", "bear", "42nd street", "mouse", "horse"]
 # isa(?y, animal) style: relation 0 "likes", anchor dog (0); tails with hand-picked confidences
-FACTS = [(0, 0, 1, 0.9), (0, 0, 2, 0.7), (0, 0, 3, 0.65), (0, 0, 4, 0.5), (0, 0, 5, 0.2), (0, 0, 7, 0.95),
-         (8, 1, 1, 0.8), (8, 1, 4, 0.6)]
+FACTS = [
+    (0, 0, 1, 0.9),
+    (0, 0, 2, 0.7),
+    (0, 0, 3, 0.65),
+    (0, 0, 4, 0.5),
+    (0, 0, 5, 0.2),
+    (0, 0, 7, 0.95),
+    (8, 1, 1, 0.8),
+    (8, 1, 4, 0.6),
+]
 
 
 def named_kg() -> KGData:
@@ -107,10 +125,24 @@ def query_set(texts: dict[str, tuple[str, str]], vocab: Vocabulary, tmp_path) ->
     rows = []
     for qid, (qtype, text) in texts.items():
         q = parse(text, vocab)
-        rows.append({"id": qid, "type": qtype, "text": text, "atoms": query_to_records(q), "answers_easy": [],
-                     "utilities_easy": [], "answers_hard": [], "utilities_hard": [], "seed": 0})
-    path = write_query_set(rows, tmp_path / "zoo_test.parquet",
-                           {"dataset": "zoo", "split": "test", "alpha": "zero", "beta": "equal", "source": "test"})
+        rows.append(
+            {
+                "id": qid,
+                "type": qtype,
+                "text": text,
+                "atoms": query_to_records(q),
+                "answers_easy": [],
+                "utilities_easy": [],
+                "answers_hard": [],
+                "utilities_hard": [],
+                "seed": 0,
+            }
+        )
+    path = write_query_set(
+        rows,
+        tmp_path / "zoo_test.parquet",
+        {"dataset": "zoo", "split": "test", "alpha": "zero", "beta": "equal", "source": "test"},
+    )
     from pipeline.sampling.queryset import read_query_set
 
     return read_query_set(path)
@@ -121,9 +153,15 @@ def test_build_on_a_tiny_kg(tmp_path):
     vocab = Vocabulary.from_kg(kg)
     from pipeline.kg import observed_graph
 
-    qs = query_set({"q1": ("1p", "likes(dog, ?y)"),
-                    "q2": ("2i", "likes(dog, ?y, 0, 0.5) & chases(mouse, ?y)"),
-                    "q3": ("1p", "likes(\"42nd street\", ?y)")}, vocab, tmp_path)
+    qs = query_set(
+        {
+            "q1": ("1p", "likes(dog, ?y)"),
+            "q2": ("2i", "likes(dog, ?y, 0, 0.5) & chases(mouse, ?y)"),
+            "q3": ("1p", 'likes("42nd street", ?y)'),
+        },
+        vocab,
+        tmp_path,
+    )
     items, report = build_items(qs, vocab, _utility_fn(observed_graph(kg, "test")), 0.1, 7, None, "zoo")
     # q3's anchor is unreadable; q2: cat 0.45 + 0.8 = 1.25, lion 0.25 + 0.6 = 0.85, "42nd street" 0.475
     # (unreadable), wolf 0.35, fox 0.325, tiger 0.1 -> 1.25, 0.85, 0.35, 0.1 (fox is within 0.1 of wolf)
@@ -132,7 +170,11 @@ def test_build_on_a_tiny_kg(tmp_path):
     # q1: "42nd street" (0.95) is the best answer but unreadable -> cat 0.9 (best of the four shown),
     # wolf 0.7, lion 0.5, tiger 0.2
     assert sorted((round(c["true_utility"], 4), c["name"]) for c in one["candidates"]) == [
-        (0.2, "tiger"), (0.5, "lion"), (0.7, "wolf"), (0.9, "cat")]
+        (0.2, "tiger"),
+        (0.5, "lion"),
+        (0.7, "wolf"),
+        (0.9, "cat"),
+    ]
     by_letter = {c["letter"]: c for c in one["candidates"]}
     assert by_letter[one["correct"]]["name"] == "cat"
     got2 = sorted(((round(c["true_utility"], 4), c["name"]) for c in two["candidates"]), reverse=True)
@@ -146,8 +188,10 @@ def test_build_on_a_tiny_kg(tmp_path):
     # the same seed gives the same items; the position of the correct letter follows the seed
     again, _ = build_items(qs, vocab, _utility_fn(observed_graph(kg, "test")), 0.1, 7, None, "zoo")
     assert again == items
-    letters = {build_items(qs, vocab, _utility_fn(observed_graph(kg, "test")), 0.1, s, None, "zoo")[0][0]["correct"]
-               for s in range(12)}
+    letters = {
+        build_items(qs, vocab, _utility_fn(observed_graph(kg, "test")), 0.1, s, None, "zoo")[0][0]["correct"]
+        for s in range(12)
+    }
     assert len(letters) > 1
 
 
@@ -163,7 +207,9 @@ def test_items_file_with_src_pick_and_bad_files(tmp_path, monkeypatch):
     from pipeline.kg import observed_graph
     from pipeline.llm.items import src_choice
 
-    src_choice(items, _utility_fn(observed_graph(kg, "test")), [parse(it["query_ids"], vocab) for it in items])
+    src_choice(
+        items, _utility_fn(observed_graph(kg, "test")), [parse(it["query_ids"], vocab) for it in items]
+    )
     assert items[0]["src"]["pick"] == items[0]["correct"]
     write_items(items, tmp_path / "copy.jsonl")
     assert read_items(tmp_path / "copy.jsonl") == items
