@@ -592,18 +592,34 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--run", "runs", multiple=True, help="MODEL=RUN_DIR: use this trained run instead of training MODEL.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--device", default=None)
+@click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
+              help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
 def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None,
                   select_on: str | None, per_type: int,
                   train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
-                  as_json: bool) -> None:
+                  study: str, as_json: bool) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
-    when its output for the same inputs exists."""
+    when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline import config
     from pipeline.evaluate import text_table
     from pipeline.reproduce import ReproduceConfig, reproduce
+
+    if study == "soft-requirements":
+        from pipeline.studies.soft_requirements import run_study
+
+        if len(runs) != 1 or "=" not in runs[0]:
+            raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
+        doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
+                        runs[0].partition("=")[2], per_type, None, threshold, seed, store_uri, docs_dir,
+                        log=lambda m: click.echo(m, err=True), progress=not as_json)
+        if as_json:
+            echo_json(doc)
+        else:
+            click.echo(doc["table"])
+        return
 
     cfg = ReproduceConfig(dataset=dataset, models=tuple(m.strip() for m in models.split(",") if m.strip()), epochs=epochs,
                           dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
