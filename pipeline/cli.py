@@ -649,7 +649,8 @@ def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | 
 # ------------------------------------------------------------------------------- the LLM comparison (issue 16)
 @cli.command("llm-items")
 @click.argument("dataset")
-@click.option("--queries", "queries_path", required=True, type=click.Path(path_type=str), help="A query set (Parquet).")
+@click.option("--queries", "queries_path", required=True, multiple=True, type=click.Path(path_type=str),
+              help="A query set (Parquet); repeat to take items from several, in order.")
 @click.option("--out", "out_path", required=True, type=click.Path(path_type=str), help="Items file (JSONL).")
 @click.option("--margin", type=float, default=0.1, show_default=True,
               help="Least difference between the true utilities of two candidates.")
@@ -661,12 +662,12 @@ def reproduce_cmd(dataset: str, out_dir: str | None, models: str, epochs: int | 
 @click.option("--source", default=None, help="Local folder holding the data set's files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
 @_friendly
-def llm_items_cmd(dataset: str, queries_path: str, out_path: str, margin: float, per_type: str, adjacency: str | None,
+def llm_items_cmd(dataset: str, queries_path: tuple[str, ...], out_path: str, margin: float, per_type: str, adjacency: str | None,
                   seed: int, source: str | None, as_json: bool) -> None:
     """Multiple-choice items (prompt, four named candidates, correct letter) from a query set of DATASET."""
     from pipeline.llm.stage import build_items_file
 
-    res = build_items_file(dataset, queries_path, out_path, margin, per_type, seed, adjacency, source)
+    res = build_items_file(dataset, list(queries_path), out_path, margin, per_type, seed, adjacency, source)
     if as_json:
         echo_json(res)
         return

@@ -35,7 +35,7 @@ def _utility_fn(graph: Any, batch_size: int = 128):
 
 def build_items_file(
     dataset: str,
-    queries_path: str | Path,
+    queries_paths: str | Path | list[str | Path],
     out: str | Path,
     margin: float,
     per_type: str | None,
@@ -44,21 +44,39 @@ def build_items_file(
     source: str | None = None,
     kg: Any = None,
 ) -> dict[str, Any]:
-    """Build and write the items; with an adjacency export, SRC's pick is added to every item."""
+    """Build and write the items from one or more query sets (taken in order, the per-type counts shared;
+    with several files an item id is prefixed by its file's position, '1:test-1p-00004'); with an adjacency export, SRC's pick is
+    added to every item."""
+    from collections import Counter
+
     from loaders import load
     from pipeline.kg import observed_graph
     from pipeline.query.vocab import Vocabulary
     from pipeline.sampling.queryset import read_query_set
 
     counts = parse_counts(per_type)  # a bad --per-type fails before anything is loaded
-    qs = read_query_set(queries_path)
+    paths = [queries_paths] if isinstance(queries_paths, str | Path) else list(queries_paths)
+    sets = [read_query_set(p) for p in paths]
     kg = kg if kg is not None else load(dataset, source=source)
-    if qs.meta.get("dataset") != kg.name:
-        raise ArtifactError(f"{queries_path}: a query set of {qs.meta.get('dataset')!r}, not of {kg.name!r}")
-    split = str(qs.meta.get("split", "test"))
-    graph = observed_graph(kg, SPLIT_GRAPH.get(split, "test"))
     vocab = Vocabulary.from_kg(kg)
-    items, report = build_items(qs, vocab, _utility_fn(graph), margin, seed, counts, kg.name)
+    graphs: dict[str, Any] = {}
+    items: list[dict[str, Any]] = []
+    kept: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    for k, (path, qs) in enumerate(zip(paths, sets, strict=True)):
+        if qs.meta.get("dataset") != kg.name:
+            raise ArtifactError(f"{path}: a query set of {qs.meta.get('dataset')!r}, not of {kg.name!r}")
+        which = SPLIT_GRAPH.get(str(qs.meta.get("split", "test")), "test")
+        if which not in graphs:
+            graphs[which] = _utility_fn(observed_graph(kg, which))
+        left = None if counts is None else {t: n - kept[t] for t, n in counts.items()}
+        part, report = build_items(qs, vocab, graphs[which], margin, seed, left, kg.name)
+        if len(paths) > 1:
+            for it in part:
+                it["id"] = f"{k}:{it['id']}"  # file names may repeat (one name per split/alpha/beta)
+        items += part
+        kept.update(report.kept)
+        dropped.update(report.dropped)
     if adjacency is not None:
         from pipeline.export import load_adjacency
         from pipeline.query import parse
@@ -66,7 +84,16 @@ def build_items_file(
         tensors, _meta = load_adjacency(adjacency, dataset=kg.name)
         src_choice(items, _utility_fn(tensors), [parse(it["query_ids"], vocab) for it in items])
     path = write_items(items, out)
-    return {"file": str(path), **report.to_json(), "src": adjacency is not None}
+    from pipeline.evaluate import ordered_types
+
+    kept_sorted = {t: kept[t] for t in ordered_types(set(kept))}
+    return {
+        "file": str(path),
+        "kept": kept_sorted,
+        "dropped": dict(dropped),
+        "items": len(items),
+        "src": adjacency is not None,
+    }
 
 
 def evaluate_items_file(

@@ -221,3 +221,22 @@ def test_items_file_with_src_pick_and_bad_files(tmp_path, monkeypatch):
     (tmp_path / "bad2.jsonl").write_text(lines[0] + "\n{not json\n")
     with pytest.raises(DataFormatError, match="line 2"):
         read_items(tmp_path / "bad2.jsonl")
+
+
+def test_several_query_sets_share_the_counts(tmp_path):
+    kg = named_kg()
+    vocab = Vocabulary.from_kg(kg)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = query_set({"q1": ("1p", "likes(dog, ?y)")}, vocab, tmp_path / "a")
+    second = query_set(
+        {"q1": ("1p", "likes(dog, ?y)"), "q2": ("2i", "likes(dog, ?y, 0, 0.5) & chases(mouse, ?y)")},
+        vocab,
+        tmp_path / "b",
+    )
+    paths = [first.path, second.path]
+    one = build_items_file("zoo", paths, tmp_path / "one.jsonl", 0.1, "1p=1,2i=1", 0, kg=kg)
+    assert one["kept"] == {"1p": 1, "2i": 1} and one["dropped"] == {"over the type's count": 1}
+    two = build_items_file("zoo", paths, tmp_path / "two.jsonl", 0.1, "all", 0, kg=kg)
+    ids = [it["id"] for it in read_items(tmp_path / "two.jsonl")]
+    assert two["items"] == 3 and ids == ["0:q1", "1:q1", "1:q2"]
