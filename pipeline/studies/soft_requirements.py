@@ -232,6 +232,9 @@ def run_study(
         "counts": {s: r["counts"] for s, r in src.items()},
         "query_sets": sets,
         "seconds": round(time.perf_counter() - t0, 1),
+        # all stages as they last ran (this invocation may have skipped them)
+        "stage_seconds": round(sum(v.get("seconds", 0.0) for v in stages.doc.values()), 1),
+        "backbone_results": _run_summary(run_dir),
     }
     (out / "soft_requirements.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / "soft_requirements.md").write_text(table + "\n")
@@ -249,6 +252,19 @@ def run_study(
     return doc
 
 
+def _run_summary(run_dir: Path) -> dict[str, Any]:
+    """Epochs and test MSE of the backbone's run (results.json), for the note; {} when absent."""
+    try:
+        res = json.loads((run_dir / "results.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {
+        "epochs": res.get("epochs_run"),
+        "selection": res.get("selection"),
+        "test_mse": (res.get("test") or {}).get("mse"),
+    }
+
+
 def study_note(doc: dict[str, Any], table: str) -> str:
     """The docs section: command, settings, table, per-type SRC NDCG."""
     from pipeline.evaluate import ordered_types
@@ -260,6 +276,16 @@ def study_note(doc: dict[str, Any], table: str) -> str:
     return (
         f"Command: `pipeline reproduce {doc['dataset']} --study soft-requirements --run "
         f"{doc['backbone']}=RUN --per-type {doc['per_type']} --threshold {doc['threshold']} --seed {doc['seed']}`"
-        f" ({doc['seconds']:.0f} s). Test queries per setting: {doc['per_type']} per type; SRC without"
-        " calibration over one export.\n\n" + table + "\n\n" + "\n".join(per_type) + "\n"
+        f" ({doc['stage_seconds']:.0f} s over all stages). Test queries per setting: {doc['per_type']} per type;"
+        f" SRC without calibration over one export of {doc['backbone']}"
+        + (
+            f" ({b['epochs']} epochs, selection {b['selection']}, test MSE {b['test_mse']:.4f})"
+            if (b := doc["backbone_results"]) and b.get("test_mse") is not None
+            else ""
+        )
+        + ".\n\n"
+        + table
+        + "\n\n"
+        + "\n".join(per_type)
+        + "\n"
     )
