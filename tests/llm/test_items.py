@@ -240,3 +240,31 @@ def test_several_query_sets_share_the_counts(tmp_path):
     two = build_items_file("zoo", paths, tmp_path / "two.jsonl", 0.1, "all", 0, kg=kg)
     ids = [it["id"] for it in read_items(tmp_path / "two.jsonl")]
     assert two["items"] == 3 and ids == ["0:q1", "1:q1", "1:q2"]
+
+
+def test_llm_items_command_errors_are_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    runner = CliRunner()
+    bad = runner.invoke(
+        cli,
+        [
+            "llm-items",
+            "zoo",
+            "--queries",
+            str(tmp_path / "q.parquet"),
+            "--out",
+            str(tmp_path / "i.jsonl"),
+            "--per-type",
+            "1p:3",
+        ],
+    )
+    assert bad.exit_code == 2 and "TYPE=N" in bad.output and "Traceback" not in bad.output
+    missing = runner.invoke(
+        cli,
+        ["llm-items", "zoo", "--queries", str(tmp_path / "q.parquet"), "--out", str(tmp_path / "i.jsonl")],
+    )
+    assert missing.exit_code == 2 and "no such query set" in missing.output
+    assert not (tmp_path / "i.jsonl").exists()
