@@ -253,7 +253,10 @@ def ingest_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
 def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
-    """Counts and per-relation confidence percentiles (the low/normal/high alpha levels), read from the store."""
+    """Counts and per-relation alpha levels, read from the store.
+
+    train/valid/test: distinct facts per nested graph; p25/p50/p75 (low/normal/high alpha): percentiles of
+    ALL published rows of train+val+test, duplicates kept (the SQUK benchmark's definition)."""
     from pipeline.store import open_store
     from pipeline.store.stats import dataset_stats
 
@@ -282,6 +285,8 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
             for r in st.per_relation
         ]
     )
+    click.echo("train/valid/test: distinct facts per nested graph; p25/p50/p75: alpha levels, percentiles of "
+               "all published rows of train+val+test (duplicates kept; SQUK's definition)")
 
 
 # -------------------------------------------------------------------------- query language and engine (SRC)
@@ -656,6 +661,8 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--device", default=None)
 @click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
               help="Replay a reproduction: its reproduce.json (or a JSON of these settings); options given besides override it.")
+@click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
+              help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_context
 @_friendly
@@ -663,12 +670,26 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
                   select_on: str | None, per_type: int,
                   train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
-                  as_json: bool) -> None:
+                  study: str, as_json: bool) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
-    when its output for the same inputs exists."""
+    when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline import config
     from pipeline.evaluate import text_table
     from pipeline.reproduce import ReproduceConfig, reproduce
+
+    if study == "soft-requirements":
+        from pipeline.studies.soft_requirements import run_study
+
+        if len(runs) != 1 or "=" not in runs[0]:
+            raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
+        doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
+                        runs[0].partition("=")[2], per_type, None, threshold, seed, store_uri, docs_dir,
+                        log=lambda m: click.echo(m, err=True), progress=not as_json)
+        if as_json:
+            echo_json(doc)
+        else:
+            click.echo(doc["table"])
+        return
 
     given = dict(dataset=dataset, models=tuple(m.strip() for m in models.split(",") if m.strip()), epochs=epochs,
                  dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
@@ -751,6 +772,70 @@ def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], 
         return
     click.echo(f"{model_name}: best valid score {results['best_valid_score']:.2f} at epoch {results['best_epoch']}; "
                f"{results['train_queries']} train queries, {results['seconds_per_epoch']:.1f} s/epoch; run in {out_dir}")
+
+# ------------------------------------------------------------------------------- the LLM comparison (issue 16)
+@cli.command("llm-items")
+@click.argument("dataset")
+@click.option("--queries", "queries_path", required=True, multiple=True, type=click.Path(path_type=str),
+              help="A query set (Parquet); repeat to take items from several, in order.")
+@click.option("--out", "out_path", required=True, type=click.Path(path_type=str), help="Items file (JSONL).")
+@click.option("--margin", type=float, default=0.1, show_default=True,
+              help="Least difference between the true utilities of two candidates.")
+@click.option("--per-type", default="paper", show_default=True,
+              help="Items per type: paper (1p 100, 2p 50, 2i 100, 2in 50, 2il/3in/ip/im 15, 2m 10), all, N or TYPE=N,...")
+@click.option("--adjacency", type=click.Path(path_type=str), default=None,
+              help="A neural adjacency export: add SRC's pick (highest predicted utility) to every item.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seeds candidate draws and the answer position.")
+@click.option("--source", default=None, help="Local folder holding the data set's files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
+@_friendly
+def llm_items_cmd(dataset: str, queries_path: tuple[str, ...], out_path: str, margin: float, per_type: str, adjacency: str | None,
+                  seed: int, source: str | None, as_json: bool) -> None:
+    """Multiple-choice items (prompt, four named candidates, correct letter) from a query set of DATASET."""
+    from pipeline.llm.stage import build_items_file
+
+    res = build_items_file(dataset, list(queries_path), out_path, margin, per_type, seed, adjacency, source)
+    if as_json:
+        echo_json(res)
+        return
+    print_table([{"type": t, "items": n} for t, n in res["kept"].items()])
+    click.echo(f"{res['file']}: {res['items']} items; dropped: "
+               + (", ".join(f"{n} {why}" for why, n in res["dropped"].items()) or "none"))
+
+
+@cli.command("llm-eval")
+@click.argument("items_path", metavar="ITEMS", type=click.Path(path_type=str))
+@click.option("--endpoint", default=None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
+@click.option("--model", "model_name", default=None, help="Model name sent to the endpoint.")
+@click.option("--concurrency", type=int, default=4, show_default=True, help="Requests in flight.")
+@click.option("--responses", type=click.Path(path_type=str), default=None,
+              help="Responses JSONL (default beside ITEMS); a re-run resumes from it.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the API key (none sent when unset).")
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per request.")
+@click.option("--retries", type=int, default=4, show_default=True, help="Retries on 429/5xx/timeouts.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_friendly
+def llm_eval_cmd(items_path: str, endpoint: str | None, model_name: str | None, concurrency: int,
+                 responses: str | None, api_key_env: str, timeout: float, retries: int, as_json: bool) -> None:
+    """Accuracy per query type (95% Wilson interval) of a model on ITEMS, beside SRC's when ITEMS has it."""
+    from pipeline.llm.eval import markdown
+    from pipeline.llm.stage import evaluate_items_file
+
+    if (endpoint is None) != (model_name is None):
+        raise PipelineError("give --endpoint and --model together (or neither, for SRC alone)")
+    doc = evaluate_items_file(items_path, endpoint, model_name, concurrency, responses, progress=not as_json,
+                              api_key_env=api_key_env, timeout=timeout, retries=retries)
+    if as_json:
+        echo_json(doc)
+        return
+    if not doc["tables"]:
+        click.echo("nothing to score: no --endpoint given and the items carry no SRC pick (llm-items --adjacency)")
+        return
+    click.echo(markdown(doc["tables"]))
+    if endpoint is not None:
+        click.echo(f"responses: {doc['responses']}; no clear letter: {len(doc['unclear'])}; "
+                   f"failed requests: {len(doc['failed'])} (both counted wrong)")
 
 
 def main() -> None:

@@ -1,13 +1,14 @@
-"""Alpha levels per relation: read from the store's statistics (the sampling path), or computed from a
-loaded data set by the same rule (25/50/75th percentile, linear interpolation, of each relation's positive
-confidences over train+val+test, i.e. of its facts in the test graph)."""
+"""Alpha levels per relation: read from the store (the sampling path; ingest wrote them on the relation
+vocabulary), or computed from a loaded data set. Both come from ONE rule,
+:func:`loaders.levels.alpha_percentiles` over every published row (SQUK's definition)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from loaders.levels import alpha_levels
 from pipeline.errors import PipelineError
-from pipeline.sampling.requirements import alpha_table, percentiles_from_confidences
+from pipeline.sampling.requirements import alpha_table
 
 
 def store_alpha_table(store, dataset: str, n_relations: int) -> np.ndarray:
@@ -21,9 +22,7 @@ def store_alpha_table(store, dataset: str, n_relations: int) -> np.ndarray:
 
 def kg_alpha_table(kg) -> np.ndarray:
     """(n_relations, 4) alpha table of a loaded data set (loaders.KGData)."""
-    g = kg.graph("test")
-    pct = percentiles_from_confidences(g["r"].to_numpy(), g["conf"].to_numpy(), kg.n_relations)
-    return alpha_table(pct, kg.n_relations)
+    return alpha_table(alpha_levels(kg), kg.n_relations)
 
 
 def store_relation_types(store, dataset: str) -> list[str]:

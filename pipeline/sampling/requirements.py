@@ -1,8 +1,10 @@
 """Soft requirements of sampled atoms (design section 1): alpha thresholds by level, beta weights by mode.
 
 alpha levels per relation: zero = 0, low / normal / high = the 25th / 50th / 75th percentile of the
-relation's positive confidences over train+val+test (read from the store's statistics); ``hybrid`` draws
-one of the four levels per query. beta: ``equal`` = 1.0, ``random`` = U(0.1, 1) in steps of 0.1.
+relation's confidences over ALL published rows of train, val and test (duplicates kept; the SQUK
+benchmark's definition, :func:`loaders.levels.alpha_percentiles` is its one implementation; ingest stores the result on
+the store's relation vocabulary, where sampling and `pipeline stats` read it); ``hybrid`` draws one of the
+four levels per query. beta: ``equal`` = 1.0, ``random`` = U(0.1, 1) in steps of 0.1.
 """
 
 from __future__ import annotations
@@ -65,22 +67,6 @@ def alpha_table(percentiles: Mapping[int, Sequence[float]], n_relations: int) ->
         table[int(rid), 1:] = (p25, p50, p75)
     return table
 
-
-def percentiles_from_confidences(
-    rel: np.ndarray, conf: np.ndarray, n_relations: int
-) -> dict[int, tuple[float, float, float]]:
-    """25/50/75th percentiles (numpy linear interpolation) of conf > 0 per relation id.
-
-    The store's statistics are the source used by sampling; this is the same rule over arrays, used to
-    cross-check them and for data that never went through a store."""
-    out: dict[int, tuple[float, float, float]] = {}
-    pos = conf > 0
-    for r in range(n_relations):
-        c = conf[(rel == r) & pos]
-        if len(c):
-            q = np.percentile(c, [25.0, 50.0, 75.0])
-            out[r] = (float(q[0]), float(q[1]), float(q[2]))
-    return out
 
 
 def draw_level(rng: np.random.Generator, mode: str) -> str:

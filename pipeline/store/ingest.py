@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from loaders.levels import alpha_levels
 from pipeline.errors import DataFormatError, PipelineError
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 from pipeline.store.cypher import cypher_text
@@ -29,7 +30,8 @@ from pipeline.store.lock import dataset_lock
 from pipeline.store.status import dataset_status
 
 # bump when the graph model changes, so stores loaded by an older version are reloaded
-FORMAT_VERSION = 1
+# (2: the relation vocabulary carries the alpha levels p25/p50/p75)
+FORMAT_VERSION = 2
 DELETE_BATCH = 2_000  # entities per DETACH DELETE round trip (each takes its relationships along)
 
 
@@ -58,6 +60,8 @@ def content_key(kg) -> str:
     for frame in (kg.entities[["eid", "name"]], kg.relations[["rid", "name"]], kg.facts_with_splits()):
         h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
         h.update("\0".join(map(str, frame.columns)).encode())
+    # the alpha levels count duplicate rows, which the merged facts above do not show
+    h.update(repr(sorted(alpha_levels(kg).items())).encode())
     return h.hexdigest()[:32]
 
 
@@ -164,8 +168,15 @@ def _load(kg, store: Store, facts, types, key: str, counts: dict, batch_size: in
 
     store.run(cypher_text("dataset_begin"), {"dataset": ds, "key": key})
     store.create_entities(ds, kg.entities["eid"].to_numpy(np.int64), kg.entity_names(), batch_size)
+    levels = alpha_levels(kg)
+    no_rows = (None, None, None)
     vocab = [
-        {"rid": i, "name": n, "type": t}
+        {
+            "rid": i,
+            "name": n,
+            "type": t,
+            **dict(zip(("p25", "p50", "p75"), levels.get(i, no_rows), strict=True)),
+        }
         for i, (n, t) in enumerate(zip(kg.relation_names(), types, strict=True))
     ]
     store.run_batches(cypher_text("ingest_relations"), vocab, batch_size, {"dataset": ds})

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from loaders.levels import alpha_percentiles
 from pipeline.errors import PipelineError, UnknownNameError
 from pipeline.sampling.requirements import (
     ALPHA_LEVELS,
@@ -14,25 +15,33 @@ from pipeline.sampling.requirements import (
     alpha_table,
     draw_betas,
     draw_level,
-    percentiles_from_confidences,
 )
 from tests.cases import ComponentCase
 
 
 def test_percentiles_hand_computed():
-    # relation 0: confidences 0.2, 0.4, 0.6, 0.8 -> linear interpolation: 0.35, 0.5, 0.65
-    # relation 1: 0.9 alone (its zero row is a sampled negative, ignored); relation 2: no positive facts
-    rel = np.array([0, 0, 0, 0, 1, 1, 2])
-    conf = np.array([0.8, 0.2, 0.6, 0.4, 0.9, 0.0, 0.0])
-    p = percentiles_from_confidences(rel, conf, 3)
-    assert p[0] == pytest.approx((0.35, 0.5, 0.65))
-    assert p[1] == (0.9, 0.9, 0.9)
+    # relation 0: rows 0.2, 0.4, 0.6, 0.8 and a duplicate 0.8 (kept: every published row counts):
+    # sorted 0.2, 0.4, 0.6, 0.8, 0.8 -> positions 1, 2, 3 -> 0.4, 0.6, 0.8
+    # relation 1: 0.9 and a zero-confidence row of train (kept: only test negatives are set apart, by the
+    # loader) -> 0.225, 0.45, 0.675; relation 2: no rows
+    rel = np.array([0, 0, 0, 0, 0, 1, 1])
+    conf = np.array([0.8, 0.2, 0.6, 0.4, 0.8, 0.9, 0.0])
+    p = alpha_percentiles(rel, conf, 3)
+    assert p[0] == (0.4, 0.6, 0.8)
+    assert p[1] == (0.225, 0.45, 0.675)
     assert 2 not in p
     table = alpha_table(p, 3)
-    assert alpha_for(table, [0, 1, 0], "normal") == pytest.approx([0.5, 0.9, 0.5])
+    assert alpha_for(table, [0, 1, 0], "normal") == [0.6, 0.45, 0.6]
     assert alpha_for(table, [2], "zero") == [0.0]
     with pytest.raises(PipelineError, match="relation 2 has no positive facts"):
         alpha_for(table, [2], "low")
+
+
+def test_percentiles_round_to_four_decimals():
+    # 0.1, 0.2, 0.3333 -> p25 at position 0.5: 0.15; p50 0.2; p75 at 1.5: (0.2 + 0.3333) / 2 = 0.26665 -> 0.2666
+    # or 0.2667 depending on the binary value; 1/3 makes the rounding visible: (0.2 + 1/3) / 2 = 0.26666.. -> 0.2667
+    p = alpha_percentiles(np.zeros(3, dtype=int), np.array([0.1, 0.2, 1 / 3]), 1)
+    assert p[0] == (0.15, 0.2, 0.2667)
 
 
 def test_alpha_table_rejects_unordered_percentiles():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -49,11 +48,9 @@ def test_ingest_then_stats_json(graph_uri, fresh_store, ppi5k):
     doc = json.loads(stats.stdout)
     assert doc["entities"] == 4999 and doc["facts"]["valid"] == len(ppi5k.graph("valid"))
     binding = doc["per_relation"][0]
-    conf = ppi5k.graph("test").query("r == 0")["conf"].to_numpy()
     assert binding["name"] == "binding"
-    assert np.allclose(
-        [binding["p25"], binding["p50"], binding["p75"]], np.percentile(conf, [25, 50, 75]), rtol=1e-13
-    )
+    # SQUK's published PPI5k levels of binding (all published rows, duplicates kept)
+    assert [binding["p25"], binding["p50"], binding["p75"]] == [0.258, 0.388, 0.558]
 
     table = invoke("stats", "ppi5k", "--store", graph_uri)
     assert table.exit_code == 0

@@ -1,5 +1,5 @@
 """Hypothesis: for random small uncertain KGs, what ingest writes and what stats reads back agree with the
-loader tables (merged means per nested graph) and with numpy's percentiles, on both load paths."""
+loader tables (merged means per nested graph) and with numpy's percentiles of the raw rows, on both load paths."""
 
 from __future__ import annotations
 
@@ -46,10 +46,9 @@ def test_ingest_and_stats_match_the_tables(falkordb_store, facts, bulk):
     keys = ("h", "r", "t", "type", "conf_train", "conf_valid", "conf_test")
     assert [{k: f[k] for k in keys} for f in snap["facts"]] == expected_facts(kg)
     assert st_.facts == {g: len(kg.graph(g)) for g in ("train", "valid", "test")}
-    test_graph = kg.graph("test")
     for r in st_.per_relation:
-        conf = test_graph.loc[test_graph["r"] == r.rid, "conf"].to_numpy()
+        conf = kg.rows.loc[kg.rows["r"] == r.rid, "conf"].to_numpy()  # every row, duplicates kept
         if len(conf) == 0:
             assert (r.test, r.p25, r.p50, r.p75) == (0, None, None, None)
             continue
-        assert np.allclose([r.p25, r.p50, r.p75], np.percentile(conf, [25, 50, 75]), rtol=1e-14, atol=0)
+        assert [r.p25, r.p50, r.p75] == np.round(np.percentile(conf, [25, 50, 75]), 4).tolist()

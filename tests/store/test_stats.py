@@ -1,4 +1,4 @@
-"""`stats` reads counts and percentiles back from the store: hand-computed on a tiny KG, and against
+"""`stats` reads counts and alpha levels back from the store: hand-computed on a tiny KG, and against
 numpy on the loader tables of the real data sets."""
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ def test_stats_of_the_tiny_kg_by_hand(fresh_store):
     r0, r1 = st.per_relation
     assert (r0.name, r0.train, r0.valid, r0.test) == ("rel0", 2, 2, 3)
     assert (r1.name, r1.train, r1.valid, r1.test) == ("rel1", 1, 2, 3)
-    # rel0 test-graph confidences {0.625, 0.5, 1.0}: sorted 0.5, 0.625, 1.0 -> p25 = 0.5625, p50 = 0.625, p75 = 0.8125
-    assert (r0.p25, r0.p50, r0.p75) == (0.5625, 0.625, 0.8125)
-    # rel1 {0.9, 0.4, 0.25}: sorted 0.25, 0.4, 0.9 -> p25 = 0.325, p50 = 0.4, p75 = 0.65
-    assert (r1.p25, r1.p50, r1.p75) == pytest.approx((0.325, 0.4, 0.65), abs=1e-15)
-    assert st.alpha_levels()["normal"] == [0.625, 0.4]
+    # alpha levels count every published row, duplicates kept: rel0 rows 0.75, 0.25, 0.5, 0.875, 1.0
+    # sorted 0.25, 0.5, 0.75, 0.875, 1.0 -> p25 = 0.5, p50 = 0.75, p75 = 0.875 (the merged facts would give
+    # 0.5625, 0.625, 0.8125); rel1 rows 0.9, 0.4, 0.25 -> p25 = 0.325, p50 = 0.4, p75 = 0.65
+    assert (r0.p25, r0.p50, r0.p75) == (0.5, 0.75, 0.875)
+    assert (r1.p25, r1.p50, r1.p75) == (0.325, 0.4, 0.65)
+    assert st.alpha_levels()["normal"] == [0.75, 0.4]
 
 
 def test_relation_without_facts_has_no_percentiles(fresh_store):
@@ -59,11 +60,10 @@ def test_stats_agree_with_numpy_on_real_data(request, falkordb_store, name):
     assert st.facts == {g: len(kg.graph(g)) for g in ("train", "valid", "test")}
     test_graph = kg.graph("test")
     for r in st.per_relation:
-        conf = test_graph.loc[test_graph["r"] == r.rid, "conf"].to_numpy()
-        conf = conf[conf > 0]
-        want = np.percentile(conf, [25, 50, 75])  # numpy's default: linear interpolation
-        assert r.test == len(conf)
-        assert np.allclose([r.p25, r.p50, r.p75], want, rtol=1e-13, atol=0), r.name
+        assert r.test == int((test_graph["r"] == r.rid).sum())
+        rows = kg.rows.loc[kg.rows["r"] == r.rid, "conf"].to_numpy()  # every published row, duplicates kept
+        want = np.round(np.percentile(rows, [25, 50, 75]), 4)  # numpy's default: linear interpolation
+        assert [r.p25, r.p50, r.p75] == want.tolist(), r.name
 
 
 def test_an_unknown_name_is_not_told_to_ingest(fresh_store):

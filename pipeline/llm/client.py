@@ -1,0 +1,256 @@
+"""An OpenAI-compatible chat-completions client (llama.cpp server, vLLM, Ollama, hosted APIs) on the
+standard library, and the run that asks a model every item: concurrent, retrying transient failures,
+resumable from its responses file.
+
+The API key comes only from an environment variable (``--api-key-env``, default ``OPENAI_API_KEY``), never
+from the command line or a file; without it no Authorization header is sent (local servers need none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+from pipeline.llm.prompt import LETTERS
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+SYSTEM = "You answer multiple-choice questions about soft queries with a single letter."
+
+
+class LLMError(PipelineError):
+    """The endpoint refused the run (bad URL, key, model): retrying cannot help, so the run stops."""
+
+
+class TransientError(Exception):
+    """A failure worth retrying: HTTP 429/5xx, a timeout, a dropped connection, a malformed reply."""
+
+
+@dataclass(frozen=True)
+class ChatClient:
+    """POST {endpoint}/chat/completions with one user message; returns the reply text.
+
+    endpoint: a base URL such as ``http://127.0.0.1:8080/v1`` (or the full .../chat/completions URL).
+    Retries ``retries`` times on transient failures with exponential backoff (``backoff`` s doubled each
+    time, with jitter, at most 30 s; a Retry-After header of at most 60 s is honoured)."""
+
+    endpoint: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    retries: int = 4
+    backoff: float = 1.0
+    temperature: float = 0.0
+    max_tokens: int = 16
+
+    @property
+    def url(self) -> str:
+        base = self.endpoint.rstrip("/")
+        return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+    def _request(self, prompt: str) -> urllib.request.Request:
+        body = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
+
+    def _once(self, prompt: str) -> str:
+        try:
+            with urllib.request.urlopen(self._request(prompt), timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code in RETRY_STATUS or exc.code >= 500:
+                delay = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+                raise TransientError(f"HTTP {exc.code}", delay) from None
+            detail = exc.read()[:200].decode("utf-8", "replace") if exc.fp else ""
+            raise LLMError(f"{self.url}: HTTP {exc.code} {exc.reason} {detail}".strip()) from None
+        except TimeoutError as exc:
+            raise TransientError(f"timeout after {self.timeout:g} s") from exc
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError | socket.timeout):
+                raise TransientError(f"timeout after {self.timeout:g} s") from exc
+            if isinstance(exc.reason, ConnectionRefusedError):
+                raise LLMError(f"{self.url}: connection refused (is the server running?)") from None
+            raise TransientError(f"connection error: {exc.reason}") from exc
+        except (ConnectionError, OSError, http.client.HTTPException) as exc:
+            raise TransientError(f"connection error: {exc!r}") from exc
+        return reply_text(raw)
+
+    def complete(self, prompt: str, sleep: Callable[[float], None] = time.sleep) -> str:
+        """The reply text; TransientError after the last retry, LLMError at once on a permanent refusal."""
+        for attempt in range(self.retries + 1):
+            try:
+                return self._once(prompt)
+            except TransientError as exc:
+                if attempt == self.retries:
+                    raise
+                hinted = exc.args[1] if len(exc.args) > 1 and exc.args[1] is not None else None
+                wait_s = hinted if hinted is not None else min(30.0, self.backoff * 2**attempt)
+                sleep(wait_s * (1 + 0.1 * random.random()))  # jitter spreads concurrent retries
+        raise AssertionError("unreachable")
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return min(60.0, max(0.0, float(value))) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to exponential backoff
+
+
+def reply_text(raw: bytes) -> str:
+    """choices[0].message.content of a chat-completions body; TransientError when malformed."""
+    try:
+        doc = json.loads(raw)
+        content = doc["choices"][0]["message"]["content"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
+        raise TransientError(f"malformed reply: {raw[:80]!r}") from exc
+    if not isinstance(content, str):
+        raise TransientError(f"malformed reply: content is {type(content).__name__}")
+    return content
+
+
+# ------------------------------------------------------------------------------------------ letter parsing
+
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_CUE = re.compile(
+    r"(?:answer|choice|option)\s*(?:is|would be|:)?\s*[:\-]?\s*[\(\[*]*([A-D])\b(?![a-z'])", re.I
+)
+_ALONE = re.compile(r"^\W*([A-D])\W*$")
+_LEAD = re.compile(r"^[\s*\(\[]*([A-D])(?:[\)\]\.:,*]|\s*$|\s+[-–—])")
+_BOLD = re.compile(r"\*\*\(?([A-D])\)?\*\*")
+
+
+def parse_letter(reply: str) -> str | None:
+    """The chosen letter of a reply, or None when it names no clear single letter.
+
+    Accepted, in order: a reply that is just a letter ('B', '(B).'); an explicit cue ('The answer is C',
+    'Answer: (D)'; the last cue wins, as models restate); a leading 'C.' / 'C)' / 'C:'; a bold '**C**'.
+    A bare 'A' inside a sentence is the English article, so free text without a cue gives None. Reasoning
+    blocks <think>...</think> are ignored."""
+    text = _THINK.sub(" ", reply or "").strip()
+    if not text:
+        return None
+    m = _ALONE.match(text)
+    if m:
+        return m.group(1)
+    cues = [c.upper() for c in _CUE.findall(text)]
+    cues = [c for c in cues if c in LETTERS]
+    if cues:
+        return cues[-1]
+    m = _LEAD.match(text)
+    if m:
+        return m.group(1)
+    bold = set(_BOLD.findall(text))
+    if len(bold) == 1:
+        return bold.pop()
+    return None
+
+
+# ------------------------------------------------------------------------------------------- a whole run
+
+
+def prompt_hash(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode()).hexdigest()[:16]
+
+
+def load_responses(path: Path, model: str) -> dict[str, dict[str, Any]]:
+    """Finished responses of an earlier run of the same model (status ok), by item id. A last line cut by
+    a crash and records of other models or of failed requests are ignored (those items are asked again)."""
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and rec.get("model") == model and rec.get("status") == "ok":
+            done[str(rec["id"])] = rec
+    return done
+
+
+def ask_all(
+    items: list[dict[str, Any]],
+    client: ChatClient,
+    responses: str | Path,
+    concurrency: int = 4,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Ask the model every item not answered yet in ``responses`` (JSONL, appended as answers arrive, so a
+    killed run resumes); returns one record per item, in item order:
+    {id, model, prompt_hash, status ok|error, reply, letter (None = no clear letter), error}."""
+    from tqdm import tqdm
+
+    if concurrency < 1:
+        raise PipelineError(f"--concurrency must be at least 1, got {concurrency}")
+    path = Path(responses)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    hashes = {it["id"]: prompt_hash(it["prompt"]) for it in items}
+    # an answer counts only for the same prompt: a rebuilt item is asked again
+    done = {
+        k: v for k, v in load_responses(path, client.model).items() if hashes.get(k) == v.get("prompt_hash")
+    }
+    todo = [it for it in items if it["id"] not in done]
+    results: dict[str, dict[str, Any]] = dict(done)
+
+    def one(it: dict[str, Any]) -> dict[str, Any]:
+        rec = {"id": it["id"], "model": client.model, "prompt_hash": prompt_hash(it["prompt"])}
+        try:
+            reply = client.complete(it["prompt"])
+        except TransientError as exc:
+            return rec | {"status": "error", "reply": None, "letter": None, "error": str(exc.args[0])}
+        return rec | {"status": "ok", "reply": reply, "letter": parse_letter(reply), "error": None}
+
+    if path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n")  # a crash cut the last line: start ours on a fresh one
+    bar = tqdm(
+        total=len(items), initial=len(done), desc=f"ask {client.model}", unit="item", disable=not progress
+    )
+    with open(path, "a", encoding="utf-8") as out, ThreadPoolExecutor(max_workers=concurrency) as pool:
+        pending = set()
+        queue: Iterable[dict[str, Any]] = iter(todo)
+        try:
+            for it in queue:  # keep at most 2 x concurrency requests in flight
+                pending.add(pool.submit(one, it))
+                if len(pending) >= 2 * concurrency:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    _record(finished, results, out, bar)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                _record(finished, results, out, bar)
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+    bar.close()
+    return [results[it["id"]] for it in items]
+
+
+def _record(finished, results, out, bar) -> None:
+    for f in finished:
+        rec = f.result()  # an LLMError propagates: the run stops with one clear line
+        results[rec["id"]] = rec
+        out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        out.flush()  # one whole line per answer, so a kill loses at most the line being written
+        bar.update(1)

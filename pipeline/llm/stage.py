@@ -1,0 +1,127 @@
+"""The two commands' work, at the I/O edge: `pipeline llm-items` (query set + graphs -> items JSONL) and
+`pipeline llm-eval` (items -> a model's answers -> accuracy tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import ArtifactError
+from pipeline.llm import eval as llm_eval
+from pipeline.llm.items import build_items, parse_counts, read_items, src_choice, write_items
+
+SPLIT_GRAPH = {"train": "train", "valid": "valid", "test": "test"}
+
+
+def _utility_fn(graph: Any, batch_size: int = 128):
+    """queries -> (B, n_entities) float64 numpy utilities of the exact engine on graph (batched)."""
+    import torch
+
+    from pipeline.engine import as_adjacency, evaluate_batch
+
+    adj = as_adjacency(graph)
+
+    def run(queries: list) -> np.ndarray:
+        parts = []
+        with torch.no_grad():
+            for s in range(0, len(queries), batch_size):
+                parts.append(evaluate_batch(queries[s : s + batch_size], adj).double().cpu().numpy())
+        return np.concatenate(parts) if parts else np.zeros((0, adj.n_entities))
+
+    return run
+
+
+def build_items_file(
+    dataset: str,
+    queries_paths: str | Path | list[str | Path],
+    out: str | Path,
+    margin: float,
+    per_type: str | None,
+    seed: int,
+    adjacency: str | Path | None = None,
+    source: str | None = None,
+    kg: Any = None,
+) -> dict[str, Any]:
+    """Build and write the items from one or more query sets (taken in order, the per-type counts shared;
+    with several files an item id is prefixed by its file's position, '1:test-1p-00004'); with an adjacency export, SRC's pick is
+    added to every item."""
+    from collections import Counter
+
+    from loaders import load
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.kg import observed_graph
+    from pipeline.query.vocab import Vocabulary
+
+    counts = parse_counts(per_type)  # a bad --per-type fails before anything is loaded
+    paths = [queries_paths] if isinstance(queries_paths, str | Path) else list(queries_paths)
+    sets = [read_query_set(p) for p in paths]
+    kg = kg if kg is not None else load(dataset, source=source)
+    vocab = Vocabulary.from_kg(kg)
+    graphs: dict[str, Any] = {}
+    items: list[dict[str, Any]] = []
+    kept: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    for k, (path, qs) in enumerate(zip(paths, sets, strict=True)):
+        if qs.meta.get("dataset") != kg.name:
+            raise ArtifactError(f"{path}: a query set of {qs.meta.get('dataset')!r}, not of {kg.name!r}")
+        which = SPLIT_GRAPH.get(str(qs.meta.get("split", "test")), "test")
+        if which not in graphs:
+            graphs[which] = _utility_fn(observed_graph(kg, which))
+        left = None if counts is None else {t: n - kept[t] for t, n in counts.items()}
+        part, report = build_items(qs, vocab, graphs[which], margin, seed, left, kg.name)
+        if len(paths) > 1:
+            for it in part:
+                it["id"] = f"{k}:{it['id']}"  # file names may repeat (one name per split/alpha/beta)
+        items += part
+        kept.update(report.kept)
+        dropped.update(report.dropped)
+    if adjacency is not None:
+        from pipeline.formats.adjacency import load_adjacency
+        from pipeline.query import parse
+
+        tensors, _meta = load_adjacency(adjacency, kg.name, "cpu", kg.n_entities, kg.n_relations)
+        src_choice(items, _utility_fn(tensors), [parse(it["query_ids"], vocab) for it in items])
+    path = write_items(items, out)
+    from pipeline.evaluate import ordered_types
+
+    kept_sorted = {t: kept[t] for t in ordered_types(set(kept))}
+    return {
+        "file": str(path),
+        "kept": kept_sorted,
+        "dropped": dict(dropped),
+        "items": len(items),
+        "src": adjacency is not None,
+    }
+
+
+def evaluate_items_file(
+    items_path: str | Path,
+    endpoint: str | None = None,
+    model: str | None = None,
+    concurrency: int = 4,
+    responses: str | Path | None = None,
+    progress: bool = True,
+    **client_options: Any,
+) -> dict[str, Any]:
+    """Ask the model (if an endpoint is given) and tabulate: {tables: {method: accuracy table}, responses,
+    unclear: [ids of replies without a clear letter], failed: [ids of requests that failed]}."""
+    from pipeline.llm.client import ChatClient, ask_all
+
+    items = read_items(items_path)
+    tables: dict[str, Any] = {}
+    doc: dict[str, Any] = {"items": len(items), "tables": tables}
+    if endpoint is not None:
+        client = ChatClient(endpoint, model or "", **client_options)
+        slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in client.model)
+        path = Path(responses) if responses else Path(items_path).with_suffix(f".{slug}.responses.jsonl")
+        records = ask_all(items, client, path, concurrency, progress)
+        tables[client.model] = llm_eval.accuracy_table(items, llm_eval.model_picks(records))
+        doc["responses"] = str(path)
+        doc["unclear"] = [r["id"] for r in records if r["status"] == "ok" and r["letter"] is None]
+        doc["failed"] = [r["id"] for r in records if r["status"] != "ok"]
+    src = llm_eval.src_picks(items)
+    if src:
+        tables["SRC"] = llm_eval.accuracy_table(items, src)
+    return doc
