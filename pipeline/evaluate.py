@@ -323,9 +323,15 @@ def plot_methods(results: dict[str, Summary], out: str | Path, title: str = "") 
     np.atleast_1d(axes)[0].legend(fontsize="small", ncol=2)
     if title:
         fig.suptitle(title)
+    return save_figure(fig, out)
+
+
+def save_figure(fig: Any, out: str | Path) -> Path:
+    """Lay out, write (PNG at 100 dpi, atomically) and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    atomic.write_with(out, lambda tmp: fig.savefig(tmp, dpi=100, format=out.suffix.lstrip(".") or "png"))
     plt.close(fig)
     return out

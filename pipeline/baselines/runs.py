@@ -18,7 +18,7 @@ import torch
 
 from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
 from pipeline.errors import ArtifactError
-from pipeline.models.runs import read_json, torch_load, torch_save
+from pipeline.models.runs import model_from_doc, read_json, torch_load, torch_save
 
 MODEL_FILE, CHECKPOINT_FILE = "model.pt", "checkpoint.pt"
 CONFIG_FILE, METADATA_FILE, RESULTS_FILE = "config.json", "metadata.json", "results.json"
@@ -30,15 +30,7 @@ def save_qe_model(path: Path, model: QueryEmbeddingModel) -> None:
 
 
 def qe_model_from_doc(doc: Any, path: Path) -> QueryEmbeddingModel:
-    if not isinstance(doc, dict) or "config" not in doc or "state_dict" not in doc:
-        raise ArtifactError(f"{path}: not a model file of this project (no config/state_dict)")
-    cls = get_qe_model_class(str(doc["config"].get("model", "?")))
-    model = cls.from_config(doc["config"])
-    try:
-        model.load_state_dict(doc["state_dict"])
-    except RuntimeError as exc:
-        raise ArtifactError(f"{path}: state dict does not fit its config ({str(exc)[:160]})") from None
-    return model
+    return model_from_doc(doc, path, get_qe_model_class)
 
 
 def load_qe_run(

@@ -67,20 +67,25 @@ def save_model(run_dir: Path, model: ConfidenceModel) -> None:
     torch_save(run_dir / MODEL_FILE, {"config": model.config(), "state_dict": state})
 
 
-def model_from_file(path: Path) -> ConfidenceModel:
-    """Rebuild a model from a {"config", "state_dict"} file (model.pt or a checkpoint's part)."""
-    from pipeline.models.registry import get_model_class
-
-    doc = torch_load(path)
+def model_from_doc(doc: Any, path: Path, get_class: Any) -> Any:
+    """Rebuild a model from a {"config", "state_dict"} document read from ``path``; ``get_class`` maps the
+    config's "model" name to its class (a registry lookup). ArtifactError when the document does not fit."""
     if not isinstance(doc, dict) or "config" not in doc or "state_dict" not in doc:
         raise ArtifactError(f"{path}: not a model file of this project (no config/state_dict)")
-    cls = get_model_class(str(doc["config"].get("model", "?")))
+    cls = get_class(str(doc["config"].get("model", "?")))
     model = cls.from_config(doc["config"])
     try:
         model.load_state_dict(doc["state_dict"])
     except RuntimeError as exc:
         raise ArtifactError(f"{path}: state dict does not fit its config ({str(exc)[:160]})") from None
-    return model.eval()
+    return model
+
+
+def model_from_file(path: Path) -> ConfidenceModel:
+    """Rebuild a model from a {"config", "state_dict"} file (model.pt or a checkpoint's part)."""
+    from pipeline.models.registry import get_model_class
+
+    return model_from_doc(torch_load(path), path, get_model_class).eval()
 
 
 def read_run(run_dir: str | Path) -> Run:

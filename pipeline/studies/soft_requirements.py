@@ -71,12 +71,9 @@ def plot(rows: dict[str, dict[str, float]], out: str | Path, title: str) -> Path
     ax.set_ylabel("mean NDCG x100")
     ax.set_title(title)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    from pipeline.evaluate import save_figure
+
+    return save_figure(fig, out)
 
 
 def mean_ndcg(answers: str | Path) -> dict[str, Any]:
