@@ -166,7 +166,9 @@ def test_threshold_validation_and_dense_guard(runs, tmp_path: Path) -> None:
     with pytest.raises(PipelineError, match=r"in \(0, 1\]"):
         export_adjacency(runs["beurre"], 0.0, tmp_path / "a", progress=False)
     with pytest.raises(PipelineError, match="choose a higher --threshold"):
-        export_adjacency(runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01)
+        export_adjacency(
+            runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01, dense_floor_pairs=0
+        )
     assert not (tmp_path / "b").exists()  # nothing half-written
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "notes.txt").write_text("mine")
