@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ def _header_index(cells: list[str], cols: Columns) -> dict[str, int] | None:
     """Positions of the four fields when ``cells`` is a header naming them all, else None."""
     lowered = [c.strip().lower() for c in cells]
     idx = {}
-    for fld, want in zip(FIELDS, cols.names()):
+    for fld, want in zip(FIELDS, cols.names(), strict=True):
         if want.lower() not in lowered:
             return None
         idx[fld] = lowered.index(want.lower())
@@ -108,7 +109,7 @@ def _header_index(cells: list[str], cols: Columns) -> dict[str, int] | None:
 def _missing(cells: list[str], cols: Columns) -> str | None:
     """The first field a header-looking first line lacks (for the 'missing column' error)."""
     lowered = [c.strip().lower() for c in cells]
-    for fld, want in zip(FIELDS, cols.names()):
+    for fld, want in zip(FIELDS, cols.names(), strict=True):
         if want.lower() not in lowered:
             return fld
     return None
@@ -177,7 +178,7 @@ def _read_parquet(path: Path, cols: Columns) -> pd.DataFrame:
         raise DataFormatError(path, None, None, f"not a readable Parquet file: {exc}") from None
     have = {c.lower(): c for c in table.column_names}
     out: dict[str, Any] = {}
-    for fld, want in zip(FIELDS, cols.names()):
+    for fld, want in zip(FIELDS, cols.names(), strict=True):
         if want.lower() not in have:
             raise DataFormatError(
                 path, None, fld, f"missing column {want!r}; the file has {table.column_names} (map with --columns)"
@@ -384,7 +385,9 @@ class Staged:
             return self.spec
         old = None
         if self.target.exists():
-            old = atomic.temp_dir(self.target)  # swap: the old record moves aside, the new one in
+            # swap: the old record moves aside (a name atomic.remove_stale leaves alone: it would take
+            # our staged folder), the new one in
+            old = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=f".old.{self.target.name}."))
             os.replace(self.target, old / "old")
         os.replace(self.tmp, self.target)
         self.tmp = None
