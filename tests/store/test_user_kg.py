@@ -26,7 +26,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _run(*args: str) -> str:
     res = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    return res.output
+    return res.stdout  # progress bars go to stderr
 
 
 def _fail(*args: str) -> str:
