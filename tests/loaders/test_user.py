@@ -243,3 +243,17 @@ def test_one_file_split_records_settings_and_is_reproducible(home: Path, tmp_pat
     assert (home / "datasets" / "one" / "valid.tsv").read_text() == first
     counts = spec.facts
     assert sum(counts.values()) == 300 and counts["val"] > 0 and counts["test"] > 0
+
+
+def test_team_example_answers_by_hand(home: Path) -> None:
+    """README's worked example: on the test graph (every fact, whatever the split) the utilities are
+    sums of two confidences, checked by hand; ann -> ben is the mean of its two rows (0.8)."""
+    from pipeline.ask import ask
+
+    _ingest("team", Path(__file__).parent / "team.tsv", seed=0)
+    ans = ask("mentors(?y, ?x, 0.5) & knows(?x, rust, 0.5)", "team", graph="test", top=10)
+    got = {r["name"]: r["utility"] for r in ans.rows}
+    # ben: mentors(ben, dee) .8 + knows(dee, rust) .9; ann: (ann, cy) .6 + .85; cy: (cy, eve) .7 + .6
+    # (cy -> dee .4 fails alpha); dee: (dee, eve) .5 + .6; ann -> ben .8 + knows(ben, rust) .2 fails
+    assert got == pytest.approx({"ben": 1.7, "ann": 1.45, "cy": 1.3, "dee": 1.1})
+    assert [r["name"] for r in ans.rows] == ["ben", "ann", "cy", "dee"]
