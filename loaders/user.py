@@ -21,7 +21,6 @@ Policies (stated once, here and in README):
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -35,7 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from loaders.base import DatasetSpec, FileSpec, _read_lines, load_dataset, md5sum
+from loaders.base import DatasetSpec, FileSpec, load_dataset, md5sum
+from loaders.named_files import Columns, find_split_files, read_table, validate_rows
+from loaders.split import check_seen, parse_fractions, split_rows
 from pipeline import atomic, config
 from pipeline.errors import DataFormatError, PipelineError
 from pipeline.registry import Registry
@@ -45,10 +46,6 @@ SPEC_FILE = "spec.json"
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 # recorded file of each split (roles as in DatasetSpec)
 RECORDED = {"train": "train.tsv", "val": "valid.tsv", "test": "test.tsv"}
-# accepted names of the split files in a --from folder, by role
-SPLIT_STEMS = {"train": ("train",), "val": ("valid", "val", "dev"), "test": ("test",)}
-SUFFIXES = (".tsv", ".txt", ".csv", ".parquet", ".pq")
-FIELDS = ("head", "relation", "tail", "confidence")
 
 
 @dataclass(frozen=True)
@@ -64,264 +61,6 @@ class UserDatasetSpec(DatasetSpec):
     @property
     def source_url(self) -> str:
         return self.source
-
-
-# ------------------------------------------------------------------------------------------------ reading
-
-
-@dataclass(frozen=True)
-class Columns:
-    """The header names of the head, relation, tail and confidence columns (``--columns h,r,t,c``)."""
-
-    head: str = "head"
-    relation: str = "relation"
-    tail: str = "tail"
-    confidence: str = "confidence"
-
-    @classmethod
-    def parse(cls, text: str | None) -> Columns:
-        if not text:
-            return cls()
-        parts = [p.strip() for p in text.split(",")]
-        if len(parts) != 4 or not all(parts):
-            raise PipelineError(f"--columns {text!r}: expected four header names, head,relation,tail,confidence")
-        return cls(*parts)
-
-    def names(self) -> tuple[str, str, str, str]:
-        return (self.head, self.relation, self.tail, self.confidence)
-
-    @property
-    def is_default(self) -> bool:
-        return self == Columns()
-
-
-def _header_index(cells: list[str], cols: Columns) -> dict[str, int] | None:
-    """Positions of the four fields when ``cells`` is a header naming them all, else None."""
-    lowered = [c.strip().lower() for c in cells]
-    idx = {}
-    for fld, want in zip(FIELDS, cols.names(), strict=True):
-        if want.lower() not in lowered:
-            return None
-        idx[fld] = lowered.index(want.lower())
-    return idx
-
-
-def _missing(cells: list[str], cols: Columns) -> str | None:
-    """The first field a header-looking first line lacks (for the 'missing column' error)."""
-    lowered = [c.strip().lower() for c in cells]
-    for fld, want in zip(FIELDS, cols.names(), strict=True):
-        if want.lower() not in lowered:
-            return fld
-    return None
-
-
-def read_table(path: str | Path, columns: Columns | None = None) -> pd.DataFrame:
-    """One TSV/CSV/Parquet file of named facts -> DataFrame head, relation, tail (str), conf (float64),
-    line (1-based line of a text file, row number of a Parquet file). A TSV/CSV header is optional (a
-    first line naming all four columns); without one the first four fields are head, relation, tail,
-    confidence. The first bad field raises DataFormatError with file, line and field."""
-    path = Path(path)
-    cols = columns or Columns()
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        frame = _read_parquet(path, cols)
-    elif suffix in (".tsv", ".txt", ".csv", ""):
-        frame = _read_text(path, cols, "," if suffix == ".csv" else "\t")
-    else:
-        raise DataFormatError(path, None, None, f"unknown file type {suffix!r}; expected .tsv, .csv or .parquet")
-    if frame.empty:
-        raise DataFormatError(path, None, None, "empty: no facts")
-    return _validate(path, frame)
-
-
-def _read_text(path: Path, cols: Columns, delimiter: str) -> pd.DataFrame:
-    lines = _read_lines(path)
-    rows = csv.reader(lines, delimiter=delimiter) if delimiter == "," else (ln.split("\t") for ln in lines)
-    idx: dict[str, int] | None = None
-    positional = True
-    out: dict[str, list] = {f: [] for f in (*FIELDS, "line")}
-    for i, cells in enumerate(rows, start=1):
-        if not cells or not any(c.strip() for c in cells):
-            continue
-        if idx is None:
-            idx = _header_index(cells, cols)
-            if idx is not None:
-                positional = False
-                continue
-            named = {c.strip().lower() for c in cells} & {n.lower() for n in cols.names()}
-            if not cols.is_default or named:
-                # a header lacking a column, or --columns naming a column the file does not have
-                fld = _missing(cells, cols) or "head"
-                raise DataFormatError(
-                    path, i, fld, f"missing column {cols.names()[FIELDS.index(fld)]!r}; the first line is "
-                    f"{cells[:8]!r} (a header must name {', '.join(cols.names())}; map others with --columns)"
-                )
-            idx = {f: j for j, f in enumerate(FIELDS)}
-        need = max(idx.values()) + 1
-        if (positional and len(cells) != 4) or len(cells) < need:
-            sep = "comma" if delimiter == "," else "tab"
-            raise DataFormatError(
-                path, i, None, f"expected {4 if positional else need} {sep}-separated fields, got {len(cells)}"
-            )
-        for f in FIELDS:
-            out[f].append(cells[idx[f]])
-        out["line"].append(i)
-    return pd.DataFrame(out)
-
-
-def _read_parquet(path: Path, cols: Columns) -> pd.DataFrame:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for a broken file
-        raise DataFormatError(path, None, None, f"not a readable Parquet file: {exc}") from None
-    have = {c.lower(): c for c in table.column_names}
-    out: dict[str, Any] = {}
-    for fld, want in zip(FIELDS, cols.names(), strict=True):
-        if want.lower() not in have:
-            raise DataFormatError(
-                path, None, fld, f"missing column {want!r}; the file has {table.column_names} (map with --columns)"
-            )
-        out[fld] = table.column(have[want.lower()]).to_pandas()
-    frame = pd.DataFrame(out)
-    frame["line"] = np.arange(1, len(frame) + 1, dtype=np.int64)
-    return frame
-
-
-def _validate(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
-    """Names non-empty without tabs/line breaks; confidence a number in [0, 1]."""
-    lines = frame["line"].to_numpy()
-    for fld in ("head", "relation", "tail"):
-        col = frame[fld]
-        bad_type = ~col.map(lambda v: isinstance(v, str))
-        if bad_type.any():
-            j = int(np.argmax(bad_type.to_numpy()))
-            raise DataFormatError(path, int(lines[j]), fld, f"not a name: {col.iloc[j]!r}")
-        col = col.str.strip()
-        bad = (col == "") | col.str.contains(r"[\t\r\n]", regex=True)
-        if bad.any():
-            j = int(np.argmax(bad.to_numpy()))
-            why = "empty" if col.iloc[j] == "" else "contains a tab or line break"
-            raise DataFormatError(path, int(lines[j]), fld, f"the name {why}: {frame[fld].iloc[j]!r}")
-        frame[fld] = col
-    raw = frame["confidence"]
-    conf = pd.to_numeric(raw.map(lambda v: v.strip() if isinstance(v, str) else v), errors="coerce")
-    conf = conf.astype("float64")
-    nan = conf.isna().to_numpy()
-    if nan.any():
-        j = int(np.argmax(nan))
-        raise DataFormatError(path, int(lines[j]), "confidence", f"not a number: {str(raw.iloc[j])[:30]!r}")
-    out = ((conf < 0.0) | (conf > 1.0)).to_numpy()
-    if out.any():
-        j = int(np.argmax(out))
-        raise DataFormatError(path, int(lines[j]), "confidence", f"{raw.iloc[j]} is outside [0, 1]")
-    return pd.DataFrame(
-        {
-            "head": frame["head"].astype(str),
-            "relation": frame["relation"].astype(str),
-            "tail": frame["tail"].astype(str),
-            "conf": conf.to_numpy(),
-            "line": lines.astype(np.int64),
-        }
-    )
-
-
-def find_split_files(folder: Path) -> dict[str, Path]:
-    """The train/valid/test files of a --from folder (any of SUFFIXES; ``val``/``dev`` accepted)."""
-    found: dict[str, Path] = {}
-    for role, stems in SPLIT_STEMS.items():
-        hits = [folder / f"{s}{x}" for s in stems for x in SUFFIXES if (folder / f"{s}{x}").is_file()]
-        if not hits:
-            raise PipelineError(
-                f"--from {folder}: no {stems[0]} file (expected {stems[0]}.tsv, .csv or .parquet beside "
-                "train/valid/test)"
-            )
-        if len(hits) > 1:
-            raise PipelineError(f"--from {folder}: several {stems[0]} files ({', '.join(h.name for h in hits)})")
-        found[role] = hits[0]
-    return found
-
-
-# ----------------------------------------------------------------------------------------------- splitting
-
-
-def parse_fractions(text: str) -> tuple[float, float, float]:
-    """``--split 0.8,0.1,0.1`` -> three fractions summing to 1 (train > 0)."""
-    try:
-        parts = tuple(float(p) for p in text.split(","))
-    except ValueError:
-        raise PipelineError(f"--split {text!r}: expected three numbers, e.g. 0.8,0.1,0.1") from None
-    if len(parts) != 3 or min(parts) < 0 or parts[0] <= 0 or abs(sum(parts) - 1.0) > 1e-6:
-        raise PipelineError(f"--split {text!r}: expected three fractions >= 0 summing to 1, train > 0")
-    return parts  # type: ignore[return-value]
-
-
-def split_triples(
-    heads: np.ndarray, relations: np.ndarray, tails: np.ndarray, movable: np.ndarray,
-    fractions: tuple[float, float, float], seed: int,
-) -> np.ndarray:
-    """Assign each distinct triple (integer codes) a split 0 = train, 1 = val, 2 = test.
-
-    Triples are visited in a seeded random order; one moves to val (then test) only while its head,
-    tail and relation keep at least one other triple in train, so every val/test fact's head, tail and
-    relation occurs in train. Greedy, so a very sparse graph may get fewer val/test facts than asked."""
-    n = len(heads)
-    want_val, want_test = round(fractions[1] * n), round(fractions[2] * n)
-    n_ent = int(max(heads.max(initial=-1), tails.max(initial=-1))) + 1
-    deg = np.bincount(heads, minlength=n_ent) + np.bincount(tails, minlength=n_ent)
-    rel = np.bincount(relations, minlength=int(relations.max(initial=-1)) + 1)
-    out = np.zeros(n, dtype=np.int8)
-    moved = 0
-    for i in np.random.default_rng(seed).permutation(n):
-        if moved >= want_val + want_test:
-            break
-        h, r, t = heads[i], relations[i], tails[i]
-        if not movable[i] or rel[r] < 2:
-            continue
-        if (h == t and deg[h] < 3) or (h != t and (deg[h] < 2 or deg[t] < 2)):
-            continue
-        deg[h] -= 1
-        deg[t] -= 1
-        rel[r] -= 1
-        out[i] = 1 if moved < want_val else 2
-        moved += 1
-    return out
-
-
-def split_rows(rows: pd.DataFrame, fractions: tuple[float, float, float], seed: int) -> dict[str, pd.DataFrame]:
-    """Split named rows (head, relation, tail, conf, line) by distinct triple; all rows of a triple go
-    together, confidence-0 triples stay in train."""
-    ent_codes, _ = pd.factorize(pd.concat([rows["head"], rows["tail"]], ignore_index=True), sort=True)
-    h, t = ent_codes[: len(rows)], ent_codes[len(rows):]
-    r, _ = pd.factorize(rows["relation"], sort=True)
-    keys = pd.DataFrame({"h": h, "r": r, "t": t, "conf": rows["conf"].to_numpy()})
-    triples = keys.groupby(["h", "r", "t"], sort=True, as_index=False)["conf"].mean()
-    which = split_triples(
-        triples["h"].to_numpy(), triples["r"].to_numpy(), triples["t"].to_numpy(),
-        (triples["conf"] > 0).to_numpy(), fractions, seed,
-    )
-    triples["split"] = which
-    split = keys.merge(triples[["h", "r", "t", "split"]], on=["h", "r", "t"], how="left")["split"].to_numpy()
-    return {role: rows[split == k].reset_index(drop=True) for k, role in enumerate(("train", "val", "test"))}
-
-
-def check_seen(tables: dict[str, pd.DataFrame], files: dict[str, Path]) -> None:
-    """Every relation, head and tail of val/test occurs in train; else DataFormatError at the first row."""
-    train = tables["train"]
-    ents = set(train["head"]) | set(train["tail"])
-    rels = set(train["relation"])
-    for role in ("val", "test"):
-        tab = tables[role]
-        for fld, known in (("relation", rels), ("head", ents), ("tail", ents)):
-            bad = ~tab[fld].isin(known).to_numpy()
-            if bad.any():
-                j = int(np.argmax(bad))
-                kind = "relation" if fld == "relation" else "entity"
-                raise DataFormatError(
-                    files[role], int(tab["line"].iloc[j]), fld,
-                    f"{kind} {tab[fld].iloc[j]!r} does not occur in train (every {kind} of valid/test must)",
-                )
 
 
 # ----------------------------------------------------------------------------------------------- recording
@@ -572,7 +311,7 @@ def stage_from_rows(
     if rows.empty:
         raise DataFormatError(source, None, None, "empty: no facts")
     frame = rows.assign(confidence=rows["conf"], line=np.arange(1, len(rows) + 1))
-    valid = _validate(source, frame[["head", "relation", "tail", "confidence", "line"]].copy())
+    valid = validate_rows(source, frame[["head", "relation", "tail", "confidence", "line"]].copy())
     fractions = parse_fractions(split)
     tables = split_rows(valid, fractions, seed)
     full = {"layout": "store", "split": list(fractions), "seed": seed, **(settings or {})}

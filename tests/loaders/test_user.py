@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loaders import REGISTRY, get_spec, load, stage_user_files
-from loaders.user import Columns, UserDatasetSpec, read_table, split_rows, split_triples
+from loaders.named_files import Columns, read_table
+from loaders.split import split_rows, split_triples
+from loaders.user import UserDatasetSpec
 from pipeline.errors import DataFormatError, PipelineError, UnknownNameError
 
 TOY = (
