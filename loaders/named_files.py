@@ -19,6 +19,8 @@ from pipeline.errors import DataFormatError, PipelineError
 SPLIT_STEMS = {"train": ("train",), "val": ("valid", "val", "dev"), "test": ("test",)}
 SUFFIXES = (".tsv", ".txt", ".csv", ".parquet", ".pq")
 FIELDS = ("head", "relation", "tail", "confidence")
+# a tab or anything str.splitlines breaks on would split a recorded TSV line
+LINE_BREAKS = "[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"
 
 @dataclass(frozen=True)
 class Columns:
@@ -150,7 +152,7 @@ def validate_rows(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
             j = int(np.argmax(bad_type.to_numpy()))
             raise DataFormatError(path, int(lines[j]), fld, f"not a name: {col.iloc[j]!r}")
         col = col.str.strip()
-        bad = (col == "") | col.str.contains(r"[\t\r\n]", regex=True)
+        bad = (col == "") | col.str.contains(LINE_BREAKS, regex=True)
         if bad.any():
             j = int(np.argmax(bad.to_numpy()))
             why = "empty" if col.iloc[j] == "" else "contains a tab or line break"

@@ -259,3 +259,13 @@ def test_team_example_answers_by_hand(home: Path) -> None:
     # (cy -> dee .4 fails alpha); dee: (dee, eve) .5 + .6; ann -> ben .8 + knows(ben, rust) .2 fails
     assert got == pytest.approx({"ben": 1.7, "ann": 1.45, "cy": 1.3, "dee": 1.1})
     assert [r["name"] for r in ans.rows] == ["ben", "ann", "cy", "dee"]
+
+
+def test_parquet_name_with_a_line_break_is_refused(tmp_path: Path) -> None:
+    """A recorded TSV line must stay one line: a name that str.splitlines would break is an error."""
+    p = tmp_path / "kg.parquet"
+    pd.DataFrame({"head": ["a", "b\u2028c"], "relation": ["r", "r"], "tail": ["b", "a"],
+                  "confidence": [0.5, 0.6]}).to_parquet(p)
+    with pytest.raises(DataFormatError, match="line break") as info:
+        read_table(p)
+    assert (info.value.line, info.value.field) == (2, "head")
