@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -155,5 +156,7 @@ def test_sixteen_entities_sample_train_export_query_answer(home: Path, fresh_sto
     assert got and all(a["name"].startswith("node_") for a in got)
     truth = json.loads(_run("query", "links(node_00, ?y)", "--dataset", "tiny", "--graph", "train", "--json"))
     assert truth[0]["name"] == "node_01"  # the ring fact, 0.9
-    if sample["queries"]:
-        _run("answer", sample["file"], "--adjacency", str(tmp_path / "adj"), "--out", str(tmp_path / "ans"))
+    assert sample["queries"] == 10
+    _run("answer", sample["file"], "--adjacency", str(tmp_path / "adj"), "--out", str(tmp_path / "ans"))
+    answers = [p for p in (tmp_path / "ans").iterdir() if p.suffix == ".parquet"]
+    assert answers and pd.read_parquet(answers[0])["query_id"].nunique() == 10
