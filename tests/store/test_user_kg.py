@@ -160,3 +160,12 @@ def test_sixteen_entities_sample_train_export_query_answer(home: Path, fresh_sto
     _run("answer", sample["file"], "--adjacency", str(tmp_path / "adj"), "--out", str(tmp_path / "ans"))
     answers = [p for p in (tmp_path / "ans").iterdir() if p.suffix == ".parquet"]
     assert answers and pd.read_parquet(answers[0])["query_id"].nunique() == 10
+
+
+@pytest.mark.neo4j
+def test_pull_over_bolt_equals_native(bolt_and_native) -> None:
+    """The pull's Cypher through the official neo4j driver (FalkorDB's Bolt) reads the same rows."""
+    bolt, native = bolt_and_native
+    _users_graph(native)
+    assert pull_rows(bolt, "w").values.tolist() == pull_rows(native, "w").values.tolist()
+    assert len(pull_rows(bolt, "w", ["TRUSTS"])) == 6
