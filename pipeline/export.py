@@ -59,8 +59,8 @@ def export_adjacency(
     under PIPELINE_HOME, named by the model hash); max_fraction: stop with an error when more than this
     fraction of all |R| |E|^2 pairs pass the threshold (a sparse export would be larger than the dense
     matrix; raise the threshold instead), judged only when the graph has more than dense_floor_pairs
-    (h, r, t) pairs: a small graph's whole matrix is cheap, so it is never refused. Returns the manifest (with "path" and "cached": True when
-    an existing export of the same model and threshold was reused).
+    (h, r, t) pairs: a small graph's whole matrix is cheap, so it is never refused. Returns the manifest
+    (with "path" and "cached": True when an existing export of the same model and threshold was reused).
     """
     from pipeline.models import load_run, read_run
 
