@@ -51,14 +51,16 @@ def export_adjacency(
     progress: bool = True,
     block_rows: int | None = None,
     max_fraction: float = 1 / 3,
+    dense_floor_pairs: int = 1 << 22,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
     run_dir: a run directory (pipeline.models.runs); threshold in (0, 1]; out: export directory (default
     under PIPELINE_HOME, named by the model hash); max_fraction: stop with an error when more than this
     fraction of all |R| |E|^2 pairs pass the threshold (a sparse export would be larger than the dense
-    matrix; raise the threshold instead). Returns the manifest (with "path" and "cached": True when
-    an existing export of the same model and threshold was reused).
+    matrix; raise the threshold instead), judged only when the graph has more than dense_floor_pairs
+    (h, r, t) pairs: a small graph's whole matrix is cheap, so it is never refused. Returns the manifest
+    (with "path" and "cached": True when an existing export of the same model and threshold was reused).
     """
     from pipeline.models import load_run, read_run
 
@@ -141,7 +143,8 @@ def export_adjacency(
                     # judge early (after a block and 2% of all pairs) so an unselective model fails in
                     # seconds, and always before the stored facts outgrow the dense matrix
                     early = scored >= min(all_pairs, max(len(heads) * n, all_pairs // 50))
-                    if total > max_facts or (early and total > max_fraction * scored):
+                    guarded = all_pairs > dense_floor_pairs  # relative to the graph: tiny ones always pass
+                    if guarded and (total > max_facts or (early and total > max_fraction * scored)):
                         raise PipelineError(
                             f"threshold {threshold} keeps {total / scored:.1%} of the (h, r, t) pairs scored so "
                             f"far (limit {max_fraction:.0%}, relation {r}): the model is not selective at this "

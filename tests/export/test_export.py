@@ -166,7 +166,9 @@ def test_threshold_validation_and_dense_guard(runs, tmp_path: Path) -> None:
     with pytest.raises(PipelineError, match=r"in \(0, 1\]"):
         export_adjacency(runs["beurre"], 0.0, tmp_path / "a", progress=False)
     with pytest.raises(PipelineError, match="choose a higher --threshold"):
-        export_adjacency(runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01)
+        export_adjacency(
+            runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01, dense_floor_pairs=0
+        )
     assert not (tmp_path / "b").exists()  # nothing half-written
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "notes.txt").write_text("mine")
@@ -230,3 +232,16 @@ def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: 
     (stale / "rel-0000.arrow").write_bytes(b"half")
     export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
+
+
+def test_dense_guard_is_relative_to_the_graph(runs, tmp_path: Path) -> None:
+    """A toy graph's whole dense matrix is tiny: an unselective threshold exports instead of being refused
+    (issue 12), and the CLI reports facts over pairs, never header bytes over dense bytes ("134%")."""
+    man = export_adjacency(runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01)
+    pairs = man["n_entities"] ** 2 * man["n_relations"]
+    assert pairs <= 1 << 22 and man["nnz"] > 0.01 * pairs  # the old guard would have refused this
+    from pipeline.cli import cli
+
+    out = CliRunner().invoke(cli, ["export", str(runs["beurre"]), "--threshold", "0.01", "--out", str(tmp_path / "b")])
+    assert out.exit_code == 0, out.output
+    assert f"{100 * man['nnz'] / pairs:.2f}% of all (h, r, t) pairs" in out.stdout
