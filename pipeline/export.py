@@ -122,7 +122,8 @@ def export_adjacency(
                 start = 0
                 if pruner is not None:  # box model: exact pruned scoring replaces the dense loop below
                     h_, t_, s_ = box_bounds.score_relation(
-                        model, r, threshold, stats=pruner, on_block=lambda k: _bar_step(bar, k, pruner)
+                        model, r, threshold, stats=pruner,
+                        on_block=lambda k, r=r: _pruned_step(bar, k, pruner, n, max_fraction, threshold, r),
                     )
                     if len(h_):
                         writer.write_batch(
@@ -204,9 +205,19 @@ def export_adjacency(
     return {**manifest, "path": str(out), "cached": False}
 
 
-def _bar_step(bar: tqdm, heads: int, stats: box_bounds.PruneStats) -> None:
+def _pruned_step(
+    bar: tqdm, heads: int, stats: box_bounds.PruneStats, n: int, max_fraction: float, threshold: float, r: int
+) -> None:
+    """Progress of the pruned export, and the dense guard judged as early as in the dense loop."""
     bar.update(heads)
     bar.set_postfix_str(f"blocks pruned {stats.pruned_share:.1%}", refresh=False)
+    seen = bar.n * n  # pairs decided so far (pruned or scored)
+    if seen >= bar.total * n // 50 and stats.facts > max_fraction * seen:
+        raise PipelineError(
+            f"threshold {threshold} keeps {stats.facts / seen:.1%} of the (h, r, t) pairs scored so far "
+            f"(limit {max_fraction:.0%}, relation {r}): the model is not selective at this threshold and "
+            "the export would outgrow the dense matrix; choose a higher --threshold"
+        )
 
 
 def _is_oom(exc: BaseException) -> bool:

@@ -192,7 +192,8 @@ def score_relation(
     with a block of one head, far tighter); (3) score the surviving (head, tail block) rows exactly with
     the model's `_prob`. heads: the head ids to score (default all; the tails are always all entities).
     Returns (h, t, score): int64, int64, float32 tensors on the model's device, sorted by (h, t). stats is
-    updated in place; on_block(n_heads) is called after each group of heads (a progress bar's update)."""
+    updated in place (facts as they are found); on_block(n_heads) is called after each group of heads (a
+    progress bar's update, or a guard that raises to stop an unselective export early)."""
     stats = stats if stats is not None else PruneStats()
     dev = model.lo.device
     n = model.n_entities
@@ -212,7 +213,7 @@ def score_relation(
     hmem, tmem = _members(hb, leaf), _members(tb, leaf)
     out_h, out_t, out_s = [], [], []
     chunk = max(1, pair_budget // (leaf * model.dim))  # (head, tail block) rows per exact-scoring slice
-    group = max(1, 8192 // leaf)  # head blocks per step of stage 2
+    group = max(1, 1024 // leaf)  # head blocks per step of stage 2 (and per progress update)
     for g in range(0, len(hb.lo), group):
         bi, bj = keep[g : g + group].nonzero(as_tuple=True)
         rows = hmem[bi + g]  # (pairs, leaf) head positions
@@ -242,6 +243,7 @@ def score_relation(
                 out_t.append(tc[ri, ci])
                 out_s.append(p[ri, ci])
                 stats.pairs_scored += int(ok_t.sum())
+                stats.facts += len(ri)
         if on_block is not None:
             on_block(int((hmem[g : g + group] >= 0).sum()))
     if out_h:
@@ -250,7 +252,6 @@ def score_relation(
         h = t = torch.zeros(0, dtype=torch.int64, device=dev)
         s = torch.zeros(0, dtype=torch.float32, device=dev)
     idx = torch.argsort(h * n + t)
-    stats.facts += len(idx)
     return h[idx], t[idx], s[idx].to(torch.float32)
 
 
