@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verify", default=None, help="RxH: brute-force check of R relations x H heads")
     ap.add_argument("--slice", default=None, help="RxH: time pruned vs brute force on a slice, no export")
     ap.add_argument("--thresholds", nargs="*", type=float, default=None, help="with --slice: several T")
+    ap.add_argument("--relations", type=int, default=None, help="UKGE measurement: the first R relations")
     ap.add_argument("--leaf", type=int, default=32, help="block size of the UKGE measurement")
     args = ap.parse_args(argv)
 
@@ -161,9 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     for run_dir in args.ukge:
         model = load_run(run_dir)
         t0 = time.perf_counter()
-        tot = dot_bounds.measure(model, args.threshold, leaf=args.leaf)
+        rels = list(range(args.relations)) if args.relations else None
+        tot = dot_bounds.measure(model, args.threshold, leaf=args.leaf, relations=rels)
         s = dot_bounds.summary(tot)
-        print(f"ukge {run_dir.name} T={args.threshold} ({time.perf_counter() - t0:.0f} s): "
+        print(f"ukge {run_dir.name} T={args.threshold} relations {len(rels or range(model.n_relations))} "
+              f"({time.perf_counter() - t0:.0f} s): "
               + " | ".join(f"{k}: {100 * v:.2f}%" for k, v in s.items()))
     return 0
 

@@ -160,6 +160,7 @@ class PruneStats:
             "row_pairs": self.row_pairs,
             "rows_pruned": self.rows_pruned,
             "pairs_scored": self.pairs_scored,
+            "pairs_total": self.pairs_total,
             "scored_share": self.pairs_scored / self.pairs_total if self.pairs_total else 0.0,
             "facts": self.facts,
         }
