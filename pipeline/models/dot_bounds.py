@@ -66,11 +66,11 @@ def measure(model: UKGE, threshold: float, leaf: int = 32, relations: list[int] 
     rels = relations if relations is not None else list(range(model.n_relations))
     tot = dict.fromkeys(
         ["block_pairs", "pruned_interval", "pruned_cs", "pruned_either", "row_pairs", "rows_pruned",
-         "pairs", "facts"], 0)
-    tot["leaf"] = leaf
+         "pairs_left", "pairs", "facts"], 0)
     t_order = torch.as_tensor(kd_order(ent.numpy(), leaf))
     tmn, tmx, tc, trad = _blocks(ent, t_order, leaf)
     tnorm = tc.norm(dim=1)
+    t_size = (n - torch.arange(len(tmn)) * leaf).clamp_max(leaf)  # the last tail block may be short
     for r in rels:
         a = model.ent.detach().double() * model.rel.detach().double()[r]
         h_order = torch.as_tensor(kd_order(a.numpy(), leaf))
@@ -97,6 +97,7 @@ def measure(model: UKGE, threshold: float, leaf: int = 32, relations: list[int] 
                 pruned = (torch.minimum(b_cs, b_iv) < cut) & valid
                 tot["row_pairs"] += int(valid.sum())
                 tot["rows_pruned"] += int(pruned.sum())
+                tot["pairs_left"] += int(((~pruned & valid) * t_size[j][:, None]).sum())
         # for scale: the pairs whose exact score passes
         for h0 in range(0, n, 2048):
             tot["facts"] += int(((a[h0 : h0 + 2048] @ ent.T) >= cut).sum())
@@ -113,6 +114,6 @@ def summary(tot: dict[str, Any]) -> dict[str, float]:
         "blocks_pruned_cs": tot["pruned_cs"] / bp,
         "blocks_pruned": tot["pruned_either"] / bp,
         "rows_pruned_of_survivors": tot["rows_pruned"] / max(1, tot["row_pairs"]),
-        "scored_share": (tot["row_pairs"] - tot["rows_pruned"]) * tot["leaf"] / max(1, tot["pairs"]),
+        "scored_share": tot["pairs_left"] / max(1, tot["pairs"]),
         "facts_share": tot["facts"] / max(1, tot["pairs"]),
     }

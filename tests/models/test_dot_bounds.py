@@ -45,3 +45,5 @@ def test_score_cut_and_measure_on_a_toy_model() -> None:
     assert tot["facts"] == n_pass and tot["pairs"] == 2 * 60 * 60
     assert tot["block_pairs"] == 2 * 8 * 8 and 0 <= tot["pruned_either"] <= tot["block_pairs"]
     assert tot["pruned_either"] >= max(tot["pruned_interval"], tot["pruned_cs"])
+    # sound bounds leave every passing pair to be scored
+    assert tot["facts"] <= tot["pairs_left"] <= tot["pairs"]
