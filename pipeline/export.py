@@ -62,9 +62,10 @@ def export_adjacency(
     run_dir: a run directory (pipeline.models.runs); threshold in (0, 1]; out: export directory (default
     under PIPELINE_HOME, named by the model hash); max_fraction: stop with an error when more than this
     fraction of all |R| |E|^2 pairs pass the threshold (a sparse export would be larger than the dense
-    matrix; raise the threshold instead); prune: for box models, skip block pairs whose confidence bound is
-    below the threshold (pipeline.models.box_bounds; the same facts, far faster). Returns the manifest (with "path" and "cached": True when
-    an existing export of the same model and threshold was reused).
+    matrix; raise the threshold instead); prune: for box models, skip the block pairs whose confidence
+    bound is below the threshold (pipeline.models.box_bounds: the same facts; faster as far as the boxes
+    are separated). Returns the manifest (with "path" and "cached": True when an existing export of the
+    same model and threshold was reused).
     """
     from pipeline.models import load_run, read_run
 
@@ -103,7 +104,9 @@ def export_adjacency(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     relations = []
-    pruner = box_bounds.PruneStats() if prune and box_bounds.supports(model) else None
+    pruner = (
+        box_bounds.PruneStats(heads_total=n * model.n_relations) if prune and box_bounds.supports(model) else None
+    )
     t0 = time.perf_counter()
     try:
         bar = tqdm(
@@ -211,8 +214,8 @@ def _pruned_step(
     """Progress of the pruned export, and the dense guard judged as early as in the dense loop."""
     bar.update(heads)
     bar.set_postfix_str(f"blocks pruned {stats.pruned_share:.1%}", refresh=False)
-    seen = bar.n * n  # pairs decided so far (pruned or scored)
-    if seen >= bar.total * n // 50 and stats.facts > max_fraction * seen:
+    seen = stats.heads_done * n  # pairs decided so far (pruned or scored); bar.n stays 0 when disabled
+    if seen >= stats.heads_total * n // 50 and stats.facts > max_fraction * seen:
         raise PipelineError(
             f"threshold {threshold} keeps {stats.facts / seen:.1%} of the (h, r, t) pairs scored so far "
             f"(limit {max_fraction:.0%}, relation {r}): the model is not selective at this threshold and "

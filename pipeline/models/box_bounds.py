@@ -147,6 +147,8 @@ class PruneStats:
     pairs_scored: int = 0
     pairs_total: int = 0
     facts: int = 0
+    heads_done: int = 0  # head rows finished (progress and the export's early guard)
+    heads_total: int = 0  # head rows the caller will score in all (0: unknown)
 
     @property
     def pruned_share(self) -> float:
@@ -245,8 +247,10 @@ def score_relation(
                 out_s.append(p[ri, ci])
                 stats.pairs_scored += int(ok_t.sum())
                 stats.facts += len(ri)
+        done = int((hmem[g : g + group] >= 0).sum())
+        stats.heads_done += done
         if on_block is not None:
-            on_block(int((hmem[g : g + group] >= 0).sum()))
+            on_block(done)
     if out_h:
         h, t, s = torch.cat(out_h), torch.cat(out_t), torch.cat(out_s)
     else:
