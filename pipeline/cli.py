@@ -493,6 +493,12 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
         f"{man['path']}: {man['nnz']} facts, {man['bytes'] / 1e6:.1f} MB ({100 * frac:.2f}% of all (h, r, t) pairs)"
         + (" [cached]" if man["cached"] else f" in {man['seconds']:.1f} s")
     )
+    if "pruning" in man:  # a box model: exact pruned scoring (pipeline.models.box_bounds)
+        p = man["pruning"]
+        click.echo(
+            f"box bounds: {p['blocks_pruned']:,} of {p['block_pairs']:,} block pairs pruned "
+            f"({p['pruned_share']:.1%}); {p['scored_share']:.2%} of all pairs scored exactly"
+        )
 
 
 # ----------------------------------------------------------------------------------------------- sampling
