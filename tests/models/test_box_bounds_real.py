@@ -1,6 +1,6 @@
 """The pruned box scoring against brute force on the real data sets (slow): a BEUrRE trained briefly on
-PPI5k and on CN15k (real torch training, lr 1e-2, few negatives, one epoch), every relation of PPI5k and 3
-relations of CN15k, a slice of heads against all tails."""
+PPI5k and on CN15k (real torch training, lr 1e-2, few negatives, one epoch), 3 relations of PPI5k and 2
+of CN15k, a slice of heads against all tails (the full slices of the issue ran in benchmarks/bench_box_export.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _short_run(kg, tmp: Path):
     return load_run(tmp / kg.name)
 
 
-@pytest.mark.parametrize(("name", "relations", "n_heads"), [("ppi5k", None, 400), ("cn15k", 3, 300)])
+@pytest.mark.parametrize(("name", "relations", "n_heads"), [("ppi5k", 3, 200), ("cn15k", 2, 100)])
 def test_pruned_scoring_equals_brute_force_on_real_data(
     request: pytest.FixtureRequest, tmp_path: Path, name: str, relations: int | None, n_heads: int
 ) -> None:
