@@ -340,6 +340,8 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
     help="At most this many candidates per cycle variable (the answer is then marked approximate).",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print [{"eid", "name", "utility"}, ...] best first.')
+@click.option("--explain", is_flag=True,
+              help="For each answer shown: its witness (entity per variable, every atom's confidence, source, value).")
 @_friendly
 def query_cmd(
     text: str,
@@ -349,17 +351,24 @@ def query_cmd(
     top: int,
     cycle_cap: int | None,
     as_json: bool,
+    explain: bool = False,
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
     from pipeline.ask import ask
 
-    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap)
+    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain)
     if ans.approximate:
         click.echo("note: a cycle cap skipped candidates; utilities are lower bounds", err=True)
     if as_json:
-        echo_json(ans.rows)
+        echo_json(ans.witnesses if explain else ans.rows)
         return
     click.echo(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]")
+    if explain:
+        from pipeline.explanations import witness_lines
+
+        for i, rec in enumerate(ans.witnesses or []):
+            click.echo("\n".join(witness_lines(i + 1, rec)))
+        return
     print_table([{"rank": i + 1, **r} for i, r in enumerate(ans.rows)], ["rank", "eid", "name", "utility"])
 
 

@@ -1,0 +1,162 @@
+"""Witnesses (design section 3): why an answer got its utility, from the engine itself.
+
+The witness of an answer `a` is the winning conjunction (branch) and one entity per existential variable
+such that the atom values under that assignment sum to the answer's utility. It is decoded by
+self-reduction over the exact engine rather than by storing argmaxes inside the max-plus products (which
+would cost memory on every answered query, explained or not, and touch the tested hot path):
+
+    with ?y := a, make the next unassigned variable v the free one and solve; the engine returns
+    U(phi[y:=a, earlier := chosen, v := e]) maximised over the remaining variables, for every e.
+    Its max over e equals U(phi[y:=a, earlier := chosen]), so fixing v to the (lowest-id) argmax keeps
+    the value; after the last variable every term is a constant and the atoms sum to U(a).
+
+Each step is exact because the engine is (design section 2), so the recomputed sum equals the engine's
+utility up to float32 summation order, and no other assignment gives more (the first step's max is over
+all of them). The answers of one query are decoded together: one batched solve per variable and branch,
+each over anchor-only query graphs (cheaper than answering). With a cycle cap the engine's utility is a
+lower bound and so is the witness (`approximate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from pipeline.engine.adjacency import Adjacency, as_adjacency
+from pipeline.engine.atoms import AtomParams
+from pipeline.engine.search import solve
+from pipeline.kg import GraphTensors
+from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Term, Var
+
+
+@dataclass(frozen=True)
+class AtomUse:
+    """One atom of a witness with constants only: the confidence read from the graph (0 when the fact is
+    not stored: found=False, the default), and its value beta * c or beta * (1 - c) (or -inf)."""
+
+    atom: Atom
+    head: int
+    tail: int
+    found: bool
+    confidence: float
+    value: float
+
+
+@dataclass(frozen=True)
+class Witness:
+    """Why entity `answer` got `utility`: the branch (index of the conjunction) that won, the entity of every
+    existential variable, and the atoms of that branch under the assignment (their values sum to utility)."""
+
+    answer: int
+    utility: float
+    branch: int
+    assignment: dict[Var, int]
+    atoms: tuple[AtomUse, ...]
+    approximate: bool
+
+    @property
+    def total(self) -> float:
+        """The utility recomputed from the atoms alone (float64 sum)."""
+        return float(sum(u.value for u in self.atoms))
+
+
+def explain(
+    query: Query,
+    graph: GraphTensors | Adjacency,
+    answers: Sequence[int],
+    cycle_cap: int | None = None,
+) -> list[Witness]:
+    """The witness of each answer (entity id) of query on graph, in the order given. An entity whose
+    utility is -inf has no witness: it gets branch -1, an empty assignment and no atoms."""
+    adj = as_adjacency(graph)
+    answers = [int(a) for a in answers]
+    if not answers:
+        return []
+    best_val = [float("-inf")] * len(answers)
+    best: list[tuple[int, dict[Var, int], bool]] = [(-1, {}, False)] * len(answers)
+    for bi, conj in enumerate(query.conjunctions):
+        vals, assigns, approx = _decode(conj, adj, answers, cycle_cap)
+        for k in range(len(answers)):
+            if vals[k] > best_val[k]:  # strict: ties keep the first branch
+                best_val[k], best[k] = vals[k], (bi, assigns[k], approx[k])
+    out = []
+    for k, a in enumerate(answers):
+        bi, assign, approx = best[k]
+        uses = () if bi < 0 else _uses(query.conjunctions[bi], adj, {**assign, FREE: a})
+        out.append(Witness(a, best_val[k], bi, assign, uses, approx))
+    return out
+
+
+def _decode(
+    conj: Conjunction, adj: Adjacency, answers: list[int], cycle_cap: int | None
+) -> tuple[list[float], list[dict[Var, int]], list[bool]]:
+    """Per answer: the branch's utility at y = answer, an optimal assignment of its other variables, and
+    whether a cycle cap made any step approximate."""
+    n_ans = len(answers)
+    subs = [_bind(conj, {FREE: a}) for a in answers]
+    assigns: list[dict[Var, int]] = [{} for _ in answers]
+    approx = [False] * n_ans
+    others = [v for v in conj.variables() if v != FREE]
+    if not others:  # all constants now: the engine gives a constant vector, any entry is the value
+        res = solve([Query((c,)) for c in subs], adj, cycle_cap)
+        return res.utility[:, 0].tolist(), assigns, res.approximate.tolist()
+    vals: list[float] = [float("-inf")] * n_ans
+    alive = list(range(n_ans))  # answers whose branch value is finite (the others need no witness here)
+    for step, v in enumerate(others):
+        if not alive:
+            break
+        res = solve([Query((_rename(subs[k], v),)) for k in alive], adj, cycle_cap)
+        top, arg = res.utility.max(dim=1)  # torch.max: the first (lowest id) maximal entry
+        keep = []
+        for row, k in enumerate(alive):
+            approx[k] |= bool(res.approximate[row])
+            if step == 0:
+                vals[k] = float(top[row])
+            if torch.isfinite(top[row]):
+                e = int(arg[row])
+                assigns[k][v] = e
+                subs[k] = _bind(subs[k], {v: e})
+                keep.append(k)
+        alive = keep
+    return vals, assigns, approx
+
+
+def _bind(conj: Conjunction, env: dict[Var, int]) -> Conjunction:
+    def term(t: Term) -> Term:
+        return Const(env[t]) if isinstance(t, Var) and t in env else t
+
+    return Conjunction(
+        tuple(Atom(term(a.head), a.relation, term(a.tail), a.alpha, a.beta, a.negated) for a in conj.atoms)
+    )
+
+
+def _rename(conj: Conjunction, v: Var) -> Conjunction:
+    """v becomes the free variable (?y no longer occurs: it was bound to the answer)."""
+
+    def term(t: Term) -> Term:
+        return FREE if t == v else t
+
+    return Conjunction(
+        tuple(Atom(term(a.head), a.relation, term(a.tail), a.alpha, a.beta, a.negated) for a in conj.atoms)
+    )
+
+
+def _uses(conj: Conjunction, adj: Adjacency, env: dict[Var, int]) -> tuple[AtomUse, ...]:
+    """Each atom under the full assignment env: looked up in the graph, valued as the engine values it."""
+    bound = _bind(conj, env).atoms
+    if any(isinstance(t, Var) for a in bound for t in a.terms):
+        return ()  # the branch failed before every variable was assigned: nothing to show
+    dev = adj.device
+    params = AtomParams.of(bound, dev)
+    heads = torch.tensor([a.head.eid for a in bound], dtype=torch.int64, device=dev)
+    tails = torch.tensor([a.tail.eid for a in bound], dtype=torch.int64, device=dev)
+    found, conf = adj.fwd.lookup(params.rel, heads, tails, adj.n_entities)
+    vals = torch.where(found, params.value(conf), params.default())
+    return tuple(
+        AtomUse(orig, int(h), int(t), bool(f), float(c), float(v))
+        for orig, h, t, f, c, v in zip(
+            conj.atoms, heads.tolist(), tails.tolist(), found.tolist(), conf.tolist(), vals.tolist(), strict=True
+        )
+    )
