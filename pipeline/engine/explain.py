@@ -74,48 +74,61 @@ def explain(
     answers = [int(a) for a in answers]
     if not answers:
         return []
-    best_val = [float("-inf")] * len(answers)
-    best: list[tuple[int, dict[Var, int], bool]] = [(-1, {}, False)] * len(answers)
+    n_ans = len(answers)
+    best_val = [float("-inf")] * n_ans
+    best: list[tuple[int, dict[Var, int], bool]] = [(-1, {}, False)] * n_ans
+    known: dict[int, list[tuple[AtomUse, ...]]] = {}  # branch -> atoms per answer, when already looked up
     for bi, conj in enumerate(query.conjunctions):
-        vals, assigns, approx = _decode(conj, adj, answers, cycle_cap)
-        for k in range(len(answers)):
+        if any(v != FREE for v in conj.variables()):
+            vals, assigns, approx = _decode(conj, adj, answers, cycle_cap)
+        else:  # only ?y: binding it leaves constants, whose atoms are read directly (no search needed)
+            known[bi] = _uses(conj, adj, [{FREE: a} for a in answers])
+            vals = [_sum(u) for u in known[bi]]
+            assigns, approx = [{} for _ in answers], [False] * n_ans
+        for k in range(n_ans):
             if vals[k] > best_val[k]:  # strict: ties keep the first branch
                 best_val[k], best[k] = vals[k], (bi, assigns[k], approx[k])
-    out = []
-    for k, a in enumerate(answers):
-        bi, assign, approx = best[k]
-        uses = () if bi < 0 else _uses(query.conjunctions[bi], adj, {**assign, FREE: a})
-        out.append(Witness(a, best_val[k], bi, assign, uses, approx))
-    return out
+    uses: list[tuple[AtomUse, ...]] = [()] * n_ans
+    for bi, conj in enumerate(query.conjunctions):
+        ks = [k for k in range(n_ans) if best[k][0] == bi]
+        if not ks:
+            continue
+        got = [known[bi][k] for k in ks] if bi in known else _uses(
+            conj, adj, [{**best[k][1], FREE: answers[k]} for k in ks]
+        )
+        for k, u in zip(ks, got, strict=True):
+            uses[k] = u
+    return [
+        Witness(a, best_val[k], best[k][0], best[k][1], uses[k], best[k][2]) for k, a in enumerate(answers)
+    ]
+
+
+def _sum(uses: tuple[AtomUse, ...]) -> float:
+    return float(sum(u.value for u in uses)) if uses else float("-inf")
 
 
 def _decode(
     conj: Conjunction, adj: Adjacency, answers: list[int], cycle_cap: int | None
 ) -> tuple[list[float], list[dict[Var, int]], list[bool]]:
     """Per answer: the branch's utility at y = answer, an optimal assignment of its other variables, and
-    whether a cycle cap made any step approximate."""
+    whether a cycle cap made any step approximate. The branch has at least one variable besides ?y."""
     n_ans = len(answers)
     subs = [_bind(conj, {FREE: a}) for a in answers]
     assigns: list[dict[Var, int]] = [{} for _ in answers]
     approx = [False] * n_ans
-    others = [v for v in conj.variables() if v != FREE]
-    if not others:  # all constants now: the engine gives a constant vector, any entry is the value
-        res = solve([Query((c,)) for c in subs], adj, cycle_cap)
-        return res.utility[:, 0].tolist(), assigns, res.approximate.tolist()
     vals: list[float] = [float("-inf")] * n_ans
     alive = list(range(n_ans))  # answers whose branch value is finite (the others need no witness here)
-    for step, v in enumerate(others):
+    for step, v in enumerate(v for v in conj.variables() if v != FREE):
         if not alive:
             break
         res = solve([Query((_rename(subs[k], v),)) for k in alive], adj, cycle_cap)
         top, arg = res.utility.max(dim=1)  # torch.max: the first (lowest id) maximal entry
         keep = []
-        for row, k in enumerate(alive):
-            approx[k] |= bool(res.approximate[row])
+        for k, t, e, ap in zip(alive, top.tolist(), arg.tolist(), res.approximate.tolist(), strict=True):
+            approx[k] |= bool(ap)
             if step == 0:
-                vals[k] = float(top[row])
-            if torch.isfinite(top[row]):
-                e = int(arg[row])
+                vals[k] = t
+            if t != float("-inf"):
                 assigns[k][v] = e
                 subs[k] = _bind(subs[k], {v: e})
                 keep.append(k)
@@ -143,20 +156,32 @@ def _rename(conj: Conjunction, v: Var) -> Conjunction:
     )
 
 
-def _uses(conj: Conjunction, adj: Adjacency, env: dict[Var, int]) -> tuple[AtomUse, ...]:
-    """Each atom under the full assignment env: looked up in the graph, valued as the engine values it."""
-    bound = _bind(conj, env).atoms
-    if any(isinstance(t, Var) for a in bound for t in a.terms):
-        return ()  # the branch failed before every variable was assigned: nothing to show
-    dev = adj.device
-    params = AtomParams.of(bound, dev)
-    heads = torch.tensor([a.head.eid for a in bound], dtype=torch.int64, device=dev)
-    tails = torch.tensor([a.tail.eid for a in bound], dtype=torch.int64, device=dev)
-    found, conf = adj.fwd.lookup(params.rel, heads, tails, adj.n_entities)
-    vals = torch.where(found, params.value(conf), params.default())
-    return tuple(
-        AtomUse(orig, int(h), int(t), bool(f), float(c), float(v))
-        for orig, h, t, f, c, v in zip(
-            conj.atoms, heads.tolist(), tails.tolist(), found.tolist(), conf.tolist(), vals.tolist(), strict=True
-        )
+def _uses(conj: Conjunction, adj: Adjacency, envs: list[dict[Var, int]]) -> list[tuple[AtomUse, ...]]:
+    """Each atom under each full assignment of envs, looked up in the graph and valued as the engine values
+    it (one batched lookup for all). An env that leaves a variable unbound (its branch failed) gets ()."""
+    full = [k for k, env in enumerate(envs) if all(v in env for v in conj.variables())]
+    out: list[tuple[AtomUse, ...]] = [()] * len(envs)
+    if not full:
+        return out
+    dev, m = adj.device, len(conj.atoms)
+
+    def eid(t: Term, env: dict[Var, int]) -> int:
+        return env[t] if isinstance(t, Var) else t.eid
+
+    heads = [eid(a.head, envs[k]) for k in full for a in conj.atoms]
+    tails = [eid(a.tail, envs[k]) for k in full for a in conj.atoms]
+    params = AtomParams.of(list(conj.atoms) * len(full), dev)
+    found, conf = adj.fwd.lookup(
+        params.rel,
+        torch.tensor(heads, dtype=torch.int64, device=dev),
+        torch.tensor(tails, dtype=torch.int64, device=dev),
+        adj.n_entities,
     )
+    vals = torch.where(found, params.value(conf), params.default())
+    fl, cl, vl = found.tolist(), conf.tolist(), vals.tolist()
+    for j, k in enumerate(full):
+        out[k] = tuple(
+            AtomUse(a, heads[j * m + i], tails[j * m + i], fl[j * m + i], cl[j * m + i], vl[j * m + i])
+            for i, a in enumerate(conj.atoms)
+        )
+    return out
