@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.engine.adjacency import Adjacency, as_adjacency
-from pipeline.engine.atoms import AtomParams
+from pipeline.engine.atoms import AtomParams, constant_value, fold_anchor, fold_diagonal
 from pipeline.engine.search import solve
 from pipeline.kg import GraphTensors
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Term, Var
@@ -118,13 +118,19 @@ def _decode(
     approx = [False] * n_ans
     vals: list[float] = [float("-inf")] * n_ans
     alive = list(range(n_ans))  # answers whose branch value is finite (the others need no witness here)
-    for step, v in enumerate(v for v in conj.variables() if v != FREE):
+    others = [v for v in conj.variables() if v != FREE]
+    for step, v in enumerate(others):
         if not alive:
             break
-        res = solve([Query((_rename(subs[k], v),)) for k in alive], adj, cycle_cap)
-        top, arg = res.utility.max(dim=1)  # torch.max: the first (lowest id) maximal entry
+        if step == len(others) - 1:  # v is the only variable left: a star of anchored atoms, folded directly
+            util = _star([subs[k] for k in alive], v, adj)
+            capped = [False] * len(alive)
+        else:
+            res = solve([Query((_rename(subs[k], v),)) for k in alive], adj, cycle_cap)
+            util, capped = res.utility, res.approximate.tolist()
+        top, arg = util.max(dim=1)  # torch.max: the first (lowest id) maximal entry
         keep = []
-        for k, t, e, ap in zip(alive, top.tolist(), arg.tolist(), res.approximate.tolist(), strict=True):
+        for k, t, e, ap in zip(alive, top.tolist(), arg.tolist(), capped, strict=True):
             approx[k] |= bool(ap)
             if step == 0:
                 vals[k] = t
@@ -134,6 +140,37 @@ def _decode(
                 keep.append(k)
         alive = keep
     return vals, assigns, approx
+
+
+def _star(conjs: list[Conjunction], v: Var, adj: Adjacency) -> torch.Tensor:
+    """(B, N): the value of same-shape conjunctions whose only variable is v, for every entity as v. This is
+    the engine's plan for such a query (anchor folds, diagonals, constant atoms; atoms.py), except that an
+    atom equal in all B conjunctions (one not touching the answer or an earlier choice) is folded once:
+    the answers of one query share most anchors, so this costs about one answering, not B."""
+    dev, n, bsz = adj.device, adj.n_entities, len(conjs)
+    shared = torch.zeros((1, n), dtype=torch.float32, device=dev)
+    per: torch.Tensor | None = None
+    for i, a0 in enumerate(conjs[0].atoms):
+        same = all(c.atoms[i] == a0 for c in conjs)
+        atoms = [a0] if same else [c.atoms[i] for c in conjs]
+        params = AtomParams.of(atoms, dev)
+        if a0.head == v and a0.tail == v:
+            term = fold_diagonal(adj, params)
+        elif a0.tail == v:
+            heads = torch.tensor([a.head.eid for a in atoms], dtype=torch.int64, device=dev)
+            term = fold_anchor(adj, params, heads, var_is_tail=True)
+        elif a0.head == v:
+            tails = torch.tensor([a.tail.eid for a in atoms], dtype=torch.int64, device=dev)
+            term = fold_anchor(adj, params, tails, var_is_tail=False)
+        else:
+            heads = torch.tensor([a.head.eid for a in atoms], dtype=torch.int64, device=dev)
+            tails = torch.tensor([a.tail.eid for a in atoms], dtype=torch.int64, device=dev)
+            term = constant_value(adj, params, heads, tails)[:, None]
+        if same:
+            shared += term
+        else:
+            per = term.expand(bsz, n).clone() if per is None else per.add_(term)
+    return shared.expand(bsz, n) if per is None else per.add_(shared)
 
 
 def _bind(conj: Conjunction, env: dict[Var, int]) -> Conjunction:
