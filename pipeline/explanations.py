@@ -88,7 +88,10 @@ def witness_lines(rank: int, rec: dict[str, Any]) -> list[str]:
         else:
             calc = f"{a['beta']:g} x {c:g}"
         value = "fails (below alpha)" if a["value"] is None else f"{a['value']:g}"
-        lines.append(f"   {fact:<48} c={c:<9g} {a['source']:<9} alpha={a['alpha']:g}  {calc} = {value}")
+        line = f"   {fact:<48} c={c:<9g} {a['source']:<9} alpha={a['alpha']:g}  {calc} = {value}"
+        if a.get("negated"):
+            line += f"  (forbids {a['forbids']})"
+        lines.append(line)
     return lines
 
 
