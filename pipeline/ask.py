@@ -34,6 +34,7 @@ def ask(
     cycle_cap: int | None = None,
     device: str = "cpu",
     explain: bool = False,
+    calibration: tuple[str, ...] = (),
 ) -> Ranking:
     """Parse text against the data set's vocabulary and answer it on exactly one source: an observed graph
     (train|valid|test) or a neural adjacency export directory."""
@@ -53,6 +54,15 @@ def ask(
         tensors, meta = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
         source = f"adjacency {adjacency} (threshold {meta.get('threshold')})"
     adj = as_adjacency(tensors)  # built once: the witnesses read the same index
+    if calibration:
+        if adjacency is None:
+            raise PipelineError("--calibration applies to a neural adjacency export (--adjacency), not --graph")
+        from pipeline.calibration import lower_alphas
+        from pipeline.saved_calibration import apply_saved
+
+        saved = apply_saved(adj, meta, calibration)
+        adj, source = saved.adjacency, f"{source}, calibration {saved.label}"
+        query = lower_alphas(query, saved.delta)  # as SRC answers with D (pipeline.methods.src)
     res = solve([query], adj, cycle_cap)
     util = res.utility[0]
     ids, vals = top_answers(util, k=util.numel())

@@ -342,6 +342,8 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help='Print [{"eid", "name", "utility"}, ...] best first.')
 @click.option("--explain", is_flag=True,
               help="For each answer shown: its witness (entity per variable, every atom's confidence, source, value).")
+@click.option("--calibration", "calibration_paths", multiple=True, type=click.Path(exists=True),
+              help="A saved SRC calibration of `pipeline answer` (RUN/calibration/D-*.json and/or L-* folder).")
 @_friendly
 def query_cmd(
     text: str,
@@ -352,11 +354,13 @@ def query_cmd(
     cycle_cap: int | None,
     as_json: bool,
     explain: bool = False,
+    calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
     from pipeline.ask import ask
 
-    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain)
+    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain,
+              calibration=tuple(calibration_paths))
     if ans.approximate:
         click.echo("note: a cycle cap skipped candidates; utilities are lower bounds", err=True)
     if as_json:
