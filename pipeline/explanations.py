@@ -90,7 +90,7 @@ def witness_lines(rank: int, rec: dict[str, Any]) -> list[str]:
         value = "fails (below alpha)" if a["value"] is None else f"{a['value']:g}"
         line = f"   {fact:<48} c={c:<9g} {a['source']:<9} alpha={a['alpha']:g}  {calc} = {value}"
         if a.get("negated"):
-            line += f"  (forbids {a['forbids']})"
+            line += f"  (forbids c > {format_number(round(1.0 - a['alpha'], 6))})"
         lines.append(line)
     return lines
 
