@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipeline.engine.adjacency import as_adjacency
 from pipeline.engine.search import solve, top_answers
 from pipeline.errors import PipelineError
 from pipeline.kg import GraphTensors, observed_graph
@@ -21,6 +22,7 @@ class Ranking:
     rows: list[dict]
     n_answers: int  # before the top-k cut
     approximate: bool
+    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.explanations)
 
 
 def ask(
@@ -31,6 +33,8 @@ def ask(
     top: int = 20,
     cycle_cap: int | None = None,
     device: str = "cpu",
+    explain: bool = False,
+    calibration: tuple[str, ...] = (),
 ) -> Ranking:
     """Parse text against the data set's vocabulary and answer it on exactly one source: an observed graph
     (train|valid|test) or a neural adjacency export directory."""
@@ -49,7 +53,17 @@ def ask(
 
         tensors, meta = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
         source = f"adjacency {adjacency} (threshold {meta.get('threshold')})"
-    res = solve([query], tensors, cycle_cap)
+    adj = as_adjacency(tensors)  # built once: the witnesses read the same index
+    if calibration:
+        if adjacency is None:
+            raise PipelineError("--calibration applies to a neural adjacency export (--adjacency), not --graph")
+        from pipeline.calibration import lower_alphas
+        from pipeline.saved_calibration import apply_saved
+
+        saved = apply_saved(adj, meta, calibration)
+        adj, source = saved.adjacency, f"{source}, calibration {saved.label}"
+        query = lower_alphas(query, saved.delta)  # as SRC answers with D (pipeline.methods.src)
+    res = solve([query], adj, cycle_cap)
     util = res.utility[0]
     ids, vals = top_answers(util, k=util.numel())
     names = vocab.entities
@@ -57,4 +71,18 @@ def ask(
         {"eid": int(e), "name": names[int(e)], "utility": round(float(v), 6)}
         for e, v in zip(ids[:top].tolist(), vals[:top].tolist(), strict=True)
     ]
-    return Ranking(to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]))
+    witnesses = None
+    if explain:
+        from pipeline.engine.explain import explain as explain_answers
+        from pipeline.explanations import OBSERVED, PREDICTED, witness_record
+
+        found = OBSERVED if graph is not None else PREDICTED
+        ws = explain_answers(query, adj, [r["eid"] for r in rows], cycle_cap)
+        capped = bool(res.approximate[0])
+        # the utility shown is the answer's (as ranked), the witness may reach more under a cycle cap
+        witnesses = [
+            witness_record(replace(w, utility=float(util[w.answer])), query, vocab, found, capped) for w in ws
+        ]
+    return Ranking(
+        to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]), witnesses
+    )

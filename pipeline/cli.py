@@ -340,6 +340,10 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
     help="At most this many candidates per cycle variable (the answer is then marked approximate).",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print [{"eid", "name", "utility"}, ...] best first.')
+@click.option("--explain", is_flag=True,
+              help="For each answer shown: its witness (entity per variable, every atom's confidence, source, value).")
+@click.option("--calibration", "calibration_paths", multiple=True, type=click.Path(exists=True),
+              help="A saved SRC calibration of `pipeline answer` (RUN/calibration/D-*.json and/or L-* folder).")
 @_friendly
 def query_cmd(
     text: str,
@@ -349,17 +353,26 @@ def query_cmd(
     top: int,
     cycle_cap: int | None,
     as_json: bool,
+    explain: bool = False,
+    calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
     from pipeline.ask import ask
 
-    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap)
+    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain,
+              calibration=tuple(calibration_paths))
     if ans.approximate:
         click.echo("note: a cycle cap skipped candidates; utilities are lower bounds", err=True)
     if as_json:
-        echo_json(ans.rows)
+        echo_json(ans.witnesses if explain else ans.rows)
         return
     click.echo(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]")
+    if explain:
+        from pipeline.explanations import witness_lines
+
+        for i, rec in enumerate(ans.witnesses or []):
+            click.echo("\n".join(witness_lines(i + 1, rec)))
+        return
     print_table([{"rank": i + 1, **r} for i, r in enumerate(ans.rows)], ["rank", "eid", "name", "utility"])
 
 
@@ -584,6 +597,8 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--l-epochs", type=int, default=20, show_default=True, help="Epochs of calibration L.")
 @click.option("--device", default=None, help="cpu | cuda (default: cuda when present).")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--explain", "explain_k", type=click.IntRange(0), default=0,
+              help="SRC: write the witnesses of each query's top K answers beside the answers (and names in them).")
 @click.option("--write-back", is_flag=True, help="Write the top answers into the graph store as (:Query)-[:ANSWER]->(:Entity).")
 @click.option("--store", "store_uri", default=None, help="Store URI for --write-back (default: PIPELINE_STORE or embedded).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -591,7 +606,7 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
                out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
                run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
-               store_uri: str | None, as_json: bool) -> None:
+               store_uri: str | None, as_json: bool, explain_k: int = 0) -> None:
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way."""
     from pipeline.atomic import check_folder
@@ -605,7 +620,8 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
             raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
                                 "(or --model RUN_DIR for a query-embedding baseline)")
         report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch)
+                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
+                            explain=explain_k)
     else:
         from pipeline.answer import run_answer
         from pipeline.formats.queryset import read_query_set
@@ -615,6 +631,8 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
             raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
         if calibration != "none":
             raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
+        if explain_k:
+            raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
         cls = METHODS[method_name] if method_name else QueryEmbedding
         method = cls.build(model_run, device)
         report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json)
@@ -633,6 +651,8 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
                  for t, s in report["throughput"].items()])
     if write_back:
         click.echo(f"written back: {report['written_back']} ANSWER relationships")
+    if report.get("witnesses"):
+        click.echo(f"witnesses of the top {explain_k} answers: {report['witnesses']}")
 
 
 @cli.command("evaluate")

@@ -40,6 +40,9 @@ SCHEMA = pa.schema(
     ]
 )
 REQUIRED_META = ("dataset", "method", "query_set")
+# Optional columns (issue 12): the query text with names and each entity's name; files without them read
+# as before, and a frame that has them keeps them when written.
+OPTIONAL = [("query", pa.string()), ("entity_name", pa.string())]
 
 
 @dataclass
@@ -63,8 +66,9 @@ class Answers:
 
 def write_answers(frame: pd.DataFrame, path: str | Path, meta: dict[str, Any]) -> Path:
     """Write an answers frame atomically (a crashed run never leaves a file that looks complete)."""
-    schema = SCHEMA.with_metadata({metafile.META_KEY: metafile.encode(FORMAT, meta, REQUIRED_META)})
-    table = pa.Table.from_pandas(frame[[f.name for f in SCHEMA]], schema=schema, preserve_index=False)
+    fields = list(SCHEMA) + [pa.field(n, t) for n, t in OPTIONAL if n in frame.columns]
+    schema = pa.schema(fields).with_metadata({metafile.META_KEY: metafile.encode(FORMAT, meta, REQUIRED_META)})
+    table = pa.Table.from_pandas(frame[[f.name for f in fields]], schema=schema, preserve_index=False)
     return metafile.write_parquet(table, Path(path))
 
 

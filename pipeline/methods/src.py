@@ -252,10 +252,12 @@ def answer_src(
     progress: bool = True,
     kg: Any = None,
     allow_split_mismatch: bool = False,
+    explain: int = 0,
 ) -> dict[str, Any]:
     """`pipeline answer QUERIES --adjacency DIR --calibration C` from Python: read the query sets (checking
     their roles), build SRC, answer and write the answers file. Returns the report of
-    :func:`pipeline.answer.run_answer`."""
+    :func:`pipeline.answer.run_answer`. explain > 0: names in the answers file and the top-`explain`
+    witnesses beside it (report["witnesses"], pipeline.explain_answers)."""
     from pipeline.answer import check_role, run_answer
     from pipeline.formats.queryset import read_query_set
 
@@ -266,4 +268,9 @@ def answer_src(
     check_role(valid, "--valid-queries", dataset, allow_split_mismatch)
     check_role(train, "--train-queries", dataset, allow_split_mismatch)
     method = SRC.build(adjacency, dataset, calibration, valid, train, run_dir, device, seed, l_epochs, progress, kg)
-    return run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress)
+    report = run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress)
+    if explain:
+        from pipeline.explain_answers import explain_answers_file
+
+        report["witnesses"] = explain_answers_file(report["path"], qs, method, explain, progress)
+    return report

@@ -160,6 +160,27 @@ def test_sixteen_entities_sample_train_export_query_answer(home: Path, fresh_sto
     _run("answer", sample["file"], "--adjacency", str(tmp_path / "adj"), "--out", str(tmp_path / "ans"))
     answers = [p for p in (tmp_path / "ans").iterdir() if p.suffix == ".parquet"]
     assert answers and pd.read_parquet(answers[0])["query_id"].nunique() == 10
+    _check_explained_answers(sample["file"], tmp_path / "adj", tmp_path / "ans_explained")
+
+
+def _check_explained_answers(queries: str, adj: Path, out: Path) -> None:
+    """`answer --explain 3`: names in the answers file, and witnesses whose atom values sum to the file's
+    utility for every explained answer (the top 3 answers of each query)."""
+    from pipeline.formats.answers import read_answers
+    from pipeline.formats.witnesses import read_witnesses
+
+    _run("answer", queries, "--adjacency", str(adj), "--out", str(out), "--explain", "3")
+    (path,) = [p for p in out.iterdir() if p.suffix == ".parquet" and "witnesses" not in p.name]
+    ans = read_answers(path).frame
+    assert ans["entity_name"].str.startswith("node_").all() and ans["query"].str.contains("node_").all()
+    wit, meta = read_witnesses(path.with_name(path.stem + ".witnesses.parquet"))
+    assert meta["k"] == 3 and set(wit["source"]) <= {"predicted", "missing"}
+    top = ans[(ans["rank"] <= 3) & (ans["utility"] > 0)]
+    assert len(top) > 0
+    got = wit.groupby(["query_id", "entity"])["value"].sum()
+    assert len(got) == len(top)
+    for qid, e, u in zip(top["query_id"], top["entity"], top["utility"], strict=True):
+        assert got[(qid, e)] == pytest.approx(float(u), abs=1e-5)
 
 
 @pytest.mark.neo4j

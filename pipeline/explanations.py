@@ -1,0 +1,98 @@
+"""Witnesses for people and files: the JSON record of one explained answer and its terminal text.
+
+Pure functions over :class:`pipeline.engine.explain.Witness` and a vocabulary; names, never bare ids, in
+anything a person reads. `source` says where an atom's confidence came from: `observed` (a fact of the
+observed graph queried), `predicted` (a fact of the neural adjacency export), `missing` (not stored, so
+the design's default c = 0 applies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.engine.explain import AtomUse, Witness
+from pipeline.query.model import Query
+from pipeline.query.printer import format_name, format_number, relation_text
+from pipeline.query.vocab import Vocabulary
+
+OBSERVED, PREDICTED, MISSING = "observed", "predicted", "missing"
+
+
+def _num(x: float) -> float | None:
+    """JSON-safe rounding (6 decimals); -inf (a failed atom) as null."""
+    return None if x == float("-inf") else round(float(x), 6)
+
+
+def atom_record(use: AtomUse, vocab: Vocabulary, found_source: str) -> dict[str, Any]:
+    a = use.atom
+    rec: dict[str, Any] = {
+        "relation": vocab.relations[a.relation],
+        "head": vocab.entities[use.head],
+        "tail": vocab.entities[use.tail],
+        "confidence": round(use.confidence, 6),
+        "source": found_source if use.found else MISSING,
+        "alpha": float(a.alpha),
+        "beta": float(a.beta),
+        "value": _num(use.value),
+    }
+    if a.negated:
+        # A negated atom rewards the absence of its fact: value beta * (1 - c), and c above 1 - alpha fails.
+        rec["negated"] = True
+        rec["forbids"] = (
+            f"{vocab.relations[a.relation]}({vocab.entities[use.head]}, {vocab.entities[use.tail]})"
+            f" with confidence > {format_number(round(1.0 - float(a.alpha), 6))}"
+        )
+    return rec
+
+
+def witness_record(
+    w: Witness, query: Query, vocab: Vocabulary, found_source: str, approximate: bool = False
+) -> dict[str, Any]:
+    """{"eid", "name", "utility", "witness": {"?x": {"eid", "name"}}, "atoms": [...]} plus "branch" for a
+    disjunction (index of the conjunction that won, from 0) and "approximate" when a cycle cap made the
+    answer's utility (approximate=True) or the witness search a lower bound. Under a cap the witness can
+    beat the answer's capped utility (binding ?y may break the cycle): then "witness_utility" holds its sum."""
+    rec: dict[str, Any] = {
+        "eid": w.answer,
+        "name": vocab.entities[w.answer],
+        "utility": _num(w.utility),
+        "witness": {f"?{v.name}": {"eid": e, "name": vocab.entities[e]} for v, e in w.assignment.items()},
+        "atoms": [atom_record(u, vocab, found_source) for u in w.atoms],
+    }
+    if len(query.conjunctions) > 1:
+        rec["branch"] = w.branch
+    if w.approximate or approximate:
+        rec["approximate"] = True
+        if abs(w.total - w.utility) > 1e-6:
+            rec["witness_utility"] = _num(w.total)
+    return rec
+
+
+def witness_lines(rank: int, rec: dict[str, Any]) -> list[str]:
+    """A few readable lines: the answer, the chosen entities, then one line per atom with its arithmetic."""
+    head = f"#{rank} {format_name(rec['name'])}  utility {rec['utility']}"
+    if "branch" in rec:
+        head += f"  (branch {rec['branch'] + 1} of the disjunction won)"
+    if rec.get("approximate"):
+        head += "  [lower bound: a cycle cap skipped candidates]"
+        if "witness_utility" in rec:
+            head += f"; this witness reaches {rec['witness_utility']}"
+    lines = [head]
+    if rec["witness"]:
+        lines.append("   where " + ", ".join(f"{v} = {format_name(x['name'])}" for v, x in rec["witness"].items()))
+    for a in rec["atoms"]:
+        fact = f"{format_name(a['relation'])}({format_name(a['head'])}, {format_name(a['tail'])})"
+        c = a["confidence"]
+        if a.get("negated"):
+            calc = f"{a['beta']:g} x (1 - {c:g})"
+            fact = "NOT " + fact
+        else:
+            calc = f"{a['beta']:g} x {c:g}"
+        value = "fails (below alpha)" if a["value"] is None else f"{a['value']:g}"
+        line = f"   {fact:<48} c={c:<9g} {a['source']:<9} alpha={a['alpha']:g}  {calc} = {value}"
+        if a.get("negated"):
+            line += f"  (forbids c > {format_number(round(1.0 - a['alpha'], 6))})"
+        lines.append(line)
+    return lines
+
+
+__all__ = ["MISSING", "OBSERVED", "PREDICTED", "atom_record", "relation_text", "witness_lines", "witness_record"]

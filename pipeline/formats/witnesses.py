@@ -1,0 +1,85 @@
+"""Witnesses files: the top-K explained answers of an answers file, written beside it
+(``<answers stem>.witnesses.parquet``).
+
+One row per (query, answer, atom) of the winning branch, names not ids where a person reads:
+  query_id str · query str (text with names) · rank int64 (1 = best) · entity int64 · entity_name str ·
+  utility float64 · branch int32 (conjunction that won, from 0) · witness str (JSON {"?x": name, ...}) ·
+  atom int32 (position in the branch) · relation str · head str · tail str · negated bool ·
+  confidence float64 · source str (observed | predicted | missing) · alpha float64 · beta float64 ·
+  value float64 (NaN = the atom fails)
+File metadata (key ``pipeline``, JSON, sealed): format, dataset, method, answers (the file explained), k.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from pipeline.formats import meta as metafile
+
+FORMAT = "soft-query-witnesses/1"
+REQUIRED_META = ("dataset", "method", "answers", "k")
+
+SCHEMA = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("query", pa.string()),
+        ("rank", pa.int64()),
+        ("entity", pa.int64()),
+        ("entity_name", pa.string()),
+        ("utility", pa.float64()),
+        ("branch", pa.int32()),
+        ("witness", pa.string()),
+        ("atom", pa.int32()),
+        ("relation", pa.string()),
+        ("head", pa.string()),
+        ("tail", pa.string()),
+        ("negated", pa.bool_()),
+        ("confidence", pa.float64()),
+        ("source", pa.string()),
+        ("alpha", pa.float64()),
+        ("beta", pa.float64()),
+        ("value", pa.float64()),
+    ]
+)
+
+
+def witnesses_path(answers_path: str | Path) -> Path:
+    p = Path(answers_path)
+    return p.with_name(p.stem + ".witnesses.parquet")
+
+
+def rows_of(query_id: str, query_text: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flatten the witness records (pipeline.explanations.witness_record) of one query's ranked answers."""
+    rows = []
+    for rank, rec in enumerate(records, start=1):
+        witness = json.dumps({v: x["name"] for v, x in rec["witness"].items()}, sort_keys=True)
+        for i, a in enumerate(rec["atoms"]):
+            rows.append(
+                {
+                    "query_id": query_id, "query": query_text, "rank": rank, "entity": rec["eid"],
+                    "entity_name": rec["name"], "utility": rec["utility"], "branch": rec.get("branch", 0),
+                    "witness": witness, "atom": i, "relation": a["relation"], "head": a["head"],
+                    "tail": a["tail"], "negated": bool(a.get("negated", False)), "confidence": a["confidence"],
+                    "source": a["source"], "alpha": a["alpha"], "beta": a["beta"],
+                    "value": float("nan") if a["value"] is None else a["value"],
+                }
+            )
+    return rows
+
+
+def write_witnesses(rows: list[dict[str, Any]], path: str | Path, meta: dict[str, Any]) -> Path:
+    """Write witness rows atomically."""
+    frame = pd.DataFrame(rows, columns=[f.name for f in SCHEMA])
+    schema = SCHEMA.with_metadata({metafile.META_KEY: metafile.encode(FORMAT, meta, REQUIRED_META)})
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    return metafile.write_parquet(table, Path(path))
+
+
+def read_witnesses(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    table, meta = metafile.read_parquet(Path(path), FORMAT, "witnesses file", REQUIRED_META)
+    return table.to_pandas(), meta

@@ -1,0 +1,45 @@
+"""`pipeline query --calibration`: a saved D file lowers the alphas by its delta exactly as SRC answers;
+anything else is one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.calibration import lower_alphas
+from pipeline.engine import Adjacency, evaluate
+from pipeline.errors import PipelineError
+from pipeline.query import parse
+from pipeline.saved_calibration import apply_saved
+from tests.engine.test_oracle import graph_of
+
+
+def test_saved_delta_lowers_alphas(tmp_path: Path) -> None:
+    adj = Adjacency.from_graph(graph_of(3, 1, [(0, 0, 1, 0.3), (0, 0, 2, 0.6)]))
+    d = tmp_path / "D-abc.json"
+    d.write_text(json.dumps({"delta": 0.35, "scores": {}}))
+    saved = apply_saved(adj, {}, [str(d)])
+    assert saved.delta == 0.35 and saved.label == "D (delta 0.35)" and saved.adjacency is adj
+    q = parse("#0(#0, ?y, 0.5)")
+    # 0.3 fails alpha 0.5 but passes 0.5 - 0.35 = 0.15: entity 1 becomes an answer only with D
+    assert evaluate(q, adj)[1] == float("-inf")
+    assert float(evaluate(lower_alphas(q, saved.delta), saved.adjacency)[1]) == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("D-x.json", "{}", "not a saved delta"),
+    ("other.json", "{}", "not a saved calibration"),
+    ("L-x", None, "needs its backbone's run directory"),
+])
+def test_bad_calibration_paths(tmp_path: Path, name: str, content: str | None, message: str) -> None:
+    p = tmp_path / "calibration" / name
+    p.parent.mkdir()
+    if content is None:
+        p.mkdir()
+    else:
+        p.write_text(content)
+    adj = Adjacency.from_graph(graph_of(2, 1, []))
+    with pytest.raises(PipelineError, match=message):
+        apply_saved(adj, {}, [str(p)])
