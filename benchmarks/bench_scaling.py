@@ -100,6 +100,36 @@ def fit(xs: list[float], ys: list[float]) -> float | None:
     return float(np.polyfit(lx, ly, 1)[0])
 
 
+# the stage's own cost, without interpreter start-up and imports (which dominate at small N)
+CORE = {"synth": "seconds", "train": "epoch_seconds", "export": "export_seconds",
+        "export_topk": "export_seconds", "sample": "seconds", "answer": "answer_seconds",
+        "answer_topk": "answer_seconds"}
+
+
+def print_table(rows: list[dict], sizes: list[int]) -> None:
+    """Markdown: per stage and N, core seconds / peak RSS MB (and export MB), then the fitted exponents."""
+    sizes = [n for n in sizes if any(r["n"] == n for r in rows)]
+    print("| stage | " + " | ".join(f"N={n:,}" for n in sizes) + " | exponent time | exponent RSS |")
+    print("|---" * (len(sizes) + 3) + "|")
+    for name in CORE:
+        got = {r["n"]: r for r in rows if r["stage"] == name and "error" not in r}
+        if not got:
+            continue
+        cells = []
+        for n in sizes:
+            r = got.get(n)
+            extra = f", {r['bytes'] / 1e6:.1f} MB / {r['nnz']:,} facts" if r and "bytes" in r else ""
+            cells.append(f"{r[CORE[name]]:.2f} s / {r['peak_rss_mb']:.0f} MB{extra}" if r else "-")
+        ns = sorted(got)
+        a_t = fit(ns, [got[n][CORE[name]] for n in ns])
+        a_m = fit(ns, [got[n]["peak_rss_mb"] for n in ns])
+        print(f"| {name} | " + " | ".join(cells) + f" | {a_t if a_t is None else round(a_t, 2)} | "
+              f"{a_m if a_m is None else round(a_m, 2)} |")
+    failed = [r for r in rows if "error" in r]
+    for r in failed:
+        print(f"\nN={r['n']} {r['stage']}: {r['error']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", type=int, default=[1000, 3000, 10000])
@@ -114,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stages", nargs="+", default=STAGES)
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    ap.add_argument("--table", type=Path, default=None, help="only print the table of a saved --json file")
     ap.add_argument("--stage", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -125,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         doc["seconds"] = time.perf_counter() - t0  # the stage without interpreter start-up
         doc["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(doc))
+        return 0
+    if args.table:
+        rows = json.loads(args.table.read_text())
+        print_table(rows, sorted({r["n"] for r in rows}))
         return 0
     passthrough = ["--relations", str(args.relations), "--facts-per-entity", str(args.facts_per_entity),
                    "--like", args.like, "--threshold", str(args.threshold), "--top-k", str(args.top_k), "--topk-threshold", str(args.topk_threshold),
@@ -139,18 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
-    print(f"{'stage':<12} " + " ".join(f"{'N=' + str(n):>22}" for n in args.sizes) + "   exponent(time, RSS)")
-    for name in args.stages:
-        got = {r["n"]: r for r in rows if r["stage"] == name and "error" not in r}
-        cells = []
-        for n in args.sizes:
-            r = got.get(n)
-            cells.append(f"{r['seconds']:8.1f}s {r['peak_rss_mb']:7.0f}MB" if r else f"{'-':>22}")
-        ns = sorted(got)
-        a_t = fit(ns, [got[n]["seconds"] for n in ns])
-        a_m = fit(ns, [got[n]["peak_rss_mb"] for n in ns])
-        exps = f"{a_t:.2f}, {a_m:.2f}" if a_t is not None and a_m is not None else "-"
-        print(f"{name:<12} " + " ".join(f"{c:>22}" for c in cells) + f"   {exps}")
+    print_table(rows, args.sizes)
     return 0
 
 
