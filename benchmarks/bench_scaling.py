@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stages", nargs="+", default=STAGES)
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
-    ap.add_argument("--table", type=Path, default=None, help="only print the table of a saved --json file")
+    ap.add_argument("--table", type=Path, nargs="+", default=None,
+                    help="only print the table of saved --json files (a later file's row replaces an earlier one)")
     ap.add_argument("--stage", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -173,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(doc))
         return 0
     if args.table:
-        rows = json.loads(args.table.read_text())
+        merged: dict[tuple[str, int], dict] = {}
+        for f in args.table:
+            for r in json.loads(f.read_text()):
+                if "error" not in r or (r["stage"], r["n"]) not in merged:
+                    merged[r["stage"], r["n"]] = r
+        rows = list(merged.values())
         print_table(rows, sorted({r["n"] for r in rows}))
         return 0
     passthrough = ["--relations", str(args.relations), "--facts-per-entity", str(args.facts_per_entity),
