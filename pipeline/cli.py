@@ -483,13 +483,16 @@ def train_cmd(
     help="Export directory (default PIPELINE_HOME/exports/DATASET-HASH-tT).",
 )
 @click.option("--device", default=None, help="cpu | cuda (default: cuda when present).")
+@click.option("--top-k", "top_k", type=int, default=None,
+              help="Keep only each (head, relation)'s K best-scored tails that pass --threshold.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
 @_friendly
-def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool) -> None:
+def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
+               top_k: int | None = None) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
     from pipeline.export import export_adjacency
 
-    man = export_adjacency(run_dir, threshold, out, device=device)
+    man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k)
     if as_json:
         echo_json(man)
         return
@@ -893,6 +896,37 @@ def llm_eval_cmd(items_path: str, endpoint: str | None, model_name: str | None, 
     if endpoint is not None:
         click.echo(f"responses: {doc['responses']}; no clear letter: {len(doc['unclear'])}; "
                    f"failed requests: {len(doc['failed'])} (both counted wrong)")
+
+
+# ------------------------------------------------------------------------- synthetic KGs (issue 17)
+@cli.command("synth")
+@click.argument("name")
+@click.option("--entities", type=int, required=True, help="Number of entities N (each gets at least one fact).")
+@click.option("--relations", type=int, required=True, help="Number of relations R.")
+@click.option("--facts", type=int, required=True, help="Number of distinct (h, r, t) facts F.")
+@click.option("--like", type=click.Choice(["ppi5k", "cn15k"]), default="ppi5k", show_default=True,
+              help="Draw confidences like this data set's train facts.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator and of the split.")
+@click.option("--split", default="0.8,0.1,0.1", show_default=True, help="train,valid,test fractions.")
+@click.option("--out", type=click.Path(path_type=str), default=None, help="TSV file (default PIPELINE_HOME/synth/NAME.tsv).")
+@click.option("--store", "store_uri", default=None, help="embedded (default) | falkordb://h:p | bolt://h:p | neo4j://h:p")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
+@_friendly
+def synth_cmd(name: str, entities: int, relations: int, facts: int, like: str, seed: int, split: str,
+              out: str | None, store_uri: str | None, as_json: bool) -> None:
+    """Generate a synthetic uncertain KG (power-law degrees, confidences like PPI5k's or CN15k's) and record
+    it as the user data set NAME through `pipeline ingest NAME --from FILE`."""
+    from pipeline.synth import synth_dataset
+
+    rep = synth_dataset(name, entities, relations, facts, seed, like, out, split, store_uri, progress=not as_json)
+    if as_json:
+        echo_json(rep)
+        return
+    rows = rep["rows"] or {}
+    print_table([{"dataset": name, "entities": rep["entities"], "relations": rep["relations"],
+                  **{f"rows {k}": v for k, v in rows.items()}, "like": like}])
+    click.echo(f"{'unchanged' if rep['unchanged'] else 'recorded'}: {rep['record']} (from {rep['file']}); "
+               f"store {rep['store']}")
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from pipeline import atomic, config
 from pipeline.errors import ArtifactError, PipelineError
+from pipeline.export_select import check_top_k, select_block
 from pipeline.formats.adjacency import (
     FORMAT,
     MANIFEST,
@@ -39,9 +40,9 @@ from pipeline.models import box_bounds
 from pipeline.provenance import provenance
 
 
-def default_export_dir(dataset: str, model_hash: str, threshold: float) -> Path:
-    """PIPELINE_HOME/exports/<dataset>-<hash prefix>-t<threshold>: named by content, never by run name."""
-    return config.home() / "exports" / f"{dataset}-{model_hash[:16]}-t{threshold:g}"
+def default_export_dir(dataset: str, model_hash: str, threshold: float, top_k: int | None = None) -> Path:
+    """PIPELINE_HOME/exports/<dataset>-<hash prefix>-t<threshold>[-k<K>]: named by content, never by run name."""
+    return config.home() / "exports" / (f"{dataset}-{model_hash[:16]}-t{threshold:g}" + (f"-k{top_k}" if top_k else ""))
 
 
 def export_adjacency(
@@ -54,6 +55,7 @@ def export_adjacency(
     max_fraction: float = 1 / 3,
     dense_floor_pairs: int = 1 << 22,
     prune: bool = True,
+    top_k: int | None = None,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
@@ -65,6 +67,8 @@ def export_adjacency(
     skip the block pairs whose confidence bound is below the threshold (pipeline.models.box_bounds: the same
     facts; faster as far as the boxes are separated). Returns the manifest (with "path" and "cached": True
     when an existing export of the same model and threshold was reused).
+    top_k: keep only each (head, relation)'s K best tails that pass the threshold
+    (:mod:`pipeline.export_select`); box pruning applies to threshold-only exports.
     """
     from pipeline.models import load_run, read_run
 
@@ -72,12 +76,13 @@ def export_adjacency(
         raise PipelineError(
             f"--threshold must be in (0, 1], got {threshold} (0 would store the dense matrix)"
         )
+    check_top_k(top_k)
     run = read_run(run_dir)
     dev = config.select_device(device)
     model = load_run(run.path, device=dev)
     model_hash = model.content_hash()
-    out = Path(out) if out is not None else default_export_dir(run.dataset, model_hash, threshold)
-    cached = reusable(out, model_hash, threshold)
+    out = Path(out) if out is not None else default_export_dir(run.dataset, model_hash, threshold, top_k)
+    cached = reusable(out, model_hash, threshold, top_k)
     if cached is not None:
         return {**cached, "path": str(out), "cached": True}
     if out.exists() and not out.is_dir():
@@ -99,12 +104,15 @@ def export_adjacency(
         "n_entities": str(n),
         "n_relations": str(model.n_relations),
         "model": model.name,
+        "top_k": str(top_k) if top_k else "",
     }
     tmp = atomic.temp_dir(out)  # also removes what a killed export left behind
     guarded = all_pairs > dense_floor_pairs  # the density guard is relative to the graph: tiny ones always pass
     relations = []
     pruner = (
-        box_bounds.PruneStats(heads_total=n * model.n_relations) if prune and box_bounds.supports(model) else None
+        box_bounds.PruneStats(heads_total=n * model.n_relations)
+        if prune and top_k is None and box_bounds.supports(model)
+        else None
     )
     t0 = time.perf_counter()
     try:
@@ -150,9 +158,7 @@ def export_adjacency(
                             raise
                         rows = max(1, rows // 2)  # shrink the block instead of crashing
                         continue
-                    # nonzero() walks row-major, so the pairs come out sorted by (head, tail)
-                    hi, ti = (scores >= threshold).nonzero(as_tuple=True)
-                    sc = scores[hi, ti]
+                    hi, ti, sc = select_block(scores, threshold, top_k)
                     if len(hi):
                         writer.write_batch(
                             pa.record_batch(
@@ -184,7 +190,8 @@ def export_adjacency(
         bar.close()
         seconds = time.perf_counter() - t0
         manifest = {
-            **{k: v for k, v in meta_common.items() if k not in ("threshold", "n_entities", "n_relations")},
+            **{k: v for k, v in meta_common.items() if k not in ("threshold", "n_entities", "n_relations", "top_k")},
+            "top_k": top_k,
             "threshold": float(threshold),
             "n_entities": n,
             "n_relations": model.n_relations,

@@ -61,15 +61,15 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def reusable(out: Path, model_hash: str, threshold: float) -> dict[str, Any] | None:
-    """The manifest of a complete export of this exact model and threshold at `out`, else None."""
+def reusable(out: Path, model_hash: str, threshold: float, top_k: int | None = None) -> dict[str, Any] | None:
+    """The manifest of a complete export of this exact model, threshold and top-k cap at `out`, else None."""
     try:
         manifest = read_manifest(out)
     except ArtifactError:
         return None
     if manifest.get("model_hash") != model_hash:
         return None
-    if float(manifest.get("threshold", -1)) != float(threshold):
+    if float(manifest.get("threshold", -1)) != float(threshold) or manifest.get("top_k") != top_k:
         return None
     for rel in manifest.get("relations", []):
         p = out / rel["file"]
