@@ -31,6 +31,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.engine.reference: the "before" engine
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark's bandwidth probe
+
+from bench_engine import read_bandwidth  # noqa: E402
 
 from pipeline.calibration import (  # noqa: E402
     AffineCalibration,
@@ -122,16 +125,6 @@ def random_queries(graph, name: str, count: int, rng: np.random.Generator) -> li
         betas = [round(float(rng.uniform(0.1, 1.0)), 1) for _ in rr]
         out.append(qt.build(rr, anchors, alphas, betas))
     return out
-
-
-def read_bandwidth(nbytes: int = 1 << 28) -> float:
-    x = torch.ones(nbytes // 8, dtype=torch.int64)
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        x.sum()
-        best = min(best, time.perf_counter() - t)
-    return nbytes / best
 
 
 def step_vs_bound(name: str, index: Callable, graph, bw: float, batch: int = BATCH) -> dict:

@@ -97,6 +97,15 @@ def merge_keys(keys: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, torc
     # numpy's stable sort is a timsort: on a few concatenated sorted runs it is a linear merge, ~100x
     # faster than torch.unique's full sort on a CN15k export's relation pair (measured: 18 ms vs 1.9 s).
     a = cat.numpy()
+    order, union, rank = _stable_union(a)
+    inv = np.empty(a.size, dtype=np.int64)
+    inv[order] = rank
+    return torch.from_numpy(union), torch.from_numpy(inv)
+
+
+def _stable_union(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, union, rank) of a 1-D key array: the stable sort permutation, the sorted distinct keys
+    (int64) and, for each sorted slot, its key's position in the union."""
     order = np.argsort(a, kind="stable")
     ordered = a[order]
     first = np.empty(ordered.size, dtype=bool)
@@ -104,9 +113,7 @@ def merge_keys(keys: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, torc
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     rank = np.cumsum(first, dtype=np.int64)
     rank -= 1
-    inv = np.empty(a.size, dtype=np.int64)
-    inv[order] = rank
-    return torch.from_numpy(ordered[first].astype(np.int64)), torch.from_numpy(inv)
+    return order, ordered[first].astype(np.int64), rank
 
 
 def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -118,13 +125,7 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
         return union, list(torch.split(inv, [r.numel() for r in runs]))
     dtype = np.int32 if bound <= 1 << 31 else np.int64
     cat = np.concatenate([r.numpy().astype(dtype, copy=False) for r in runs])
-    order = np.argsort(cat, kind="stable")  # timsort: a linear merge of the sorted runs
-    ordered = cat[order]
-    first = np.empty(ordered.size, dtype=bool)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    rank = np.cumsum(first, dtype=np.int64)
-    rank -= 1
+    order, union, rank = _stable_union(cat)  # timsort: a linear merge of the sorted runs
     # the stable merge keeps each run's keys in their (ascending) order: a run's positions in the union
     # are the ranks at its sorted slots, read in order
     ends = np.cumsum([r.numel() for r in runs])
@@ -134,7 +135,7 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
     else:
         run_of = np.searchsorted(ends, order, side="right")
         where = [torch.from_numpy(rank[run_of == i]) for i in range(len(runs))]
-    return torch.from_numpy(ordered[first].astype(np.int64)), where
+    return torch.from_numpy(union), where
 
 
 @dataclass(frozen=True)
