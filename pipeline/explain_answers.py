@@ -36,11 +36,13 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     frame["entity_name"] = [vocab.entities[int(e)] for e in frame["entity"]]
     write_answers(frame, path, ans.meta)
     rows: list[dict[str, Any]] = []
-    top = frame[(frame["rank"] <= k) & (frame["utility"] > 0)]  # answers only: finite u > 0.sort_values(["query_id", "rank"], kind="stable")
+    # answers only (finite u > 0), best first: rows_of numbers the witnesses by this order
+    top = frame[(frame["rank"] <= k) & (frame["utility"] > 0)].sort_values(["query_id", "rank"], kind="stable")
     by_query = {qid: g["entity"].tolist() for qid, g in top.groupby("query_id", sort=False)}
     for qid, ents in tqdm(by_query.items(), desc="explain", unit="query", disable=not progress, leave=False):
         q = lower_alphas(queries[qid], float(getattr(method, "delta", 0.0)))
         ws = explain(q, method.adjacency, [int(e) for e in ents])
-        rows += rows_of(qid, texts[qid], [witness_record(w, q, vocab, PREDICTED) for w in ws])
+        ends = [[(u.head, u.tail) for u in w.atoms] for w in ws]
+        rows += rows_of(qid, texts[qid], [witness_record(w, q, vocab, PREDICTED) for w in ws], ends)
     meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
     return str(write_witnesses(rows, witnesses_path(path), meta))

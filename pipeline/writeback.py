@@ -11,28 +11,59 @@ SRC(D+L)``): re-writing a method's answers of a set first deletes them, so answe
 duplicated; other methods' answers stay. Every write is durable before the
 function returns (the writes run under the data set's store lock, which saves them when released). The
 store never sees torch: rows are plain values read from the Parquet files.
+
+When the answers file has a witnesses file beside it (``answer --explain K``), the witnesses of the top
+answers go in too, as a small subgraph per (query, method, answer)::
+
+    (:Query)-[:EXPLAINED_BY {method, rank}]->(:Witness {qid, method, rank, answer, utility, branch,
+                                                       assignment, query})-[:FOR]->(:Entity)
+    (:Witness)-[:USES {position}]->(:Atom {relation, head, tail, negated, confidence, source, alpha, beta,
+                                          value, branch, text})
+    (:Atom)-[:HEAD]->(:Entity)    (:Atom)-[:TAIL]->(:Entity)
+
+An atom is a node, not a relationship between its two entities: a relationship there would sit beside the
+KG's own fact edges (of the relation's own type) and could be mistaken for an observed fact; an (:Atom)
+node carries its source (observed | predicted | missing) and is removed with its witness. Re-writing a
+method's answers of a set removes all its witnesses first, so another K leaves no old witness behind.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from pipeline.errors import PipelineError
+from pipeline.errors import ArtifactError, PipelineError
 from pipeline.formats.queryset import QuerySet, checksum
+from pipeline.query import Vocabulary, to_text
 from pipeline.store.lock import dataset_lock
 
 TOP = 10  # answers per query in the store; the full ranking stays in the Parquet file
 NATIVE_BATCH = 1000
 BOLT_BATCH = 30  # FalkorDB's experimental Bolt takes ~30 rows a batch (design section 4)
+WITNESS_BOLT_BATCH = 2  # a witness row holds its atoms: a few hundred bytes each, Bolt's limit is ~4 KB
 
 
 def set_id(qs: QuerySet) -> str:
-    """The identity of a query set in the store: file stem and content checksum."""
+    """The identity of a query set in the store: file stem and content checksum, or, for a set read from
+    the store's own (:Query) nodes (pipeline.stored_queries), the set name they carry."""
+    if qs.meta.get("store_set"):
+        return str(qs.meta["store_set"])
     return f"{Path(str(qs.path)).stem}@{checksum(qs.frame)[:12]}"
+
+
+def store_vocabulary(store: Any, dataset: str) -> Vocabulary:
+    """The data set's entity and relation names as ingested into the store (index = id)."""
+    from pipeline.store import cypher_text
+
+    ents = store.run(cypher_text("vocabulary_entities"), {"dataset": dataset})
+    rels = store.run(cypher_text("vocabulary_relations"), {"dataset": dataset})
+    if [r["eid"] for r in ents] != list(range(len(ents))) or [r["rid"] for r in rels] != list(range(len(rels))):
+        raise PipelineError(f"the store's copy of '{dataset}' has gaps in its ids: run `pipeline ingest {dataset}`")
+    return Vocabulary.from_names([str(r["name"]) for r in ents], [str(r["name"]) for r in rels])
 
 
 def _float(x: float) -> float | None:
@@ -50,8 +81,9 @@ def _require_entities(store: Any, dataset: str) -> None:
         raise PipelineError(f"the store holds no entities of '{dataset}': run `pipeline ingest {dataset}` first")
 
 
-def query_rows(qs: QuerySet, top: int = TOP) -> list[dict[str, Any]]:
-    """One row per query: qid, type, text, answer counts, the top ground-truth answers, anchors in order."""
+def query_rows(qs: QuerySet, top: int = TOP, vocab: Vocabulary | None = None) -> list[dict[str, Any]]:
+    """One row per query: qid, type, text (ids), query (text with names when vocab is given), answer
+    counts, the top ground-truth answers, anchors in order."""
     rows = []
     for rec, q in zip(qs.frame.itertuples(index=False), qs.queries(), strict=True):
         rows.append(
@@ -59,6 +91,7 @@ def query_rows(qs: QuerySet, top: int = TOP) -> list[dict[str, Any]]:
                 "qid": str(rec.id),
                 "type": str(rec.type),
                 "text": str(rec.text),
+                "query": to_text(q, vocab) if vocab is not None else None,
                 "n_easy": len(rec.answers_easy),
                 "n_hard": len(rec.answers_hard),
                 "top_answers": [int(a) for a in list(rec.answers_hard)[:top]],
@@ -74,9 +107,9 @@ def write_queries(store: Any, qs: QuerySet) -> int:
 
     dataset = qs.meta["dataset"]
     params = {"dataset": dataset, "set": set_id(qs), "split": qs.meta.get("split"), "file": str(qs.path)}
-    rows = query_rows(qs)
     with store.lock(dataset_lock(dataset), purpose=f"write the queries of {set_id(qs)}"):
         _require_entities(store, dataset)
+        rows = query_rows(qs, vocab=store_vocabulary(store, dataset))
         store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
     return len(rows)
 
@@ -96,11 +129,71 @@ def top_answer_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]
     ]
 
 
-def write_back(store: Any, answers: Any, query_set: QuerySet, top: int = TOP) -> int:
-    """Replace the method's answers of this query set in the store (writing the queries too); durable on
-    return. Returns the ANSWER edges written.
+def witness_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
+    """One row per explained answer of rank <= top (pipeline.formats.witnesses frame), its atoms nested:
+    {qid, rank, eid, answer, utility, branch, assignment, query, atoms: [{position, relation, head, tail,
+    head_eid, tail_eid, negated, confidence, source, alpha, beta, value, text}]}. value None = the atom fails."""
+    rows = []
+    keep = frame[frame["rank"] <= top].sort_values(["query_id", "rank", "atom"], kind="stable")
+    for (qid, rank), g in keep.groupby(["query_id", "rank"], sort=False):
+        first = g.iloc[0]
+        witness = json.loads(first["witness"])
+        atoms = []
+        for a in g.itertuples(index=False):
+            value = None if a.value is None or math.isnan(a.value) else _float(a.value)
+            fact = f"{a.relation}({a.head}, {a.tail})"
+            shown = "fails" if value is None else f"{value:g}"
+            atoms.append(
+                {
+                    "position": int(a.atom), "relation": str(a.relation), "head": str(a.head), "tail": str(a.tail),
+                    "head_eid": int(a.head_eid), "tail_eid": int(a.tail_eid), "negated": bool(a.negated),
+                    "confidence": _float(a.confidence), "source": str(a.source), "alpha": _float(a.alpha),
+                    "beta": _float(a.beta), "value": value,
+                    # what a person reads on the node: the fact, its confidence and source, its contribution
+                    "text": f"{'NOT ' if a.negated else ''}{fact} c={a.confidence:.4g} {a.source} -> {shown}",
+                }
+            )
+        rows.append(
+            {
+                "qid": str(qid), "rank": int(rank), "eid": int(first["entity"]), "answer": str(first["entity_name"]),
+                "utility": _float(first["utility"]), "branch": int(first["branch"]),
+                "assignment": ", ".join(f"{v} = {n}" for v, n in sorted(witness.items())),
+                "query": str(first["query"]), "atoms": atoms,
+            }
+        )
+    return rows
 
-    answers: pipeline.formats.answers.Answers; query_set: the QuerySet it answers."""
+
+def check_witnesses(witnesses: pd.DataFrame, answers: pd.DataFrame, where: str) -> None:
+    """Witnesses must explain these answers: each (query, rank) names the file's entity and utility
+    (to 1e-6); a witnesses file left from another answers run is refused, never written back."""
+    explained = witnesses.drop_duplicates(["query_id", "rank"]).set_index(["query_id", "rank"])
+    ranked = answers.set_index(["query_id", "rank"])
+    for (qid, rank), w in explained.iterrows():
+        if (qid, rank) not in ranked.index:
+            raise ArtifactError(f"{where}: query {qid} has no answer of rank {rank} in the answers file")
+        a = ranked.loc[(qid, rank)]
+        if int(a["entity"]) != int(w["entity"]) or abs(float(a["utility"]) - float(w["utility"])) > 1e-6:
+            raise ArtifactError(
+                f"{where}: the witness of {qid} rank {rank} ({w['entity_name']}, {w['utility']:g}) is not the answers "
+                f"file's; it was written by another run: run `pipeline answer ... --explain K` again"
+            )
+
+
+def write_back(
+    store: Any,
+    answers: Any,
+    query_set: QuerySet,
+    top: int = TOP,
+    witnesses: pd.DataFrame | None = None,
+    query_nodes: bool = True,
+) -> int:
+    """Replace the method's answers of this query set in the store (writing the queries too), and its
+    witnesses (none when ``witnesses`` is None); durable on return. Returns the ANSWER edges written.
+
+    answers: pipeline.formats.answers.Answers; query_set: the QuerySet it answers; witnesses: the frame of
+    its witnesses file (pipeline.formats.witnesses). query_nodes=False leaves the (:Query) nodes as they
+    are (queries a person typed into the store keep their own text)."""
     from pipeline.store import cypher_text
 
     dataset = answers.meta["dataset"]
@@ -108,11 +201,17 @@ def write_back(store: Any, answers: Any, query_set: QuerySet, top: int = TOP) ->
         raise PipelineError(f"answers of '{dataset}' but the query set is of '{query_set.meta.get('dataset')}'")
     params = {"dataset": dataset, "set": set_id(query_set), "method": answers.method}
     rows = top_answer_rows(answers.frame, top)
+    explained = witness_rows(witnesses, top) if witnesses is not None else []
     # one writer of the data set's part of the graph at a time; saved when the lock is released
     with store.lock(dataset_lock(dataset), purpose=f"write back {answers.method} of {set_id(query_set)}"):
-        write_queries(store, query_set)
+        if query_nodes:
+            write_queries(store, query_set)
         store.run(cypher_text("writeback_delete"), params)
+        store.run(cypher_text("writeback_witnesses_delete"), params)
+        store.run(cypher_text("writeback_witnesses_delete_nodes"), params)
         store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), params)
+        batch = WITNESS_BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH // 10
+        store.run_batches(cypher_text("writeback_witnesses"), explained, batch, params)
     return len(rows)
 
 
@@ -123,11 +222,13 @@ def read_back(store: Any, dataset: str, set_name: str, qid: str, method: str) ->
     return store.run(cypher_text("writeback_read"), {"dataset": dataset, "set": set_name, "qid": qid, "method": method})
 
 
-def write_back_file(answers_path: str | Path, store_uri: str | None = None, top: int = TOP) -> int:
-    """`pipeline answer --write-back`: write an answers file's top answers into the store at store_uri."""
+def write_back_file(answers_path: str | Path, store_uri: str | None = None, top: int = TOP) -> dict[str, int]:
+    """`pipeline answer --write-back`: write an answers file's top answers into the store at store_uri,
+    and the witnesses of the top ones when a witnesses file lies beside it. Returns {answers, witnesses,
+    atoms}: the ANSWER edges, (:Witness) and (:Atom) nodes written."""
     from pipeline.formats.answers import read_answers
     from pipeline.formats.queryset import read_query_set
-    from pipeline.store import open_store
+    from pipeline.formats.witnesses import read_witnesses, witnesses_path
 
     answers = read_answers(answers_path)
     query_set = read_query_set(answers.meta["query_set"])
@@ -135,5 +236,22 @@ def write_back_file(answers_path: str | Path, store_uri: str | None = None, top:
         raise PipelineError(
             f"{answers_path}: answers of another version of {query_set.path} (its queries changed since)"
         )
+    wpath = witnesses_path(answers_path)
+    witnesses = None
+    if wpath.exists():
+        witnesses, _ = read_witnesses(wpath)
+        check_witnesses(witnesses, answers.frame, str(wpath))
+    return write_back_to(store_uri, answers, query_set, top, witnesses)
+
+
+def write_back_to(
+    store_uri: str | None, answers: Any, query_set: QuerySet, top: int = TOP, witnesses: pd.DataFrame | None = None,
+    query_nodes: bool = True,
+) -> dict[str, int]:
+    """:func:`write_back` on the store at store_uri; returns {answers, witnesses, atoms} written."""
+    from pipeline.store import open_store
+
+    explained = witness_rows(witnesses, top) if witnesses is not None else []
     with open_store(store_uri) as store:
-        return write_back(store, answers, query_set, top)
+        n = write_back(store, answers, query_set, top, witnesses, query_nodes)
+    return {"answers": n, "witnesses": len(explained), "atoms": sum(len(w["atoms"]) for w in explained)}

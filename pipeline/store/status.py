@@ -15,9 +15,9 @@ from pipeline.store.base import Store, with_rel_type
 from pipeline.store.cypher import cypher_text
 
 COUNTS = ("entities", "relations", "facts")
-# relationship types the store itself writes besides facts (cypher/writeback_*, sample_write_queries):
+# relationship types the store itself writes besides facts (cypher/writeback_*, write_queries, witnesses):
 # a relation of one of these names shares its type with them
-STORE_EDGE_TYPES = frozenset({"ANCHOR", "ANSWER"})
+STORE_EDGE_TYPES = frozenset({"ANCHOR", "ANSWER", "EXPLAINED_BY", "FOR", "USES", "HEAD", "TAIL"})
 
 
 @dataclass(frozen=True)
