@@ -585,7 +585,7 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 
 
 @cli.command("answer")
-@click.argument("queries", type=click.Path(path_type=str))
+@click.argument("queries", type=click.Path(path_type=str), required=False)
 @click.option("--method", "method_name", type=RegistryChoice("methods"), default=None,
               help="Answering method (`pipeline ls methods`; default: src, or the --model run's baseline).")
 @click.option("--adjacency", type=click.Path(path_type=str), default=None, help="A neural adjacency export directory (SRC).")
@@ -604,17 +604,33 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
               help="SRC: write the witnesses of each query's top K answers beside the answers (and names in them).")
 @click.option("--write-back", is_flag=True, help="Write the top answers into the graph store as (:Query)-[:ANSWER]->(:Entity).")
 @click.option("--store", "store_uri", default=None, help="Store URI for --write-back (default: PIPELINE_STORE or embedded).")
+@click.option("--from-store", "from_store", is_flag=True,
+              help="Answer the (:Query) nodes of --set in the store instead of a QUERIES file (SRC).")
+@click.option("--set", "set_name", default=None,
+              help="--from-store: the set of (:Query) nodes (default: typed, the queries created with only a text).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
-def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
+def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
                out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
                run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
-               store_uri: str | None, as_json: bool, explain_k: int = 0) -> None:
+               store_uri: str | None, as_json: bool, explain_k: int = 0, from_store: bool = False,
+               set_name: str | None = None) -> None:
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
-    baseline run (--model); the same answers file (Parquet) either way."""
+    baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
+    nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
     from pipeline.atomic import check_folder
 
     check_folder(out_dir, "--out")  # refused before any fitting starts
+    if from_store:
+        _answer_from_store(queries, method_name, adjacency, set_name, store_uri, out_dir, write_back, explain_k,
+                           as_json, calibration=calibration, valid_queries=valid_queries, train_queries=train_queries,
+                           run_dir=run_dir, device=device, seed=seed, l_epochs=l_epochs, progress=not as_json,
+                           allow_split_mismatch=allow_split_mismatch)
+        return
+    if queries is None:
+        raise PipelineError("give a QUERIES file, or --from-store to answer the (:Query) nodes of the graph store")
+    if set_name is not None:
+        raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
     method_name = method_name or ("src" if model_run is None else None)
     if method_name == "src":
         from pipeline.methods.src import answer_src
@@ -652,10 +668,42 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
         click.echo(f"delta = {report['delta']:g} (chosen on the valid queries {valid})")
     print_table([{"type": t, "queries": s["queries"], "seconds": f"{s['seconds']:.3f}", "queries/s": f"{s['queries_per_s']:.1f}"}
                  for t, s in report["throughput"].items()])
-    if write_back:
-        click.echo(f"written back: {report['written_back']} ANSWER relationships")
+    _report_written(report, explain_k)
+
+
+def _report_written(report: dict[str, Any], explain_k: int) -> None:
+    if "written_back" in report:
+        w = report["written_back"]
+        click.echo(f"written back: {w['answers']} ANSWER relationships, {w['witnesses']} witnesses "
+                   f"with {w['atoms']} atoms")
     if report.get("witnesses"):
         click.echo(f"witnesses of the top {explain_k} answers: {report['witnesses']}")
+
+
+def _answer_from_store(queries: str | None, method_name: str | None, adjacency: str | None, set_name: str | None,
+                       store_uri: str | None, out_dir: str | None, write_back: bool, explain_k: int, as_json: bool,
+                       **answer: Any) -> None:
+    """`answer --from-store`: SRC over the (:Query) nodes of a set; texts that do not parse are reported
+    one line each (and marked on their nodes), the others answered."""
+    from pipeline.stored_queries import TYPED_SET, answer_from_store
+
+    if queries is not None:
+        raise PipelineError(f"--from-store answers the queries of the store; drop the QUERIES file {queries}")
+    if method_name not in (None, "src") or adjacency is None:
+        raise PipelineError("--from-store answers with SRC over an export: give --adjacency DIR")
+    report = answer_from_store(adjacency, set_name or TYPED_SET, store_uri, out_dir, write_back, explain_k, **answer)
+    if as_json:
+        echo_json(report)
+        return
+    for e in report["errors"]:
+        click.echo(f"query {e['qid']} ({e['text']!r}) not answered: {e['error']}", err=True)
+    if report["path"] is None:
+        click.echo(f"no query of set {report['set']} parsed; nothing answered")
+        return
+    n_ok = sum(t["queries"] for t in report["throughput"].values())
+    click.echo(f"{report['method']}: {n_ok} queries of set {report['set']} ({report['dataset']}) answered "
+               f"in {report['seconds']:.1f} s, {len(report['errors'])} not parsed; answers in {report['path']}")
+    _report_written(report, explain_k)
 
 
 @cli.command("evaluate")

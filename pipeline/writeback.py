@@ -55,14 +55,16 @@ def set_id(qs: QuerySet) -> str:
     return f"{Path(str(qs.path)).stem}@{checksum(qs.frame)[:12]}"
 
 
-def store_vocabulary(store: Any, dataset: str) -> Vocabulary:
-    """The data set's entity and relation names as ingested into the store (index = id)."""
+def store_vocabulary(store: Any, dataset: str) -> Vocabulary | None:
+    """The data set's entity and relation names as ingested into the store (index = id); None when the
+    store holds no complete copy of them (ids with gaps, or no relation names)."""
     from pipeline.store import cypher_text
 
     ents = store.run(cypher_text("vocabulary_entities"), {"dataset": dataset})
     rels = store.run(cypher_text("vocabulary_relations"), {"dataset": dataset})
-    if [r["eid"] for r in ents] != list(range(len(ents))) or [r["rid"] for r in rels] != list(range(len(rels))):
-        raise PipelineError(f"the store's copy of '{dataset}' has gaps in its ids: run `pipeline ingest {dataset}`")
+    complete = [r["eid"] for r in ents] == list(range(len(ents))) and [r["rid"] for r in rels] == list(range(len(rels)))
+    if not (complete and ents and rels):
+        return None
     return Vocabulary.from_names([str(r["name"]) for r in ents], [str(r["name"]) for r in rels])
 
 

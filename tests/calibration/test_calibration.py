@@ -270,7 +270,7 @@ def test_cli_answer_write_back(toy_pipeline: dict, fresh_store, tmp_path: Path) 
     doc = json.loads(res.stdout)
     frame = read_answers(doc["path"]).frame
     expected = int(((frame["rank"] <= 10) & np.isfinite(frame["utility"])).sum())
-    assert doc["written_back"] == expected
+    assert doc["written_back"] == {"answers": expected, "witnesses": 0, "atoms": 0}
     rows = fresh_store.run("MATCH (:Query)-[a:ANSWER]->(:Entity) RETURN a.method AS m, count(a) AS n")
     assert rows == [{"m": "ukge_logi SRC", "n": expected}]
 

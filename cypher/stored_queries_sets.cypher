@@ -1,0 +1,4 @@
+// The query sets of a data set in the store, with their sizes (for "which --set" messages).
+MATCH (q:Query {dataset: $dataset})
+RETURN q.set AS set, count(q) AS queries
+ORDER BY set

@@ -1,0 +1,12 @@
+// After parsing the stored texts: the parse error on the node (null = parsed, which removes an old one),
+// the text with names, the type of a typed query, and its anchors (replaced, never added to).
+UNWIND $rows AS row
+MATCH (q:Query {dataset: $dataset, set: $set, qid: row.qid})
+SET q.error = row.error, q.query = coalesce(row.query, q.query), q.type = coalesce(row.type, q.type)
+WITH q, row
+OPTIONAL MATCH (q)-[old:ANCHOR]->(:Entity)
+DELETE old
+WITH DISTINCT q, row
+UNWIND row.anchors AS anchor
+MATCH (e:Entity {dataset: $dataset, eid: anchor.eid})
+CREATE (q)-[:ANCHOR {position: anchor.position}]->(e)

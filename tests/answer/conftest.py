@@ -1,0 +1,45 @@
+"""A tiny named uncertain KG taken through the real pipeline once per session, for the store-facing answer
+tests (answers from the store, browsing, saved calibrations): ingest --from into a graph of the session's
+FalkorDB server, sampled sets (their (:Query) nodes written), a trained UKGE, its export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from tests.store.test_user_kg import toy_kg
+
+NAME = "browsekg"
+
+
+def run_cli(*args: str) -> str:
+    res = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+@pytest.fixture(scope="session")
+def tiny_flow(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("tiny_flow")
+    store = falkordb_store.fresh()
+    uri = store.uri
+    f = root / "kg.tsv"
+    f.write_text(toy_kg(n_facts=160, seed=3))
+    run_cli("ingest", NAME, "--from", str(f), "--store", uri, "--seed", "1")
+    sets = {}
+    for split, types in (("test", "1p,2p,2i"), ("train", "1p,2p"), ("valid", "1p,2p")):
+        doc = json.loads(run_cli("sample", NAME, "--out", str(root / split), "--types", types, "--per-type", "3",
+                                 "--split", split, "--store", uri, "--seed", "0", "--json"))
+        sets[split] = doc["file"]
+    run_cli("train", NAME, "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(root / "run"),
+            "--device", "cpu", "--seed", "0", "--json")
+    run_cli("export", str(root / "run"), "--threshold", "0.05", "--out", str(root / "adj"), "--json")
+    try:
+        yield {"root": root, "store": store, "uri": uri, "name": NAME, "sets": sets, "run": root / "run",
+               "adj": root / "adj"}
+    finally:
+        store.drop()
+        store.close()
