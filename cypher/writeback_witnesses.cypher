@@ -15,7 +15,7 @@ MATCH (h:Entity {dataset: $dataset, eid: atom.head_eid})
 MATCH (t:Entity {dataset: $dataset, eid: atom.tail_eid})
 CREATE (w)-[:USES {position: atom.position}]->(a:Atom {
           dataset: $dataset, position: atom.position, relation: atom.relation, head: atom.head,
-          tail: atom.tail, negated: atom.negated, confidence: atom.confidence, source: atom.source,
+          tail: atom.tail, head_eid: atom.head_eid, tail_eid: atom.tail_eid, negated: atom.negated, confidence: atom.confidence, source: atom.source,
           alpha: atom.alpha, beta: atom.beta, value: atom.value, branch: row.branch, text: atom.text})
 CREATE (a)-[:HEAD]->(h)
 CREATE (a)-[:TAIL]->(t)

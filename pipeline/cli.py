@@ -706,6 +706,29 @@ def _answer_from_store(queries: str | None, method_name: str | None, adjacency: 
     _report_written(report, explain_k)
 
 
+@cli.command("browse")
+@click.argument("query_id")
+@click.option("--html", "html_path", required=True, type=click.Path(path_type=str), help="The page to write.")
+@click.option("--method", default=None, help="Whose answers (the method label, e.g. 'ukge_logi SRC'); needed when several.")
+@click.option("--dataset", default=None, help="The query's data set, when the id is in several.")
+@click.option("--set", "set_name", default=None, help="The query's set, when the id is in several.")
+@click.option("--store", "store_uri", default=None, help="Store URI (default: PIPELINE_STORE or embedded).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_friendly
+def browse_cmd(query_id: str, html_path: str, method: str | None, dataset: str | None, set_name: str | None,
+               store_uri: str | None, as_json: bool) -> None:
+    """An interactive page of a stored query's answers and their witnesses (neo4j-viz; the [browse] extra)."""
+    from pipeline.browse import browse
+
+    rep = browse(query_id, html_path, method, dataset, set_name, store_uri)
+    if as_json:
+        echo_json(rep)
+        return
+    click.echo(f"{rep['query']}   [{rep['title']}, {rep['method']}]")
+    click.echo(f"page: {rep['path']} ({rep['nodes']} nodes, {rep['edges']} relationships; answers: "
+               f"{', '.join(rep['answers'])})")
+
+
 @cli.command("evaluate")
 @click.argument("answers", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the reports).")

@@ -17,8 +17,8 @@ answers go in too, as a small subgraph per (query, method, answer)::
 
     (:Query)-[:EXPLAINED_BY {method, rank}]->(:Witness {qid, method, rank, answer, utility, branch,
                                                        assignment, query})-[:FOR]->(:Entity)
-    (:Witness)-[:USES {position}]->(:Atom {relation, head, tail, negated, confidence, source, alpha, beta,
-                                          value, branch, text})
+    (:Witness)-[:USES {position}]->(:Atom {relation, head, tail, head_eid, tail_eid, negated, confidence,
+                                          source, alpha, beta, value, branch, text})
     (:Atom)-[:HEAD]->(:Entity)    (:Atom)-[:TAIL]->(:Entity)
 
 An atom is a node, not a relationship between its two entities: a relationship there would sit beside the

@@ -1,0 +1,212 @@
+"""`pipeline browse QUERY_ID --html FILE`: an interactive page of one stored query's answer subgraph, read
+from the graph store with the browsing statement (cypher/browse_query.cypher) and drawn with neo4j-viz
+(the Neo4j Visualization Library, NVL, wrapped for Python; the `[browse]` extra), no hand-written JS.
+
+What the page shows: the query node, its anchors, its ranked answers (edge width by utility) and, for each
+explained answer, the atoms of its witness as edges head -> tail labelled with the relation and the
+confidence used (width by confidence; colour by source: observed, predicted, missing; negated atoms in red).
+An atom shared by several answers' witnesses is drawn once. Above the graph, as plain HTML: the query text
+with names and the ranked answers with their witnesses, so the page reads without the canvas too.
+
+:func:`page_graph` is pure (rows in, nodes and edges out); only :func:`write_page` needs neo4j-viz.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+
+# colours a person tells apart (and a legend names)
+QUERY, ANCHOR, ANSWER, VIA = "#6A1B9A", "#F57C00", "#2E7D32", "#78909C"
+OBSERVED_COLOR, PREDICTED_COLOR, MISSING_COLOR = "#1B5E20", "#1565C0", "#9E9E9E"
+SOURCE_COLORS = {"observed": OBSERVED_COLOR, "predicted": PREDICTED_COLOR, "missing": MISSING_COLOR}
+NEGATED, LINK = "#C62828", "#B0BEC5"
+INSTALL = "pip install 'soft-queries[browse]'  (or: pip install neo4j-viz)"
+
+
+@dataclass
+class PageGraph:
+    """What the page draws: nodes {id, caption, color, size, properties} and edges {id, source, target,
+    caption, color, width, properties}, plus the text above the graph."""
+
+    title: str
+    query: str
+    method: str
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)  # {rank, name, utility, assignment, atoms}
+
+
+def find_query(store: Any, qid: str, dataset: str | None = None, set_name: str | None = None) -> dict[str, Any]:
+    """The one stored query an id names: {dataset, set, methods}; PipelineError when none or several."""
+    from pipeline.store import cypher_text
+
+    found = store.run(cypher_text("browse_find"), {"qid": qid, "dataset": dataset, "set": set_name})
+    if not found:
+        raise PipelineError(f"no (:Query {{qid: '{qid}'}}) in the store" + (f" of '{dataset}'" if dataset else "")
+                            + (f" in set '{set_name}'" if set_name else ""))
+    if len(found) > 1:
+        where = "; ".join(f"--dataset {r['dataset']} --set {r['set']}" for r in found)
+        raise PipelineError(f"query id '{qid}' is in {len(found)} sets; name one: {where}")
+    return found[0]
+
+
+def choose_method(methods: list[str], method: str | None, qid: str) -> str:
+    if method is not None:
+        if method not in methods:
+            raise PipelineError(f"query {qid} has no answers of method '{method}'; it has: {', '.join(methods) or 'none'}")
+        return method
+    if len(methods) != 1:
+        hint = f"give --method, one of: {', '.join(repr(m) for m in methods)}" if methods else (
+            "write answers back first: pipeline answer ... --write-back")
+        raise PipelineError(f"query {qid} has answers of {len(methods)} methods; {hint}")
+    return methods[0]
+
+
+def _width(x: float | None, lo: float, hi: float) -> float:
+    """An edge width in pixels for a value in [0, 1] (None or out of range clipped)."""
+    x = 0.0 if x is None else min(max(float(x), 0.0), 1.0)
+    return round(lo + (hi - lo) * x, 2)
+
+
+def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
+    """The page's graph from the browsing statement's rows (one per answer; pipeline.store rows, nodes and
+    relationships as property maps) for one method."""
+    rows = [r for r in rows if r["method"] == method]
+    if not rows:
+        raise PipelineError(f"no answers of method '{method}' stored for this query")
+    q = rows[0]["q"]
+    text = q.get("query") or q.get("text") or ""
+    g = PageGraph(title=f"{q.get('dataset')} · {q.get('set')} · {q.get('qid')}", query=text, method=method)
+    nodes: dict[str, dict[str, Any]] = {}
+    qnode = f"q:{q.get('qid')}"
+    nodes[qnode] = {"id": qnode, "caption": f"query {q.get('qid')}", "color": QUERY, "size": 40,
+                    "properties": {"query": text, "type": q.get("type"), "set": q.get("set")}}
+
+    def entity(e: dict[str, Any], color: str, caption: str | None = None, size: float = 26) -> str:
+        key = f"e:{e['eid']}"
+        if key not in nodes:
+            nodes[key] = {"id": key, "caption": caption or e["name"], "color": color, "size": size,
+                          "properties": {"name": e["name"], "eid": e["eid"]}}
+        return key
+
+    for a in rows[0]["anchors"]:
+        g.edges.append({"id": f"anchor:{a['eid']}", "source": qnode, "target": entity(a, ANCHOR, size=32),
+                        "caption": "anchor", "color": LINK, "width": 1.5, "properties": {}})
+    utilities = [r["answer"]["utility"] for r in rows if r["answer"]["utility"] is not None]
+    top = max(utilities, default=1.0) or 1.0
+    atoms_seen: set[str] = set()
+    for r in rows:
+        ans, e = r["answer"], r["entity"]
+        u = ans["utility"]
+        key = entity(e, ANSWER, f"#{ans['rank']} {e['name']}", size=36 - min(int(ans["rank"]), 10))
+        nodes[key]["color"] = ANSWER  # an anchor that is also an answer reads as an answer
+        nodes[key]["caption"] = f"#{ans['rank']} {e['name']}"
+        g.edges.append({"id": f"answer:{ans['rank']}", "source": qnode, "target": key,
+                        "caption": f"#{ans['rank']}  u={u:.4g}", "color": ANSWER,
+                        "width": _width(u / top if u is not None and top > 0 else 0.0, 1.0, 6.0),
+                        "properties": {"rank": ans["rank"], "utility": u, "truth_utility": ans.get("truth_utility")}})
+        w = r.get("witness")
+        atoms = sorted(r.get("atoms") or [], key=lambda a: a.get("position", 0))
+        g.answers.append({"rank": ans["rank"], "name": e["name"], "utility": u,
+                          "assignment": (w or {}).get("assignment", ""), "atoms": [a.get("text", "") for a in atoms]})
+        joined = {j["eid"]: j for j in r.get("joined") or []}
+        for a in atoms:
+            akey = f"atom:{a['relation']}:{a['head_eid']}:{a['tail_eid']}:{a['negated']}"
+            if akey in atoms_seen:
+                continue
+            atoms_seen.add(akey)
+            head = entity(joined.get(a["head_eid"], {"eid": a["head_eid"], "name": a["head"]}), VIA)
+            tail = entity(joined.get(a["tail_eid"], {"eid": a["tail_eid"], "name": a["tail"]}), VIA)
+            neg = "NOT " if a["negated"] else ""
+            g.edges.append({
+                "id": akey, "source": head, "target": tail,
+                "caption": f"{neg}{a['relation']}  c={a['confidence']:.3g} {a['source']}",
+                "color": NEGATED if a["negated"] else SOURCE_COLORS.get(a["source"], VIA),
+                "width": _width(a["confidence"], 1.0, 7.0),
+                "properties": {k: a.get(k) for k in ("relation", "head", "tail", "confidence", "source", "alpha",
+                                                     "beta", "value", "negated", "branch")},
+            })
+    g.nodes = list(nodes.values())
+    return g
+
+
+def read_page_graph(store: Any, qid: str, method: str | None = None, dataset: str | None = None,
+                    set_name: str | None = None) -> PageGraph:
+    """Find the query, choose the method, run the browsing statement and build the page's graph."""
+    from pipeline.store import cypher_text
+
+    found = find_query(store, qid, dataset, set_name)
+    chosen = choose_method(sorted(found["methods"]), method, qid)
+    rows = store.run(cypher_text("browse_query"), {"dataset": found["dataset"], "set": found["set"], "qid": qid})
+    return page_graph(rows, chosen)
+
+
+def _header(g: PageGraph) -> str:
+    """The static HTML above the graph: the query with names, the method, the legend, the answers."""
+    e = html.escape
+    items = []
+    for a in g.answers:
+        why = f" — {e(a['assignment'])}" if a["assignment"] else ""
+        atoms = "".join(f"<li><code>{e(t)}</code></li>" for t in a["atoms"])
+        u = "" if a["utility"] is None else f"{a['utility']:.4g}"
+        items.append(f"<li><b>{e(a['name'])}</b> u={u}{why}{f'<ul>{atoms}</ul>' if atoms else ''}</li>")
+    legend = " ".join(f'<span style="color:{c}">■ {name}</span>' for name, c in (
+        ("query", QUERY), ("anchor", ANCHOR), ("answer", ANSWER), ("via", VIA), ("observed", SOURCE_COLORS["observed"]),
+        ("predicted", SOURCE_COLORS["predicted"]), ("missing", SOURCE_COLORS["missing"]), ("negated", NEGATED)))
+    return (
+        '<header style="padding:8px 16px;font-family:system-ui,sans-serif;font-size:14px">'
+        f'<div style="font-size:18px"><b>{e(g.query)}</b></div>'
+        f"<div>{e(g.title)} · method <b>{e(g.method)}</b> · {legend}</div>"
+        f'<details><summary>answers ({len(g.answers)}), best first, with their witnesses</summary>'
+        f'<ol id="answers">{"".join(items)}</ol></details></header>'
+    )
+
+
+def render_html(g: PageGraph) -> str:
+    """The page as one self-contained HTML string (neo4j-viz inlines NVL); the same graph gives the same
+    bytes (neo4j-viz's random container id is replaced by one derived from the graph)."""
+    try:
+        from neo4j_viz import Node, Relationship, VisualizationGraph
+    except ImportError:
+        raise PipelineError(f"pipeline browse draws with the neo4j-viz package, which is not installed: {INSTALL}") from None
+    nodes = [Node(id=n["id"], caption=n["caption"], color=n["color"], size=n["size"], properties=n["properties"])
+             for n in g.nodes]
+    rels = [Relationship(id=r["id"], source=r["source"], target=r["target"], caption=r["caption"], color=r["color"],
+                         width=r["width"], properties={k: v for k, v in r["properties"].items() if v is not None})
+            for r in g.edges]
+    vg = VisualizationGraph(nodes, rels)
+    page = vg.render(width="100%", height="85vh", theme="light").data
+    digest = hashlib.sha256(repr((g.title, g.method, g.nodes, g.edges)).encode()).hexdigest()[:12]
+    page = re.sub(r"neo4j-viz-[0-9a-f]{12}", f"neo4j-viz-{digest}", page)
+    page = page.replace("<title>neo4j-viz</title>", f"<title>{html.escape(g.query)}</title>", 1)
+    return page.replace("<body>", f"<body>{_header(g)}", 1)
+
+
+def write_page(g: PageGraph, path: str | Path) -> Path:
+    """Render and write the page atomically; returns its path."""
+    from pipeline import atomic
+
+    text = render_html(g)
+    out = Path(path)
+    atomic.write_with(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return out
+
+
+def browse(qid: str, html_path: str | Path, method: str | None = None, dataset: str | None = None,
+           set_name: str | None = None, store_uri: str | None = None) -> dict[str, Any]:
+    """`pipeline browse`: read the query's answer subgraph from the store and write the page. Returns
+    {path, dataset, set, method, query, nodes, edges, answers}."""
+    from pipeline.store import open_store
+
+    with open_store(store_uri) as store:
+        g = read_page_graph(store, qid, method, dataset, set_name)
+    path = write_page(g, html_path)
+    return {"path": str(path), "title": g.title, "method": g.method, "query": g.query, "nodes": len(g.nodes),
+            "edges": len(g.edges), "answers": [a["name"] for a in g.answers]}

@@ -1,0 +1,106 @@
+"""`pipeline browse`: the page's graph from the store (pure, hand-checked on the toy), the method choice,
+one clear line without neo4j-viz, and the page loaded in a real headless Chromium: a screenshot that is
+not blank and a DOM that holds the answers' names."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pipeline.browse import PREDICTED_COLOR, page_graph, read_page_graph
+from pipeline.cli import cli
+from pipeline.errors import PipelineError
+from pipeline.store import cypher_text
+from pipeline.writeback import set_id, write_back
+from tests.answer.test_writeback import _answers
+from tests.answer.test_writeback_witnesses import store as _toy_store  # noqa: F401  (the fixture)
+from tests.answer.test_writeback_witnesses import witnesses_of
+
+store = _toy_store
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _written(store, tmp_path: Path, methods=("SRC",)):
+    for m in methods:
+        answers, qs = _answers(tmp_path, m)
+        write_back(store, answers, qs, witnesses=witnesses_of(answers, qs, 2))
+    return qs
+
+
+def test_page_graph_by_hand(store, tmp_path: Path) -> None:
+    qs = _written(store, tmp_path)
+    g = read_page_graph(store, "q2")
+    assert g.query == "r0(e0, ?x) & r1(?x, ?y)" and g.method == "ukge_logi SRC"
+    assert [a["name"] for a in g.answers] == ["e5", "e4", "e0", "e1", "e2", "e3"]
+    assert g.answers[0]["assignment"] == "?x = e2"
+    by_id = {n["id"]: n for n in g.nodes}
+    assert by_id["e:5"]["caption"] == "#1 e5" and by_id["e:2"]["caption"] == "#5 e2"  # e2 is an answer too
+    atoms = {e["caption"]: e for e in g.edges if e["id"].startswith("atom:")}
+    # the top 2 witnesses use 4 distinct atoms; width 1 + 6 c, colour by source
+    assert sorted(atoms) == ["r0  c=0.5 predicted", "r0  c=0.8 predicted", "r1  c=0.7 predicted", "r1  c=0.8 predicted"]
+    assert atoms["r0  c=0.8 predicted"]["width"] == pytest.approx(1 + 6 * 0.8)
+    assert (atoms["r0  c=0.8 predicted"]["source"], atoms["r0  c=0.8 predicted"]["target"]) == ("e:0", "e:2")
+    assert {e["color"] for e in atoms.values()} == {PREDICTED_COLOR}
+    answers = [e for e in g.edges if e["id"].startswith("answer:")]
+    assert [e["caption"] for e in answers[:2]] == ["#1  u=1.5", "#2  u=1.3"] and answers[0]["width"] == 6.0
+    assert [e["target"] for e in g.edges if e["id"].startswith("anchor:")] == ["e:0"]
+    rows = store.run(cypher_text("browse_query"), {"dataset": "toy", "set": set_id(qs), "qid": "q2"})
+    with pytest.raises(PipelineError, match="no answers of method 'other'"):
+        page_graph(rows, "other")
+
+
+def test_method_must_be_named_when_several(store, tmp_path: Path) -> None:
+    _written(store, tmp_path, ("SRC", "SRC(D)"))
+    with pytest.raises(PipelineError, match=r"answers of 2 methods; give --method, one of: 'ukge_logi SRC', 'ukge"):
+        read_page_graph(store, "q1")
+    assert read_page_graph(store, "q1", "ukge_logi SRC(D)").method == "ukge_logi SRC(D)"
+    with pytest.raises(PipelineError, match="no \\(:Query \\{qid: 'nope'\\}\\)"):
+        read_page_graph(store, "nope")
+
+
+def test_without_neo4j_viz_one_line(store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _written(store, tmp_path)
+    monkeypatch.setitem(sys.modules, "neo4j_viz", None)  # import fails as when the extra is not installed
+    res = CliRunner().invoke(cli, ["browse", "q2", "--html", str(tmp_path / "p.html"), "--store", store.uri])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "Traceback" not in res.output
+    assert "neo4j-viz package, which is not installed: pip install 'soft-queries[browse]'" in res.output
+    assert not (tmp_path / "p.html").exists()
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (Debian package chromium) on this machine")
+def test_page_in_headless_chromium(store, tmp_path: Path) -> None:
+    pytest.importorskip("neo4j_viz", reason="the [browse] extra (neo4j-viz) is not installed")
+    from PIL import Image
+
+    _written(store, tmp_path)
+    page = tmp_path / "q2.html"
+    res = CliRunner().invoke(cli, ["browse", "q2", "--html", str(page), "--store", store.uri])
+    assert res.exit_code == 0, res.output
+    assert "answers: e5, e4, e0, e1, e2, e3" in res.stdout
+    first = page.read_bytes()
+    CliRunner().invoke(cli, ["browse", "q2", "--html", str(page), "--store", store.uri])
+    assert page.read_bytes() == first  # the same page twice
+    png = tmp_path / "q2.png"
+    shot = _chromium(f"--screenshot={png}", "--window-size=1400,900", "--virtual-time-budget=8000", page.as_uri())
+    assert png.exists(), shot.stderr
+    pixels = np.asarray(Image.open(png).convert("L"), dtype=np.float64)
+    assert pixels.shape == (900, 1400) and pixels.std() > 5  # not blank: text, nodes and edges drawn
+    dom = _chromium("--dump-dom", "--virtual-time-budget=8000", page.as_uri()).stdout
+    assert "<canvas" in dom  # NVL ran and drew
+    assert 'id="answers"' in dom and all(f"<b>{n}</b>" in dom for n in ("e5", "e4", "e0", "e1", "e2", "e3"))
+    assert "r0(e0, ?x) &amp; r1(?x, ?y)" in dom
