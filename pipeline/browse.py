@@ -86,7 +86,7 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
     g = PageGraph(title=f"{q.get('dataset')} · {q.get('set')} · {q.get('qid')}", query=text, method=method)
     nodes: dict[str, dict[str, Any]] = {}
     qnode = f"q:{q.get('qid')}"
-    nodes[qnode] = {"id": qnode, "caption": f"query {q.get('qid')}", "color": QUERY, "size": 40,
+    nodes[qnode] = {"id": qnode, "caption": f"{q.get('type') or ''} query".strip(), "color": QUERY, "size": 40,
                     "properties": {"query": text, "type": q.get("type"), "set": q.get("set")}}
 
     def entity(e: dict[str, Any], color: str, caption: str | None = None, size: float = 26) -> str:
@@ -105,12 +105,13 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
     for r in rows:
         ans, e = r["answer"], r["entity"]
         u = ans["utility"]
-        key = entity(e, ANSWER, f"#{ans['rank']} {e['name']}", size=36 - min(int(ans["rank"]), 10))
+        # the name alone fits the node (NVL cuts long captions); the rank is on the ANSWER edge
+        key = entity(e, ANSWER, size=36 - min(int(ans["rank"]), 10))
         nodes[key]["color"] = ANSWER  # an anchor that is also an answer reads as an answer
-        nodes[key]["caption"] = f"#{ans['rank']} {e['name']}"
+        nodes[key]["properties"]["rank"] = ans["rank"]
         g.edges.append({"id": f"answer:{ans['rank']}", "source": qnode, "target": key,
                         "caption": f"#{ans['rank']}  u={u:.4g}", "color": ANSWER,
-                        "width": _width(u / top if u is not None and top > 0 else 0.0, 1.0, 6.0),
+                        "width": _width(u / top if u is not None and top > 0 else 0.0, 1.0, 4.0),
                         "properties": {"rank": ans["rank"], "utility": u, "truth_utility": ans.get("truth_utility")}})
         w = r.get("witness")
         atoms = sorted(r.get("atoms") or [], key=lambda a: a.get("position", 0))
@@ -129,7 +130,7 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
                 "id": akey, "source": head, "target": tail,
                 "caption": f"{neg}{a['relation']}  c={a['confidence']:.3g} {a['source']}",
                 "color": NEGATED if a["negated"] else SOURCE_COLORS.get(a["source"], VIA),
-                "width": _width(a["confidence"], 1.0, 7.0),
+                "width": _width(a["confidence"], 0.5, 4.5),
                 "properties": {k: a.get(k) for k in ("relation", "head", "tail", "confidence", "source", "alpha",
                                                      "beta", "value", "negated", "branch")},
             })

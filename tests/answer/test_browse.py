@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pipeline.browse import PREDICTED_COLOR, page_graph, read_page_graph
+from pipeline.browse import ANSWER, PREDICTED_COLOR, page_graph, read_page_graph
 from pipeline.cli import cli
 from pipeline.errors import PipelineError
 from pipeline.store import cypher_text
@@ -41,15 +41,16 @@ def test_page_graph_by_hand(store, tmp_path: Path) -> None:
     assert [a["name"] for a in g.answers] == ["e5", "e4", "e0", "e1", "e2", "e3"]
     assert g.answers[0]["assignment"] == "?x = e2"
     by_id = {n["id"]: n for n in g.nodes}
-    assert by_id["e:5"]["caption"] == "#1 e5" and by_id["e:2"]["caption"] == "#5 e2"  # e2 is an answer too
+    assert by_id["e:5"]["caption"] == "e5" and by_id["e:5"]["properties"]["rank"] == 1 and by_id["e:2"]["color"] == ANSWER
+    assert by_id["q:q2"]["caption"] == "2p query"
     atoms = {e["caption"]: e for e in g.edges if e["id"].startswith("atom:")}
-    # the top 2 witnesses use 4 distinct atoms; width 1 + 6 c, colour by source
+    # the top 2 witnesses use 4 distinct atoms; width 0.5 + 4 c, colour by source
     assert sorted(atoms) == ["r0  c=0.5 predicted", "r0  c=0.8 predicted", "r1  c=0.7 predicted", "r1  c=0.8 predicted"]
-    assert atoms["r0  c=0.8 predicted"]["width"] == pytest.approx(1 + 6 * 0.8)
+    assert atoms["r0  c=0.8 predicted"]["width"] == pytest.approx(0.5 + 4 * 0.8)
     assert (atoms["r0  c=0.8 predicted"]["source"], atoms["r0  c=0.8 predicted"]["target"]) == ("e:0", "e:2")
     assert {e["color"] for e in atoms.values()} == {PREDICTED_COLOR}
     answers = [e for e in g.edges if e["id"].startswith("answer:")]
-    assert [e["caption"] for e in answers[:2]] == ["#1  u=1.5", "#2  u=1.3"] and answers[0]["width"] == 6.0
+    assert [e["caption"] for e in answers[:2]] == ["#1  u=1.5", "#2  u=1.3"] and answers[0]["width"] == 4.0
     assert [e["target"] for e in g.edges if e["id"].startswith("anchor:")] == ["e:0"]
     rows = store.run(cypher_text("browse_query"), {"dataset": "toy", "set": set_id(qs), "qid": "q2"})
     with pytest.raises(PipelineError, match="no answers of method 'other'"):
@@ -96,10 +97,18 @@ def test_page_in_headless_chromium(store, tmp_path: Path) -> None:
     CliRunner().invoke(cli, ["browse", "q2", "--html", str(page), "--store", store.uri])
     assert page.read_bytes() == first  # the same page twice
     png = tmp_path / "q2.png"
-    shot = _chromium(f"--screenshot={png}", "--window-size=1400,900", "--virtual-time-budget=8000", page.as_uri())
-    assert png.exists(), shot.stderr
-    pixels = np.asarray(Image.open(png).convert("L"), dtype=np.float64)
-    assert pixels.shape == (900, 1400) and pixels.std() > 5  # not blank: text, nodes and edges drawn
+    # NVL draws on a canvas after load, animated: a screenshot can come before the first frame, so up to
+    # three tries; the region below the HTML header must show the graph (a blank canvas has std 0)
+    for _ in range(3):
+        png.unlink(missing_ok=True)
+        shot = _chromium(f"--screenshot={png}", "--window-size=1400,900", "--run-all-compositor-stages-before-draw",
+                         "--virtual-time-budget=8000", page.as_uri())
+        assert png.exists(), shot.stderr
+        pixels = np.asarray(Image.open(png).convert("L"), dtype=np.float64)
+        assert pixels.shape == (900, 1400)
+        if pixels[200:750].std() > 5:
+            break
+    assert pixels[200:750].std() > 5, "the graph area of the page stayed blank"
     dom = _chromium("--dump-dom", "--virtual-time-budget=8000", page.as_uri()).stdout
     assert "<canvas" in dom  # NVL ran and drew
     assert 'id="answers"' in dom and all(f"<b>{n}</b>" in dom for n in ("e5", "e4", "e0", "e1", "e2", "e3"))
