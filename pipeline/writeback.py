@@ -144,7 +144,7 @@ def witness_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
         for a in g.itertuples(index=False):
             value = None if a.value is None or math.isnan(a.value) else _float(a.value)
             fact = f"{a.relation}({a.head}, {a.tail})"
-            shown = "fails" if value is None else f"{value:g}"
+            shown = "fails" if value is None else f"{value:.4g}"
             atoms.append(
                 {
                     "position": int(a.atom), "relation": str(a.relation), "head": str(a.head), "tail": str(a.tail),

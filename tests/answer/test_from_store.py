@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.formats.answers import read_answers
+from pipeline.errors import ArtifactError
+from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
-from pipeline.writeback import set_id
+from pipeline.writeback import set_id, write_back_file
 from tests.answer.conftest import run_cli
 
 TYPED = [
@@ -109,3 +110,25 @@ def test_unknown_set_is_one_line(tiny_flow: dict, tmp_path) -> None:
                                    "--store", tiny_flow["uri"], "--out", str(tmp_path)])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.output.count("\n") == 1 and "no (:Query) nodes of 'browsekg' in set 'nope'; sets: " in res.output
+
+
+def test_answers_file_with_witnesses_written_back(tiny_flow: dict, tmp_path) -> None:
+    """`answer QUERIES --explain K --write-back`: the witnesses file beside the answers goes in too; a
+    witnesses file of another run is refused in one line, and nothing of it is written."""
+    store, name = tiny_flow["store"], tiny_flow["name"]
+    qs = read_query_set(tiny_flow["sets"]["test"])
+    args = ["answer", str(qs.path), "--adjacency", str(tiny_flow["adj"]), "--store", tiny_flow["uri"], "--out",
+            str(tmp_path), "--write-back", "--explain", "2", "--json"]
+    doc = json.loads(run_cli(*args))
+    frame = read_answers(doc["path"]).frame
+    explained = int(((frame["rank"] <= 2) & (frame["utility"] > 0)).sum())
+    assert doc["written_back"]["witnesses"] == explained > 0
+    assert store.run(WITNESSES, {"d": name, "set": set_id(qs)}) == [
+        {"witnesses": explained, "atoms": doc["written_back"]["atoms"]}]
+    # the answers change under the witnesses file (another run): refused, the stored witnesses stay
+    ans = read_answers(doc["path"])
+    ans.frame.loc[ans.frame["rank"] == 1, "utility"] += 0.5
+    write_answers(ans.frame, doc["path"], ans.meta)
+    with pytest.raises(ArtifactError, match="is not the answers file's; it was written by another run"):
+        write_back_file(doc["path"], tiny_flow["uri"])
+    assert store.run(WITNESSES, {"d": name, "set": set_id(qs)})[0]["witnesses"] == explained

@@ -123,3 +123,23 @@ def test_witnesses_of_another_run_are_refused(tmp_path: Path) -> None:
     w.loc[w["query_id"] == "q2", "utility"] += 0.25
     with pytest.raises(ArtifactError, match=r"w.parquet: the witness of q2 rank 1 \(e5, 1.75\) is not the answers"):
         check_witnesses(w, answers.frame, "w.parquet")
+
+
+@pytest.mark.neo4j
+def test_witnesses_over_bolt_equal_native(bolt_and_native, tmp_path: Path) -> None:
+    """The witness write-back through the official neo4j driver (FalkorDB's Bolt, tiny batches) writes what
+    the native client reads back as the hand-computed subgraph."""
+    bolt, native = bolt_and_native
+    native.ensure_index("Entity", "eid")
+    bolt.create_entities("toy", np.arange(N_ENTITIES), list(VOCAB.entities))
+    bolt.run(
+        "UNWIND $rows AS row CREATE (:Relation {dataset: 'toy', rid: row.rid, name: row.name})",
+        {"rows": [{"rid": i, "name": n} for i, n in enumerate(VOCAB.relations)]},
+    )
+    answers, qs = _answers(tmp_path, "SRC")
+    w = witnesses_of(answers, qs, 2)
+    write_back(bolt, answers, qs, witnesses=w)
+    write_back(bolt, answers, qs, witnesses=w)
+    assert native.run(COUNTS) == [{"witnesses": 6, "atoms": 8}]
+    rows = native.run(cypher_text("browse_query"), {"dataset": "toy", "set": set_id(qs), "qid": "q2"})
+    assert [r["witness"]["assignment"] for r in rows[:2]] == ["?x = e2", "?x = e1"]
