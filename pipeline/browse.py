@@ -32,7 +32,7 @@ INSTALL = "pip install 'soft-queries[browse]'  (or: pip install neo4j-viz)"
 
 @dataclass
 class PageGraph:
-    """What the page draws: nodes {id, caption, color, size, properties} and edges {id, source, target,
+    """What the page draws: nodes {id, caption, color, size, x, y, properties} and edges {id, source, target,
     caption, color, width, properties}, plus the text above the graph."""
 
     title: str
@@ -135,7 +135,38 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
                                                      "beta", "value", "negated", "branch")},
             })
     g.nodes = list(nodes.values())
+    place(g.nodes)
     return g
+
+
+# where each kind of node goes around the query (angles in degrees, 0 = right, screen y grows downwards):
+# anchors on the left, the witnesses' other entities above, the answers on an arc on the right (rank 1 on
+# top), so a witness reads as a path anchor -> via -> answer and edges between answers stay visible chords
+ARCS = {ANCHOR: (230.0, 150.0, 210.0), VIA: (250.0, 215.0, 325.0), ANSWER: (400.0, -75.0, 75.0)}
+SHIFT_X = -100.0  # centre the drawing (NVL centres the origin)
+
+
+def place(nodes: list[dict[str, Any]]) -> None:
+    """Fixed coordinates (x, y) for every node, by kind (answers by rank, the others in the given order): the page draws the same
+    picture every time and needs no layout run in the browser to be readable."""
+    import math
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for n in nodes:
+        groups.setdefault(n["color"], []).append(n)
+    for kind, members in groups.items():
+        if kind == QUERY:
+            for n in members:
+                n["x"], n["y"] = SHIFT_X, 0.0
+            continue
+        radius, lo, hi = ARCS.get(kind, ARCS[VIA])
+        if kind == ANSWER:  # best first from the top, whatever role the entity had when first met
+            members = sorted(members, key=lambda n: n["properties"].get("rank", 0))
+        k = len(members)
+        for i, n in enumerate(members):
+            angle = math.radians((lo + hi) / 2 if k == 1 else lo + (hi - lo) * i / (k - 1))
+            n["x"] = round(SHIFT_X + radius * math.cos(angle), 1)
+            n["y"] = round(radius * math.sin(angle), 1)
 
 
 def read_page_graph(store: Any, qid: str, method: str | None = None, dataset: str | None = None,
@@ -174,16 +205,17 @@ def render_html(g: PageGraph) -> str:
     """The page as one self-contained HTML string (neo4j-viz inlines NVL); the same graph gives the same
     bytes (neo4j-viz's random container id is replaced by one derived from the graph)."""
     try:
-        from neo4j_viz import Node, Relationship, VisualizationGraph
+        from neo4j_viz import Layout, Node, Relationship, VisualizationGraph
     except ImportError:
         raise PipelineError(f"pipeline browse draws with the neo4j-viz package, which is not installed: {INSTALL}") from None
-    nodes = [Node(id=n["id"], caption=n["caption"], color=n["color"], size=n["size"], properties=n["properties"])
-             for n in g.nodes]
+    nodes = [Node(id=n["id"], caption=n["caption"], color=n["color"], size=n["size"], x=n["x"], y=n["y"],
+                  properties=n["properties"]) for n in g.nodes]
     rels = [Relationship(id=r["id"], source=r["source"], target=r["target"], caption=r["caption"], color=r["color"],
                          width=r["width"], properties={k: v for k, v in r["properties"].items() if v is not None})
             for r in g.edges]
     vg = VisualizationGraph(nodes, rels)
-    page = vg.render(width="100%", height="85vh", theme="light").data
+    # the coordinates of place(): the layout button of the page still offers NVL's force-directed layout
+    page = vg.render(layout=Layout.COORDINATE, width="100%", height="85vh", theme="light").data
     digest = hashlib.sha256(repr((g.title, g.method, g.nodes, g.edges)).encode()).hexdigest()[:12]
     page = re.sub(r"neo4j-viz-[0-9a-f]{12}", f"neo4j-viz-{digest}", page)
     page = page.replace("<title>neo4j-viz</title>", f"<title>{html.escape(g.query)}</title>", 1)
