@@ -143,3 +143,15 @@ def test_witnesses_over_bolt_equal_native(bolt_and_native, tmp_path: Path) -> No
     assert native.run(COUNTS) == [{"witnesses": 6, "atoms": 8}]
     rows = native.run(cypher_text("browse_query"), {"dataset": "toy", "set": set_id(qs), "qid": "q2"})
     assert [r["witness"]["assignment"] for r in rows[:2]] == ["?x = e2", "?x = e1"]
+    # the browsing statement as Neo4j Browser sends it: through the neo4j driver
+    over_bolt = bolt.run(cypher_text("browse_query"), {"dataset": "toy", "set": set_id(qs), "qid": "q2"})
+    assert [(r["rank"], r["entity"]["name"], (r["witness"] or {}).get("assignment")) for r in over_bolt] == [
+        (r["rank"], r["entity"]["name"], (r["witness"] or {}).get("assignment")) for r in rows]
+
+
+def test_readme_quotes_the_browse_statement() -> None:
+    """The statement README tells a person to paste is the tested one, line for line."""
+    root = Path(__file__).resolve().parents[2]
+    statement = [ln for ln in cypher_text("browse_query").splitlines() if ln.strip() and not ln.startswith("//")]
+    readme = (root / "README.md").read_text()
+    assert "```cypher\n" + "\n".join(statement) + "\n```" in readme
