@@ -250,7 +250,8 @@ def write_back_file(answers_path: str | Path, store_uri: str | None = None, top:
     if wpath.exists():
         witnesses, _ = read_witnesses(wpath)
         check_witnesses(witnesses, answers.frame, str(wpath))
-    return write_back_to(store_uri, answers, query_set, top, witnesses)
+    # a set read from the store's nodes (answer --from-store) keeps its nodes as the person wrote them
+    return write_back_to(store_uri, answers, query_set, top, witnesses, query_nodes=not query_set.meta.get("store_set"))
 
 
 def write_back_to(

@@ -10,9 +10,26 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
+from pipeline.query import Vocabulary
+from tests.answer.toy import N_ENTITIES, N_RELATIONS
 from tests.store.test_user_kg import toy_kg
 
 NAME = "browsekg"
+VOCAB = Vocabulary.from_names([f"e{i}" for i in range(N_ENTITIES)], [f"r{i}" for i in range(N_RELATIONS)])
+
+
+@pytest.fixture()
+def toy_named_store(fresh_store):
+    """A fresh graph holding the toy's entities and relations with names (e0.., r0..), as ingest leaves them."""
+    import numpy as np
+
+    fresh_store.ensure_index("Entity", "eid")
+    fresh_store.create_entities("toy", np.arange(N_ENTITIES), VOCAB.entities)
+    fresh_store.run(
+        "UNWIND $rows AS row CREATE (:Relation {dataset: 'toy', rid: row.rid, name: row.name})",
+        {"rows": [{"rid": i, "name": n} for i, n in enumerate(VOCAB.relations)]},
+    )
+    return fresh_store
 
 
 def run_cli(*args: str) -> str:

@@ -19,10 +19,12 @@ from pipeline.errors import PipelineError
 from pipeline.store import cypher_text
 from pipeline.writeback import set_id, write_back
 from tests.answer.test_writeback import _answers
-from tests.answer.test_writeback_witnesses import store as _toy_store  # noqa: F401  (the fixture)
 from tests.answer.test_writeback_witnesses import witnesses_of
 
-store = _toy_store
+
+@pytest.fixture()
+def store(toy_named_store):
+    return toy_named_store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

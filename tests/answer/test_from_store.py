@@ -78,6 +78,11 @@ def test_typed_queries_answered_written_back_and_errors_marked(tiny_flow: dict, 
     again = store.run(ANSWERS, {"d": name, "set": "typed"})
     assert [r for r in again if r["qid"] != "t0"] == stored and {r["qid"] for r in again} == {"t0", "t1", "t2"}
     assert store.run(WITNESSES, {"d": name, "set": "typed"})[0]["witnesses"] == 6
+    # the answers file written back again by path: the typed nodes keep the person's texts
+    texts = "MATCH (q:Query {dataset: $d, set: 'typed'}) RETURN q.qid AS qid, q.text AS text ORDER BY qid"
+    before = store.run(texts, {"d": name})
+    assert write_back_file(tmp_path / "typed.ukge_logi.SRC.parquet", tiny_flow["uri"])["witnesses"] == 6
+    assert store.run(texts, {"d": name}) == before and before[1]["text"] == TYPED[1]
 
 
 def test_a_sampled_set_answered_from_its_nodes(tiny_flow: dict, tmp_path) -> None:

@@ -16,13 +16,13 @@ from pipeline.errors import ArtifactError
 from pipeline.explanations import PREDICTED as FOUND
 from pipeline.explanations import witness_record
 from pipeline.formats.witnesses import rows_of
-from pipeline.query import Vocabulary, to_text
+from pipeline.query import to_text
 from pipeline.store import cypher_text
 from pipeline.writeback import check_witnesses, set_id, write_back
+from tests.answer.conftest import VOCAB
 from tests.answer.test_writeback import _answers
-from tests.answer.toy import N_ENTITIES, N_RELATIONS, PREDICTED
+from tests.answer.toy import N_ENTITIES, PREDICTED
 
-VOCAB = Vocabulary.from_names([f"e{i}" for i in range(N_ENTITIES)], [f"r{i}" for i in range(N_RELATIONS)])
 COUNTS = (
     "MATCH (:Query {dataset: 'toy'})-[:EXPLAINED_BY]->(w:Witness) OPTIONAL MATCH (w)-[:USES]->(a:Atom) "
     "RETURN count(DISTINCT w) AS witnesses, count(a) AS atoms"
@@ -30,14 +30,8 @@ COUNTS = (
 
 
 @pytest.fixture()
-def store(fresh_store):
-    fresh_store.ensure_index("Entity", "eid")
-    fresh_store.create_entities("toy", np.arange(N_ENTITIES), VOCAB.entities)
-    fresh_store.run(
-        "UNWIND $rows AS row CREATE (:Relation {dataset: 'toy', rid: row.rid, name: row.name})",
-        {"rows": [{"rid": i, "name": n} for i, n in enumerate(VOCAB.relations)]},
-    )
-    return fresh_store
+def store(toy_named_store):
+    return toy_named_store
 
 
 def witnesses_of(answers, qs, k: int) -> pd.DataFrame:
