@@ -39,24 +39,44 @@ def run_cli(*args: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def tiny_flow(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def tiny_flow_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Built once, under a PIPELINE_HOME of its own: its user data set must not join the registry the rest
+    of the session sees (tests that list every data set)."""
+    import os
+
     root = tmp_path_factory.mktemp("tiny_flow")
+    home, saved = root / "home", os.environ.get("PIPELINE_HOME")
+    os.environ["PIPELINE_HOME"] = str(home)
     store = falkordb_store.fresh()
-    uri = store.uri
-    f = root / "kg.tsv"
-    f.write_text(toy_kg(n_facts=160, seed=3))
-    run_cli("ingest", NAME, "--from", str(f), "--store", uri, "--seed", "1")
-    sets = {}
-    for split, types in (("test", "1p,2p,2i"), ("train", "1p,2p"), ("valid", "1p,2p")):
-        doc = json.loads(run_cli("sample", NAME, "--out", str(root / split), "--types", types, "--per-type", "3",
-                                 "--split", split, "--store", uri, "--seed", "0", "--json"))
-        sets[split] = doc["file"]
-    run_cli("train", NAME, "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(root / "run"),
-            "--device", "cpu", "--seed", "0", "--json")
-    run_cli("export", str(root / "run"), "--threshold", "0.05", "--out", str(root / "adj"), "--json")
     try:
-        yield {"root": root, "store": store, "uri": uri, "name": NAME, "sets": sets, "run": root / "run",
-               "adj": root / "adj"}
+        uri = store.uri
+        f = root / "kg.tsv"
+        f.write_text(toy_kg(n_facts=160, seed=3))
+        run_cli("ingest", NAME, "--from", str(f), "--store", uri, "--seed", "1")
+        sets = {}
+        for split, types in (("test", "1p,2p,2i"), ("train", "1p,2p"), ("valid", "1p,2p")):
+            doc = json.loads(run_cli("sample", NAME, "--out", str(root / split), "--types", types, "--per-type", "3",
+                                     "--split", split, "--store", uri, "--seed", "0", "--json"))
+            sets[split] = doc["file"]
+        run_cli("train", NAME, "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(root / "run"),
+                "--device", "cpu", "--seed", "0", "--json")
+        run_cli("export", str(root / "run"), "--threshold", "0.05", "--out", str(root / "adj"), "--json")
+    finally:
+        if saved is None:
+            os.environ.pop("PIPELINE_HOME", None)
+        else:
+            os.environ["PIPELINE_HOME"] = saved
+    try:
+        yield {"root": root, "home": home, "store": store, "uri": uri, "name": NAME, "sets": sets,
+               "run": root / "run", "adj": root / "adj"}
     finally:
         store.drop()
         store.close()
+
+
+@pytest.fixture
+def tiny_flow(tiny_flow_session: dict, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The tiny named KG's flow, with PIPELINE_HOME pointing at its home for the test (its data set is
+    known by name there only)."""
+    monkeypatch.setenv("PIPELINE_HOME", str(tiny_flow_session["home"]))
+    return tiny_flow_session
