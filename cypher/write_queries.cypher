@@ -1,10 +1,11 @@
 // Browsable copies of a query set in the store: one (:Query) node per query, keyed by (dataset, set, qid)
 // where set names the query set by file stem AND content checksum (a re-sampled set is a new set), with an
-// [:ANCHOR {position}] edge to each anchor entity. text: ids (#n, the query set's); query: with names. Re-writing a set replaces its anchors, never adds to them.
+// [:ANCHOR {position}] edge to each anchor entity; text as the query set holds it (ids, #n), query with
+// names. Re-writing a set replaces its anchors, never adds to them.
 UNWIND $rows AS row
 MERGE (q:Query {dataset: $dataset, set: $set, qid: row.qid})
-SET q.type = row.type, q.text = row.text, q.query = row.query, q.split = $split, q.n_easy = row.n_easy, q.n_hard = row.n_hard,
-    q.top_answers = row.top_answers, q.file = $file
+SET q.type = row.type, q.text = row.text, q.query = row.query, q.split = $split, q.n_easy = row.n_easy,
+    q.n_hard = row.n_hard, q.top_answers = row.top_answers, q.file = $file
 WITH q, row
 OPTIONAL MATCH (q)-[old:ANCHOR]->(:Entity)
 DELETE old
