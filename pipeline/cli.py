@@ -93,6 +93,7 @@ REGISTRIES = {
     "metrics": ("pipeline.metrics", "METRICS"),
     "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
     "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
+    "executors": ("pipeline.executors", "EXECUTORS"),
 }
 
 
@@ -114,6 +115,15 @@ class RegistryChoice(click.ParamType):
         if value in self.extra:
             return str(value)
         return _registry(self.kind).canonical(str(value))  # UnknownNameError: one line with close matches
+
+
+def _executor_options(f: Any) -> Any:
+    """--executor/--address/--workers of the heavy stages (export, answer; pipeline.executors)."""
+    f = click.option("--workers", type=int, default=None,
+                     help="Ray: tasks/actors at once (default: the cluster's CPUs; a local cluster gets this many CPUs).")(f)
+    f = click.option("--address", default=None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")(f)
+    return click.option("--executor", "executor_name", type=RegistryChoice("executors"), default="local", show_default=True,
+                        help="Where the work runs (`pipeline ls executors`).")(f)
 
 
 @cli.command("ls")
@@ -485,14 +495,20 @@ def train_cmd(
 @click.option("--device", default=None, help="cpu | cuda (default: cuda when present).")
 @click.option("--top-k", "top_k", type=int, default=None,
               help="Keep only each (head, relation)'s K best-scored tails that pass --threshold.")
+@click.option("--shards", default=None,
+              help="Non-local executors: where the (relation, head block) shards go (folder or URI such as s3://b/p; default OUT.shards).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
+@_executor_options
 @_friendly
 def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
-               top_k: int | None = None) -> None:
+               top_k: int | None = None, executor_name: str = "local", address: str | None = None,
+               workers: int | None = None, shards: str | None = None) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
+    from pipeline.executors import make_executor
     from pipeline.export import export_adjacency
 
-    man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k)
+    with make_executor(executor_name, address, workers) as executor:
+        man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards)
     if as_json:
         echo_json(man)
         return
@@ -605,40 +621,22 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--write-back", is_flag=True, help="Write the top answers into the graph store as (:Query)-[:ANSWER]->(:Entity).")
 @click.option("--store", "store_uri", default=None, help="Store URI for --write-back (default: PIPELINE_STORE or embedded).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_executor_options
 @_friendly
 def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
                out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
                run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
-               store_uri: str | None, as_json: bool, explain_k: int = 0) -> None:
+               store_uri: str | None, as_json: bool, explain_k: int = 0, executor_name: str = "local",
+               address: str | None = None, workers: int | None = None) -> None:
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way."""
     from pipeline.atomic import check_folder
+    from pipeline.executors import make_executor
 
     check_folder(out_dir, "--out")  # refused before any fitting starts
-    method_name = method_name or ("src" if model_run is None else None)
-    if method_name == "src":
-        from pipeline.methods.src import answer_src
-
-        if adjacency is None:
-            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
-                                "(or --model RUN_DIR for a query-embedding baseline)")
-        report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
-                            explain=explain_k)
-    else:
-        from pipeline.answer import run_answer
-        from pipeline.formats.queryset import read_query_set
-        from pipeline.methods import METHODS, QueryEmbedding
-
-        if model_run is None:
-            raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
-        if calibration != "none":
-            raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
-        if explain_k:
-            raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
-        cls = METHODS[method_name] if method_name else QueryEmbedding
-        method = cls.build(model_run, device)
-        report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json)
+    with make_executor(executor_name, address, workers) as executor:
+        report = _answer(queries, method_name, adjacency, model_run, calibration, out_dir, valid_queries, train_queries,
+                         allow_split_mismatch, run_dir, l_epochs, device, seed, as_json, explain_k, executor)
     valid = valid_queries
     if write_back:
         from pipeline.writeback import write_back_file
@@ -656,6 +654,38 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
         click.echo(f"written back: {report['written_back']} ANSWER relationships")
     if report.get("witnesses"):
         click.echo(f"witnesses of the top {explain_k} answers: {report['witnesses']}")
+
+
+def _answer(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
+            out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
+            run_dir: str | None, l_epochs: int, device: str | None, seed: int, as_json: bool, explain_k: int,
+            executor: Any) -> dict[str, Any]:
+    """`pipeline answer` with a built executor: SRC or a query-embedding baseline."""
+    method_name = method_name or ("src" if model_run is None else None)
+    if method_name == "src":
+        from pipeline.methods.src import answer_src
+
+        if adjacency is None:
+            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
+                                "(or --model RUN_DIR for a query-embedding baseline)")
+        report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
+                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
+                            explain=explain_k, executor=executor)
+    else:
+        from pipeline.answer import run_answer
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import METHODS, QueryEmbedding
+
+        if model_run is None:
+            raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
+        if calibration != "none":
+            raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
+        if explain_k:
+            raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
+        cls = METHODS[method_name] if method_name else QueryEmbedding
+        method = cls.build(model_run, device)
+        report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json, executor=executor)
+    return report
 
 
 @cli.command("evaluate")

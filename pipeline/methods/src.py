@@ -78,6 +78,20 @@ class SRC(Method):
             **self.info,
         }
 
+    def portable(self) -> tuple[Any, tuple[Any, ...]]:
+        """An actor reopens the export (and the saved L, if any) instead of receiving the arrays: the
+        recipe is the export's path, the calibration's saved files and delta, all fitted on the driver."""
+        if not self.manifest.get("path") or (CALIBRATIONS[self.calibration].uses_l and "l_dir" not in self.info):
+            return super().portable()  # an in-memory graph (SRC.over): pickled as is
+        recipe = {
+            "path": str(self.manifest["path"]),
+            "dataset": self.dataset,
+            "calibration": self.calibration,
+            "delta": self.delta,
+            "info": dict(self.info),
+        }
+        return rebuild, (recipe,)
+
     # ------------------------------------------------------------------------------------------ building
     @classmethod
     def over(cls, graph: Any, dataset: str, delta: float = 0.0, backbone: str | None = None) -> SRC:
@@ -134,6 +148,31 @@ class SRC(Method):
             assert valid is not None
             method = _choose_delta(method, valid, calib_dir if run_path.name else None, key_parts, progress)
         return method
+
+
+def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
+    """SRC from :meth:`SRC.portable`'s recipe, in another process: load the export on this worker's
+    device (a GPU actor's GPU), apply the saved L, lower alpha by the driver's delta. Fits nothing."""
+    from pipeline import config
+    from pipeline.formats.adjacency import load_adjacency
+
+    dev = config.select_device(device)
+    graph, manifest = load_adjacency(recipe["path"], recipe["dataset"], dev)
+    manifest = {**manifest, "path": recipe["path"]}
+    adj = as_adjacency(graph)
+    info = recipe["info"]
+    if CALIBRATIONS[recipe["calibration"]].uses_l:
+        from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.models import load_run
+
+        model = load_run(info["l_run"], device=dev)
+        tables = feature_tables(model, adj.device)
+        calib = load_affine(Path(info["l_dir"]), tables[0].shape[1], tables[1].shape[1], adj.device)
+        if calib is None:
+            raise ArtifactError(f"{info['l_dir']}: the saved calibration L is gone; answer again to refit it")
+        with torch.no_grad():
+            adj = calibrated_adjacency(adj, calib, tables)
+    return SRC(adj, manifest, recipe["calibration"], float(recipe["delta"]), info)
 
 
 def _registered_sizes(get_spec: Any, dataset: str) -> tuple[int | None, int | None]:
@@ -210,7 +249,7 @@ def _fit_l(
         save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": key_parts, "history": history})
     with torch.no_grad():
         adj = calibrated_adjacency(adj, calib, tables)
-    info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}")}
+    info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}"), "l_run": str(run_path)}
     return SRC(adj, method.manifest, method.calibration, method.delta, info)
 
 
@@ -253,11 +292,13 @@ def answer_src(
     kg: Any = None,
     allow_split_mismatch: bool = False,
     explain: int = 0,
+    executor: Any = None,
 ) -> dict[str, Any]:
     """`pipeline answer QUERIES --adjacency DIR --calibration C` from Python: read the query sets (checking
     their roles), build SRC, answer and write the answers file. Returns the report of
     :func:`pipeline.answer.run_answer`. explain > 0: names in the answers file and the top-`explain`
-    witnesses beside it (report["witnesses"], pipeline.explain_answers)."""
+    witnesses beside it (report["witnesses"], pipeline.explain_answers). executor: where the answering
+    batches run (pipeline.executors; calibration is fitted here, on the driver, before)."""
     from pipeline.answer import check_role, run_answer
     from pipeline.formats.queryset import read_query_set
 
@@ -268,7 +309,7 @@ def answer_src(
     check_role(valid, "--valid-queries", dataset, allow_split_mismatch)
     check_role(train, "--train-queries", dataset, allow_split_mismatch)
     method = SRC.build(adjacency, dataset, calibration, valid, train, run_dir, device, seed, l_epochs, progress, kg)
-    report = run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress)
+    report = run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress, executor)
     if explain:
         from pipeline.explain_answers import explain_answers_file
 
