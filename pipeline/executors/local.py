@@ -54,7 +54,7 @@ def _run(call: Callable[[Any], Any], tasks: Sequence[Task], desc: str, unit: str
         for i, task in enumerate(tasks):
             try:
                 result = call(task.args)
-            except (PipelineError, OSError, ValueError, RuntimeError) as exc:
+            except Exception as exc:  # as on a remote worker: one line naming the task (the cause chained)
                 raise failure(task, exc) from exc
             bar.update(task.weight)
             yield i, result

@@ -1,0 +1,150 @@
+"""The executor seam without Ray: the local executor's contract, and the sharded export it can drive (the
+path Ray takes) writing byte-for-byte the single-process export's files, resuming, refusing foreign shards."""
+
+from __future__ import annotations
+
+import filecmp
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
+
+from pipeline.errors import ArtifactError, PipelineError
+from pipeline.executors import EXECUTORS, LocalExecutor, Task, make_executor
+from pipeline.export import export_adjacency
+from pipeline.formats.adjacency import load_adjacency, shard_file
+from pipeline.models import default_config, train
+from tests.cases import ExecutorCase
+from tests.models.toy import toy_kg
+
+N, THRESHOLD, ROWS = 120, 0.3, 17  # 17-head blocks: shards end mid-relation and the last block is short
+
+
+class TestLocalExecutor(ExecutorCase):
+    name = "local"
+
+    @pytest.fixture()
+    def executor(self) -> Any:
+        return LocalExecutor()
+
+    def test_refuses_cluster_options(self) -> None:
+        with pytest.raises(PipelineError, match="--address names a Ray cluster"):
+            make_executor("local", address="ray://h:10001")
+        with pytest.raises(PipelineError, match="--workers 2 needs --executor ray"):
+            make_executor("LOCAL", workers=2)
+        assert EXECUTORS.canonical("Ray") == "ray"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("exec_runs")
+    kg = toy_kg(n_entities=N, n_relations=3, n_facts=500)
+    out = {}
+    for model in ("ukge_logi", "beurre"):
+        train(kg, default_config("toy", model, epochs=2, dim=8, batch_size=64, lr=0.05, seed=0), root / model, progress=False)
+        out[model] = root / model
+    return out
+
+
+def export(run: Path, out: Path, **kw: Any) -> dict[str, Any]:
+    return export_adjacency(run, kw.pop("threshold", THRESHOLD), out, progress=False, block_rows=ROWS, max_fraction=1.0, **kw)
+
+
+def same_files(a: Path, b: Path, manifest: dict[str, Any]) -> bool:
+    return all(filecmp.cmp(a / r["file"], b / r["file"], shallow=False) for r in manifest["relations"])
+
+
+class Stop(Exception):
+    pass
+
+
+class StopAfter(LocalExecutor):
+    """A local executor whose run dies after ``k`` tasks (as a killed driver would): shards stay behind."""
+
+    def __init__(self, k: int) -> None:
+        super().__init__()
+        self.k = k
+
+    def map(self, fn: Any, tasks: Any, shared: Any = None, **kw: Any) -> Any:
+        for i, item in enumerate(super().map(fn, tasks, shared, **kw)):
+            yield item
+            if i + 1 == self.k:
+                raise Stop
+
+
+@pytest.mark.parametrize(
+    "model, kw",
+    [("ukge_logi", {}), ("ukge_logi", {"top_k": 4}), ("ukge_logi", {"shard_heads": 40}), ("beurre", {"threshold": 0.05})],
+)
+def test_sharded_export_writes_the_same_bytes(runs: dict[str, Path], model: str, kw: dict, tmp_path: Path) -> None:
+    """Shards on pyarrow's in-memory mock filesystem, concatenated: identical relation files (top-k, shards
+    of several blocks, and a box model's pruned export, one shard per relation, included)."""
+    ref = export(runs[model], tmp_path / "ref", **kw)
+    sharded = export(runs[model], tmp_path / "sharded", executor=LocalExecutor(), shards="mock://shards", **kw)
+    assert ref["nnz"] == sharded["nnz"] > 0
+    assert same_files(tmp_path / "ref", tmp_path / "sharded", ref)
+    assert sharded.get("pruning", {}).get("facts") == ref.get("pruning", {}).get("facts")
+    load_adjacency(tmp_path / "sharded", dataset="toy")  # the reader's checks pass
+
+
+def test_resume_rescores_only_missing_or_partial_shards(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["ukge_logi"]
+    ref = export(run, tmp_path / "ref")
+    shards = tmp_path / "shards"
+    with pytest.raises(Stop):
+        export(run, tmp_path / "out", executor=StopAfter(12), shards=str(shards))
+    left = sorted(p.name for p in shards.iterdir())
+    assert len(left) == 12 and not (tmp_path / "out").exists()  # no manifest, no export: only shards
+    (shards / left[3]).unlink()  # deleted
+    partial = shards / left[7]
+    partial.write_bytes(partial.read_bytes()[:100])  # a torn write
+    kept = {name: (shards / name).stat().st_mtime_ns for name in left if name not in (left[3], left[7])}
+    scored: list[str] = []
+
+    class Counting(LocalExecutor):
+        def map(self, fn: Any, tasks: list[Task], shared: Any = None, **kw: Any) -> Any:
+            scored.extend(t.label.split()[1] for t in tasks)
+            return super().map(fn, tasks, shared, **kw)
+
+    man = export(run, tmp_path / "out", executor=Counting(), shards=f"file://{shards}")
+    n_shards = 3 * -(-N // ROWS)
+    assert len(scored) == n_shards - 10 and left[3] in scored and left[7] in scored
+    assert not set(kept) & set(scored)
+    assert same_files(tmp_path / "ref", tmp_path / "out", ref) and man["nnz"] == ref["nnz"]
+    assert not shards.exists() or not any(shards.iterdir())  # shards removed once the export is in place
+
+
+def test_a_shard_of_another_export_is_refused(runs: dict[str, Path], tmp_path: Path) -> None:
+    shards = tmp_path / "shards"
+    with pytest.raises(Stop):
+        export(runs["ukge_logi"], tmp_path / "a", executor=StopAfter(2), shards=str(shards))
+    with pytest.raises(ArtifactError, match=r"shard .*rel-0000-h000000000-000000017\.arrow: belongs to another export \(threshold"):
+        export(runs["ukge_logi"], tmp_path / "b", executor=LocalExecutor(), shards=str(shards), threshold=0.5)
+
+
+def test_density_guard_stays_global(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The guard judges the whole export on the driver: a tiny threshold on a graph above the floor fails."""
+    with pytest.raises(PipelineError, match="not selective at this threshold"):
+        export_adjacency(runs["ukge_logi"], 0.01, tmp_path / "x", progress=False, block_rows=ROWS,
+                         executor=LocalExecutor(), shards="mock://g", dense_floor_pairs=100)
+
+
+def test_shard_filesystems(tmp_path: Path) -> None:
+    from pipeline.formats.adjacency import read_shard, shard_filesystem, write_shard
+
+    fs, base = shard_filesystem(tmp_path / "s")
+    assert isinstance(fs, pafs.LocalFileSystem) and base == str((tmp_path / "s").resolve())
+    fs, base = shard_filesystem("memory://bucket/p")  # not pyarrow's: through fsspec
+    assert isinstance(fs, pafs.PyFileSystem)
+    fs.create_dir(base, recursive=True)
+    meta = {"format": "f", "relation": "0"}
+    import numpy as np
+
+    cols = (np.array([0, 1], np.int32), np.array([2, 0], np.int32), np.array([0.5, 0.25], np.float32))
+    size = write_shard(fs, f"{base}/{shard_file(0, 0, 2)}", meta, [cols])
+    assert size > 0 and [i.base_name for i in fs.get_file_info(pafs.FileSelector(base))] == [shard_file(0, 0, 2)]
+    batches, got = read_shard(fs, f"{base}/{shard_file(0, 0, 2)}", meta)
+    assert got["relation"] == "0" and pa.Table.from_batches(batches).column("score").to_pylist() == [0.5, 0.25]
+    assert read_shard(fs, f"{base}/missing.arrow", meta) is None
