@@ -20,7 +20,9 @@ from tests.calibration.conftest import toy_pipeline  # noqa: E402,F401  (the ans
 from tests.cases import ExecutorCase  # noqa: E402
 from tests.executors.test_local import ROWS, StopAfter, Stop, export, runs, same_files  # noqa: E402,F401
 
-pytestmark = pytest.mark.ray
+# slow: ~2.5 min here (three local clusters; every Ray worker process imports torch), over the ~2 min a
+# CI run may spend on them, so they run with the slow tests and need the [ray] extra
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
