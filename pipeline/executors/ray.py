@@ -128,9 +128,12 @@ class RayExecutor(Executor):
         progress: bool = True,
     ) -> Iterator[tuple[int, Any]]:
         ray = self._cluster()
+        gpus = self._gpus_per_worker()
         n_actors = max(1, min(self._slots(), len(tasks)))
+        if gpus:  # one GPU each: more actors than GPUs would wait forever for theirs while holding tasks
+            n_actors = min(n_actors, int(ray.cluster_resources()["GPU"]))
         host = ray.remote(_Host).options(
-            num_cpus=1, num_gpus=self._gpus_per_worker(), max_restarts=self.max_retries, max_task_retries=self.max_retries
+            num_cpus=1, num_gpus=gpus, max_restarts=self.max_retries, max_task_retries=self.max_retries
         )
         actors = [host.remote(state.build, state.args) for _ in range(n_actors)]
         fn_ref = ray.put(fn)
