@@ -148,3 +148,17 @@ def test_shard_filesystems(tmp_path: Path) -> None:
     batches, got = read_shard(fs, f"{base}/{shard_file(0, 0, 2)}", meta)
     assert got["relation"] == "0" and pa.Table.from_batches(batches).column("score").to_pylist() == [0.5, 0.25]
     assert read_shard(fs, f"{base}/missing.arrow", meta) is None
+
+
+def test_without_ray_the_ray_executor_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: `import ray` raises ImportError
+    res = CliRunner().invoke(cli, ["export", str(tmp_path / "run"), "--executor", "ray"])
+    assert res.exit_code == 2 and res.output.strip() == "error: --executor ray needs Ray: pip install 'soft-queries[ray]'"
+    res = CliRunner().invoke(cli, ["export", str(tmp_path / "run"), "--executor", "dask"])
+    assert res.exit_code == 2 and "executor" in res.output and "Traceback" not in res.output
