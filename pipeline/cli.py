@@ -497,18 +497,21 @@ def train_cmd(
               help="Keep only each (head, relation)'s K best-scored tails that pass --threshold.")
 @click.option("--shards", default=None,
               help="Non-local executors: where the (relation, head block) shards go (folder or URI such as s3://b/p; default OUT.shards).")
+@click.option("--shard-heads", type=click.IntRange(1), default=None,
+              help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
 @_executor_options
 @_friendly
 def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
                top_k: int | None = None, executor_name: str = "local", address: str | None = None,
-               workers: int | None = None, shards: str | None = None) -> None:
+               workers: int | None = None, shards: str | None = None, shard_heads: int | None = None) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
     from pipeline.executors import make_executor
     from pipeline.export import export_adjacency
 
     with make_executor(executor_name, address, workers) as executor:
-        man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards)
+        man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
+                               shard_heads=shard_heads)
     if as_json:
         echo_json(man)
         return

@@ -16,9 +16,8 @@ from click.testing import CliRunner
 pytest.importorskip("ray", reason="the Ray executor's tests need ray: pip install -e '.[ray]'")
 
 from pipeline.executors import LocalExecutor, RayExecutor, Task  # noqa: E402
-from tests.calibration.conftest import toy_pipeline  # noqa: E402,F401  (the answering fixture)
 from tests.cases import ExecutorCase  # noqa: E402
-from tests.executors.test_local import ROWS, StopAfter, Stop, export, runs, same_files  # noqa: E402,F401
+from tests.executors.helpers import ROWS, Stop, StopAfter, export, same_files  # noqa: E402
 
 # slow: ~2.5 min here (three local clusters; every Ray worker process imports torch), over the ~2 min a
 # CI run may spend on them, so they run with the slow tests and need the [ray] extra
@@ -118,7 +117,7 @@ def test_a_failing_shard_is_one_cli_line(cluster: RayExecutor, runs: dict[str, P
 
 
 @pytest.mark.parametrize("calibration", ["none", "D+L"])
-def test_ray_answers_equal_local(cluster: RayExecutor, toy_pipeline: dict, calibration: str, tmp_path: Path) -> None:  # noqa: F811
+def test_ray_answers_equal_local(cluster: RayExecutor, toy_pipeline: dict, calibration: str, tmp_path: Path) -> None:
     """Batches answered on actors that each load the export (and the driver's saved L and delta): the
     same rows as the local executor."""
     from pipeline.formats.answers import read_answers
@@ -136,7 +135,7 @@ def test_ray_answers_equal_local(cluster: RayExecutor, toy_pipeline: dict, calib
     assert b.meta["executor"]["executor"] == "ray" and local.get("delta") == remote.get("delta")
 
 
-def test_local_executor_is_the_default(toy_pipeline: dict, tmp_path: Path) -> None:  # noqa: F811
+def test_local_executor_is_the_default(toy_pipeline: dict, tmp_path: Path) -> None:
     from pipeline.answer import answer_query_set
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import SRC
