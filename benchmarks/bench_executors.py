@@ -11,7 +11,8 @@
 
 Each Ray row starts its own local cluster (``ray.init(num_cpus=workers)``); "start s" is that start-up,
 "wall s" the stage on the running cluster (worker processes, their imports, the model or export sent or
-loaded per worker, the tasks, the driver's merge). Speedup = local wall / Ray wall. Prints a markdown
+loaded per worker, the tasks, the driver's merge); for local answering "start s" is the driver's load of
+the export (a Ray driver only reads the manifest: each actor loads the export). Speedup = local wall / Ray wall. Prints a markdown
 table and, with --json FILE, the rows.
 """
 
@@ -175,7 +176,9 @@ def bench_answer(args: argparse.Namespace) -> list[dict[str, Any]]:
         ex, start = _ray(w)
         try:
             t0 = time.perf_counter()
-            got, _ = answer_query_set(qs, method, progress=False, executor=ex)
+            # as `pipeline answer --executor ray` does: the driver only checks the manifest, actors load
+            lazy = SRC.build(args.adjacency, qs.meta["dataset"], progress=False, load=False)
+            got, _ = answer_query_set(qs, lazy, progress=False, executor=ex)
             wall = time.perf_counter() - t0
         finally:
             ex.close()

@@ -121,3 +121,23 @@ def test_without_ray_the_ray_executor_is_one_clear_error(monkeypatch: pytest.Mon
     assert res.exit_code == 2 and res.output.strip() == "error: --executor ray needs Ray: pip install 'soft-queries[ray]'"
     res = CliRunner().invoke(cli, ["export", str(tmp_path / "run"), "--executor", "dask"])
     assert res.exit_code == 2 and "executor" in res.output and "Traceback" not in res.output
+
+
+def test_src_for_actors_loads_nothing_on_the_driver(toy_pipeline: dict) -> None:
+    """SRC.build(load=False) only checks the manifest; its recipe rebuilds, in any process, the method that
+    build() loads, with the same utilities."""
+    import torch
+
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.methods import SRC
+
+    lazy = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False, load=False)
+    full = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    assert lazy.adjacency is None and lazy.n_entities == full.n_entities and lazy.label == full.label
+    queries = read_query_set(toy_pipeline["test"]).queries()[:3]
+    with pytest.raises(PipelineError, match="did not load its export"):
+        lazy.utilities(queries)
+    build, args = lazy.portable()
+    assert torch.equal(build(*args).utilities(queries), full.utilities(queries))
+    with pytest.raises(ArtifactError, match="an export of data set 'toy', not 'ppi5k'"):
+        SRC.build(toy_pipeline["export"], "ppi5k", kg=toy_pipeline["kg"], progress=False, load=False)
