@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import gc
 import json
 import os
 import platform
@@ -163,14 +164,15 @@ def bench_answer(args: argparse.Namespace) -> list[dict[str, Any]]:
     build = time.perf_counter() - t0
     counts = qs.frame["type"].value_counts()
     base = {"stage": "answer", "input": f"{Path(args.queries).name} ({len(qs)} queries, {len(counts)} types, "
-            f"{counts.min()}-{counts.max()} per type) on {Path(args.adjacency).name}", "facts": method.adjacency.nnz
-            if hasattr(method.adjacency, "nnz") else ""}
+            f"{counts.min()}-{counts.max()} per type) on {Path(args.adjacency).name}", "facts": method.manifest.get("nnz", "")}
     load0 = _load()
     t0 = time.perf_counter()
     ref, _ = answer_query_set(qs, method, progress=False)
     local = time.perf_counter() - t0
     rows = [{**base, "executor": "local", "workers": 1, "tasks": "", "start s": build, "wall s": local, "identical": "ref",
              "speedup": 1.0, "load before/after": f"{load0} / {_load()}"}]
+    del method  # the driver's copy of the export: a Ray driver holds none
+    gc.collect()
     for w in args.workers:
         load0 = _load()
         ex, start = _ray(w)
