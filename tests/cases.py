@@ -82,3 +82,13 @@ class ExecutorCase(ComponentCase):
         assert "\n" not in str(err.value)
         with pytest.raises(TaskFailed, match=r"^shard rel-0002 \(heads 0\.\.9\) failed: ZeroDivisionError"):
             list(executor.map_on_actors(divmod, tasks, ActorState(int, ("17",)), progress=False))
+
+    def test_an_actor_that_cannot_be_built_is_one_error(self, executor: Any) -> None:
+        import pytest
+
+        from pipeline.executors import ActorState, Task, TaskFailed
+
+        tasks = [Task("batch 0 (1p)", 1)]
+        with pytest.raises(TaskFailed, match=r"^batch 0 \(1p\) failed: its actor could not be built: ValueError: invalid literal"):
+            list(executor.map_on_actors(divmod, tasks, ActorState(int, ("x",)), progress=False))
+

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from tqdm import tqdm
 
 from pipeline.errors import PipelineError
-from pipeline.executors.base import ActorState, Executor, Task, failure
+from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 
 
 class LocalExecutor(Executor):
@@ -45,7 +45,11 @@ class LocalExecutor(Executor):
         unit: str = "task",
         progress: bool = True,
     ) -> Iterator[tuple[int, Any]]:
-        obj = state.make()  # built once, like one actor
+        try:
+            obj = state.make()  # built once, like one actor
+        except Exception as exc:
+            label = tasks[0].label if tasks else "the actor"
+            raise TaskFailed(f"{label} failed: its actor could not be built: {type(exc).__name__}: {exc}") from exc
         return _run(lambda args: fn(obj, args), tasks, desc, unit, progress)
 
 

@@ -10,6 +10,7 @@ retried too; any other exception is deterministic and fails at once with the tas
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -191,8 +192,17 @@ class RayExecutor(Executor):
                 ray.cancel(ref, force=False)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _cause(exc: BaseException) -> BaseException:
-    """The task's own exception inside Ray's wrapper (RayTaskError.cause), else the wrapper itself, whose
-    first line already says what happened (a worker that died past its retries)."""
+    """The task's own exception inside Ray's wrapper (RayTaskError.cause); for an actor whose state could not
+    be built (ActorDiedError keeps only text), the last line of that text, which names the original error;
+    else the wrapper itself, whose first line says what happened (a worker that died past its retries)."""
     cause = getattr(exc, "cause", None)
-    return cause if isinstance(cause, BaseException) else exc
+    if isinstance(cause, BaseException):
+        return cause
+    lines = [ln.strip() for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
+    if lines and "creation task" in lines[0]:
+        return PipelineError(f"its actor could not be built: {lines[-1]}")
+    return exc

@@ -53,6 +53,10 @@ class TestRayExecutor(ExecutorCase):
     def executor(self, cluster: RayExecutor) -> Any:
         return cluster
 
+    def test_an_actor_that_cannot_be_built_is_one_error(self, executor: Any) -> None:
+        only_two(executor)  # Ray restarts the actor first: seconds per worker count
+        super().test_an_actor_that_cannot_be_built_is_one_error(executor)
+
     def test_a_killed_worker_is_retried(self, cluster: RayExecutor, tmp_path: Path) -> None:
         from tests.executors.helpers import die_once
 
