@@ -63,7 +63,11 @@ class RayExecutor(Executor):
         ray = self._ray
         if not ray.is_initialized():
             if self.address:
-                ray.init(address=self.address, log_to_driver=False)
+                try:
+                    ray.init(address=self.address, log_to_driver=False)
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    raise PipelineError(f"--address {self.address}: no Ray cluster to join ({first})") from None
             else:
                 ray.init(
                     num_cpus=self.workers or os.cpu_count() or 1,
