@@ -7,8 +7,9 @@ rows kept per query (top 100 and every ground-truth answer) and the file are :mo
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,9 @@ from pipeline.errors import PipelineError
 from pipeline.formats.answers import TOP_K, rows_from_utilities, write_answers
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import Method
+
+if TYPE_CHECKING:
+    from pipeline.executors import Executor
 
 # which split each role of a query set must come from (anything else leaks the test set into selection)
 ROLE_SPLITS = {"--valid-queries": "valid", "--train-queries": "train"}
@@ -63,12 +67,15 @@ def answer_query_set(
     batch_size: int = 256,
     k: int = TOP_K,
     progress: bool = True,
+    executor: Executor | None = None,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
     """Answer every query of a query set with ``method``, batched by type.
 
     Returns the answers rows (:mod:`pipeline.formats.answers`) and per type {queries, seconds, queries_per_s}
-    (seconds of ``method.utilities`` only)."""
-    from tqdm import tqdm
+    (seconds of ``method.utilities`` only, summed over the workers). executor: where the batches run
+    (default: this process); a remote one builds the method once per actor from ``method.portable()``
+    (SRC: memory-maps the export) and the rows are merged in batch order, so the file is the same."""
+    from pipeline.executors import ActorState, LocalExecutor, Task
 
     frame = queries.frame
     parsed = queries.queries()
@@ -77,26 +84,50 @@ def answer_query_set(
     groups: dict[str, list[int]] = {}
     for i, t in enumerate(types):
         groups.setdefault(t, []).append(i)
-    parts, stats = [], {}
-    bar = tqdm(total=len(frame), desc="answer", unit="query", disable=not progress, dynamic_ncols=True)
+    tasks = []
     for qtype, idx in groups.items():
-        seconds = 0.0
         for s in range(0, len(idx), batch_size):
             chunk = idx[s : s + batch_size]
-            _sync(method.device)
-            t0 = time.perf_counter()
-            util = method.utilities([parsed[i] for i in chunk])
-            _sync(method.device)
-            seconds += time.perf_counter() - t0
-            parts.append(
-                rows_from_utilities([ids[i] for i in chunk], [qtype] * len(chunk), util, [truth[i] for i in chunk], k)
-            )
-            bar.update(len(chunk))
-        stats[qtype] = {"queries": len(idx), "seconds": seconds, "queries_per_s": len(idx) / seconds if seconds else 0.0}
-    bar.close()
+            batch = AnswerBatch(qtype, [ids[i] for i in chunk], [parsed[i] for i in chunk], [truth[i] for i in chunk], k)
+            tasks.append(Task(f"batch {len(tasks)} ({qtype}, queries {chunk[0]}..{chunk[-1]})", batch, len(chunk)))
+    build, args = method.portable()
+    state = ActorState(build, args, local=method)
+    parts: list[pd.DataFrame | None] = [None] * len(tasks)
+    stats = {qtype: {"queries": len(idx), "seconds": 0.0} for qtype, idx in groups.items()}
+    run = (executor or LocalExecutor()).map_on_actors(
+        answer_batch, tasks, state, desc="answer", unit="query", progress=progress
+    )
+    for i, (rows, seconds) in run:
+        parts[i] = rows
+        stats[tasks[i].args.qtype]["seconds"] += seconds
+    for s in stats.values():
+        s["queries_per_s"] = s["queries"] / s["seconds"] if s["seconds"] else 0.0
     if not parts:
         return rows_from_utilities([], [], torch.zeros(0, method.n_entities), [], k), stats
     return pd.concat(parts, ignore_index=True), stats
+
+
+@dataclass(frozen=True)
+class AnswerBatch:
+    """One task of the answering stage: queries of one type with their ids and ground truth."""
+
+    qtype: str
+    ids: list[str]
+    queries: list[Any]
+    truth: list[tuple[np.ndarray, np.ndarray]]
+    k: int
+
+
+def answer_batch(method: Method, batch: AnswerBatch) -> tuple[pd.DataFrame, float]:
+    """A task: the batch's answers rows and the seconds ``method.utilities`` took (the rows are made where
+    the utilities are, so only the kept rows travel back, never a (B, |E|) matrix)."""
+    _sync(method.device)
+    t0 = time.perf_counter()
+    util = method.utilities(batch.queries)
+    _sync(method.device)
+    seconds = time.perf_counter() - t0
+    rows = rows_from_utilities(batch.ids, [batch.qtype] * len(batch.ids), util, batch.truth, batch.k)
+    return rows, seconds
 
 
 def selection_score(frame: pd.DataFrame) -> float:
@@ -122,16 +153,17 @@ def run_answer(
     out_dir: str | Path | None = None,
     used: dict[str, QuerySet | None] | None = None,
     progress: bool = True,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """`pipeline answer`: answer ``qs`` with a built ``method`` and write the answers file.
 
     used: the other query sets the method was built with ({"valid": ..., "train": ...}), recorded by
-    path, split and checksum. Returns {path, method, seconds, throughput, settings}."""
+    path, split and checksum. executor: where the batches run (:func:`answer_query_set`). Returns {path, method, seconds, throughput, settings}."""
     if qs.meta["dataset"] != method.dataset:
         raise PipelineError(f"{qs.path}: a query set of '{qs.meta['dataset']}', but the method answers '{method.dataset}'")
     path = answers_path(qs, method, out_dir)
     t0 = time.perf_counter()
-    frame, stats = answer_query_set(qs, method, progress=progress)
+    frame, stats = answer_query_set(qs, method, progress=progress, executor=executor)
     seconds = time.perf_counter() - t0
     from pipeline.provenance import provenance
 
@@ -151,6 +183,7 @@ def run_answer(
         "used": {role: query_set_record(q) for role, q in (used or {}).items() if q is not None},
         **settings,
         "provenance": provenance(settings, settings.get("seed")),
+        **({"executor": executor.describe()} if executor is not None and not executor.in_process else {}),
     }
     write_answers(frame, path, meta)
     return {"path": str(path), "method": method.label, "seconds": seconds, "throughput": stats, **settings}

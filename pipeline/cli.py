@@ -93,6 +93,7 @@ REGISTRIES = {
     "metrics": ("pipeline.metrics", "METRICS"),
     "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
     "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
+    "executors": ("pipeline.executors", "EXECUTORS"),
 }
 
 
@@ -114,6 +115,15 @@ class RegistryChoice(click.ParamType):
         if value in self.extra:
             return str(value)
         return _registry(self.kind).canonical(str(value))  # UnknownNameError: one line with close matches
+
+
+def _executor_options(f: Any) -> Any:
+    """--executor/--address/--workers of the heavy stages (export, answer; pipeline.executors)."""
+    f = click.option("--workers", type=int, default=None,
+                     help="Ray: tasks/actors at once (default: the cluster's CPUs; a local cluster gets this many CPUs).")(f)
+    f = click.option("--address", default=None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")(f)
+    return click.option("--executor", "executor_name", type=RegistryChoice("executors"), default="local", show_default=True,
+                        help="Where the work runs (`pipeline ls executors`).")(f)
 
 
 @cli.command("ls")
@@ -485,14 +495,23 @@ def train_cmd(
 @click.option("--device", default=None, help="cpu | cuda (default: cuda when present).")
 @click.option("--top-k", "top_k", type=int, default=None,
               help="Keep only each (head, relation)'s K best-scored tails that pass --threshold.")
+@click.option("--shards", default=None,
+              help="Non-local executors: where the (relation, head block) shards go (folder or URI such as s3://b/p; default OUT.shards).")
+@click.option("--shard-heads", type=click.IntRange(1), default=None,
+              help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
+@_executor_options
 @_friendly
 def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
-               top_k: int | None = None) -> None:
+               top_k: int | None = None, executor_name: str = "local", address: str | None = None,
+               workers: int | None = None, shards: str | None = None, shard_heads: int | None = None) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
+    from pipeline.executors import make_executor
     from pipeline.export import export_adjacency
 
-    man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k)
+    with make_executor(executor_name, address, workers) as executor:
+        man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
+                               shard_heads=shard_heads)
     if as_json:
         echo_json(man)
         return
@@ -609,16 +628,19 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--set", "set_name", default=None,
               help="--from-store: the set of (:Query) nodes (default: typed, the queries created with only a text).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_executor_options
 @_friendly
 def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
                out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
                run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
                store_uri: str | None, as_json: bool, explain_k: int = 0, from_store: bool = False,
-               set_name: str | None = None) -> None:
+               set_name: str | None = None, executor_name: str = "local", address: str | None = None,
+               workers: int | None = None) -> None:
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
     from pipeline.atomic import check_folder
+    from pipeline.executors import make_executor
 
     check_folder(out_dir, "--out")  # refused before any fitting starts
     if from_store:
@@ -631,30 +653,9 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
         raise PipelineError("give a QUERIES file, or --from-store to answer the (:Query) nodes of the graph store")
     if set_name is not None:
         raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
-    method_name = method_name or ("src" if model_run is None else None)
-    if method_name == "src":
-        from pipeline.methods.src import answer_src
-
-        if adjacency is None:
-            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
-                                "(or --model RUN_DIR for a query-embedding baseline)")
-        report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
-                            explain=explain_k)
-    else:
-        from pipeline.answer import run_answer
-        from pipeline.formats.queryset import read_query_set
-        from pipeline.methods import METHODS, QueryEmbedding
-
-        if model_run is None:
-            raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
-        if calibration != "none":
-            raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
-        if explain_k:
-            raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
-        cls = METHODS[method_name] if method_name else QueryEmbedding
-        method = cls.build(model_run, device)
-        report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json)
+    with make_executor(executor_name, address, workers) as executor:
+        report = _answer(queries, method_name, adjacency, model_run, calibration, out_dir, valid_queries, train_queries,
+                         allow_split_mismatch, run_dir, l_epochs, device, seed, as_json, explain_k, executor)
     valid = valid_queries
     if write_back:
         from pipeline.writeback import write_back_file
@@ -727,6 +728,38 @@ def browse_cmd(query_id: str, html_path: str, method: str | None, dataset: str |
     click.echo(f"{rep['query']}   [{rep['title']}, {rep['method']}]")
     click.echo(f"page: {rep['path']} ({rep['nodes']} nodes, {rep['edges']} relationships; answers: "
                f"{', '.join(rep['answers'])})")
+
+
+def _answer(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
+            out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
+            run_dir: str | None, l_epochs: int, device: str | None, seed: int, as_json: bool, explain_k: int,
+            executor: Any) -> dict[str, Any]:
+    """`pipeline answer` with a built executor: SRC or a query-embedding baseline."""
+    method_name = method_name or ("src" if model_run is None else None)
+    if method_name == "src":
+        from pipeline.methods.src import answer_src
+
+        if adjacency is None:
+            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
+                                "(or --model RUN_DIR for a query-embedding baseline)")
+        report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
+                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
+                            explain=explain_k, executor=executor)
+    else:
+        from pipeline.answer import run_answer
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import METHODS, QueryEmbedding
+
+        if model_run is None:
+            raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
+        if calibration != "none":
+            raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
+        if explain_k:
+            raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
+        cls = METHODS[method_name] if method_name else QueryEmbedding
+        method = cls.build(model_run, device)
+        report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json, executor=executor)
+    return report
 
 
 @cli.command("evaluate")

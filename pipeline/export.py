@@ -15,26 +15,37 @@ and threshold reuses the files, a different model (even in the same run director
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import torch
 from tqdm import tqdm
 
 from pipeline import atomic, config
 from pipeline.errors import ArtifactError, PipelineError
+from pipeline.executors.base import Executor, Task
 from pipeline.export_select import check_top_k, select_block
 from pipeline.formats.adjacency import (
     FORMAT,
     MANIFEST,
     SCHEMA,
+    read_shard,
     relation_file,
     reusable,
+    shard_file,
+    shard_filesystem,
     write_manifest,
+    write_shard,
 )
 from pipeline.models import box_bounds
 from pipeline.provenance import provenance
@@ -56,6 +67,9 @@ def export_adjacency(
     dense_floor_pairs: int = 1 << 22,
     prune: bool = True,
     top_k: int | None = None,
+    executor: Executor | None = None,
+    shards: str | Path | None = None,
+    shard_heads: int | None = None,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
@@ -69,6 +83,11 @@ def export_adjacency(
     when an existing export of the same model and threshold was reused).
     top_k: keep only each (head, relation)'s K best tails that pass the threshold
     (:mod:`pipeline.export_select`); box pruning applies to threshold-only exports.
+    executor: where the scoring runs (:mod:`pipeline.executors`; default: this process, streaming). An
+    executor that is not in-process (Ray) scores (relation, head block) shards as tasks written under
+    ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export), reusing shards a
+    killed run left; the same relation files result. shard_heads: heads per shard (rounded to whole scoring
+    blocks so shards hold the same batches; default one block; a box model's pruned export: one relation).
     """
     from pipeline.models import load_run, read_run
 
@@ -114,80 +133,61 @@ def export_adjacency(
         if prune and top_k is None and box_bounds.supports(model)
         else None
     )
+    sharded = executor is not None and (not executor.in_process or shards is not None)
     t0 = time.perf_counter()
     try:
-        bar = tqdm(
-            total=model.n_relations * n,
-            desc="export",
-            unit="head",
-            unit_scale=True,
-            disable=not progress,
-            dynamic_ncols=True,
-        )
-        for r in range(model.n_relations):
-            path = tmp / relation_file(r)
-            schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
-            nnz = 0
-            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                start = 0
-                if pruner is not None:  # box model: exact pruned scoring replaces the dense loop below
-                    h_, t_, s_ = box_bounds.score_relation(
-                        model, r, threshold, stats=pruner,
-                        on_block=lambda k, r=r: _pruned_step(bar, k, pruner, n, max_fraction if guarded else 1.0, threshold, r),
-                    )
-                    if len(h_):
-                        writer.write_batch(
-                            pa.record_batch(
-                                [pa.array(x.to(dt).cpu().numpy()) for x, dt in
-                                 ((h_, torch.int32), (t_, torch.int32), (s_, torch.float32))],
-                                schema=schema,
-                            )
-                        )
-                    nnz, total, scored, start = len(h_), total + len(h_), scored + n * n, n
-                    if guarded and total > max_facts:
-                        raise PipelineError(
-                            f"threshold {threshold} keeps {total} facts after relation {r}, more than "
-                            f"{max_fraction:.0%} of all pairs; choose a higher --threshold"
-                        )
-                while start < n:
-                    heads = torch.arange(start, min(n, start + rows), device=dev)
-                    try:
-                        scores = model.score_block(heads, r, tails)
-                    except (torch.OutOfMemoryError, RuntimeError) as exc:
-                        if rows == 1 or not _is_oom(exc):
-                            raise
-                        rows = max(1, rows // 2)  # shrink the block instead of crashing
-                        continue
-                    hi, ti, sc = select_block(scores, threshold, top_k)
-                    if len(hi):
-                        writer.write_batch(
-                            pa.record_batch(
-                                [
-                                    pa.array((hi + start).to(torch.int32).cpu().numpy()),
-                                    pa.array(ti.to(torch.int32).cpu().numpy()),
-                                    pa.array(sc.to(torch.float32).cpu().numpy()),
-                                ],
-                                schema=schema,
-                            )
-                        )
-                    nnz += len(hi)
-                    total += len(hi)
-                    scored += len(heads) * n
-                    # judge early (after a block and 2% of all pairs) so an unselective model fails in
-                    # seconds, and always before the stored facts outgrow the dense matrix
-                    early = scored >= min(all_pairs, max(len(heads) * n, all_pairs // 50))
-                    if guarded and (total > max_facts or (early and total > max_fraction * scored)):
-                        raise PipelineError(
-                            f"threshold {threshold} keeps {total / scored:.1%} of the (h, r, t) pairs scored so "
-                            f"far (limit {max_fraction:.0%}, relation {r}): the model is not selective at this "
-                            "threshold and the export would outgrow the dense matrix; choose a higher --threshold"
-                        )
-                    bar.update(len(heads))
-                    start += len(heads)
-            relations.append(
-                {"relation": r, "file": relation_file(r), "nnz": int(nnz), "bytes": path.stat().st_size}
+        if sharded:
+            assert executor is not None
+            where = shards if shards is not None else out.with_name(out.name + ".shards")
+            relations, pruned_counts = _export_sharded(
+                executor, model, tmp, meta_common, rows, threshold, top_k, pruner is not None, where,
+                shard_heads, max_fraction if guarded else None, device, progress,
             )
-        bar.close()
+            if pruner is not None:
+                for k, v in pruned_counts.items():
+                    setattr(pruner, k, v)
+        else:
+            bar = tqdm(
+                total=model.n_relations * n,
+                desc="export",
+                unit="head",
+                unit_scale=True,
+                disable=not progress,
+                dynamic_ncols=True,
+            )
+            for r in range(model.n_relations):
+                path = tmp / relation_file(r)
+                schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
+                nnz = 0
+                with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                    start = 0
+                    if pruner is not None:  # box model: exact pruned scoring replaces the dense loop below
+                        cols = _pruned_relation(
+                            model, r, threshold, pruner,
+                            lambda k, r=r: _pruned_step(bar, k, pruner, n, max_fraction if guarded else 1.0, threshold, r),
+                        )
+                        if cols is not None:
+                            writer.write_batch(pa.record_batch([pa.array(c) for c in cols], schema=schema))
+                            nnz = len(cols[0])
+                        total, scored, start = total + nnz, scored + n * n, n
+                        if guarded and total > max_facts:
+                            raise PipelineError(
+                                f"threshold {threshold} keeps {total} facts after relation {r}, more than "
+                                f"{max_fraction:.0%} of all pairs; choose a higher --threshold"
+                            )
+                    for n_heads, cols in score_heads(model, r, start, n, rows, threshold, top_k, tails):
+                        if cols is not None:
+                            writer.write_batch(pa.record_batch([pa.array(c) for c in cols], schema=schema))
+                            nnz += len(cols[0])
+                            total += len(cols[0])
+                        scored += n_heads * n
+                        if guarded:
+                            _guard(total, scored, n_heads * n, all_pairs, max_fraction, threshold, r)
+                        bar.update(n_heads)
+                relations.append(
+                    {"relation": r, "file": relation_file(r), "nnz": int(nnz), "bytes": path.stat().st_size}
+                )
+            bar.close()
         seconds = time.perf_counter() - t0
         manifest = {
             **{k: v for k, v in meta_common.items() if k not in ("threshold", "n_entities", "n_relations", "top_k")},
@@ -203,16 +203,218 @@ def export_adjacency(
             "bytes": int(sum(x["bytes"] for x in relations)),
             "dense_float32_bytes": 4 * n * n * model.n_relations,
             "provenance": provenance({"threshold": float(threshold), "device": dev}, inputs={"run": str(run.path)}),
+            **({"executor": executor.describe()} if sharded and executor is not None else {}),
             **({"pruning": pruner.as_dict()} if pruner is not None else {}),
         }
         write_manifest(tmp, manifest)
         if out.exists():
             shutil.rmtree(out)  # an export of another model or threshold: replaced, never mixed
         os.replace(tmp, out)
+        if sharded:
+            _remove_shards(where, shards is None)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {**manifest, "path": str(out), "cached": False}
+
+
+def _pruned_relation(
+    model: Any, r: int, threshold: float, stats: box_bounds.PruneStats, on_block: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A box model's relation r by exact pruned scoring, as one batch's columns (None: nothing kept)."""
+    h_, t_, s_ = box_bounds.score_relation(model, r, threshold, stats=stats, on_block=on_block)
+    if not len(h_):
+        return None
+    return (h_.to(torch.int32).cpu().numpy(), t_.to(torch.int32).cpu().numpy(), s_.to(torch.float32).cpu().numpy())
+
+
+# ------------------------------------------------------------------------------------- sharded export
+@dataclass(frozen=True)
+class ShardSpec:
+    """One task of a sharded export: relation r, heads start..stop-1, scored in blocks of ``rows``
+    (``pruned``: a box model's whole relation by pruned scoring), written to ``path`` on ``fs``."""
+
+    r: int
+    start: int
+    stop: int
+    rows: int
+    threshold: float
+    top_k: int | None
+    pruned: bool
+    fs: Any
+    path: str
+    meta: dict[str, str]
+    device: str | None
+
+
+
+def score_shard(model: Any, spec: ShardSpec) -> dict[str, Any]:
+    """A task: score one shard and write it (pure apart from that one file). Returns {nnz, bytes, prune}."""
+    dev = config.select_device(spec.device)  # a worker with a GPU scores there; the model is sent on CPU
+    model = model.to(dev)
+    n = model.n_entities
+    with torch.no_grad():
+        if spec.pruned:
+            stats = box_bounds.PruneStats(heads_total=n)
+            cols = _pruned_relation(model, spec.r, spec.threshold, stats)
+            batches = [cols] if cols is not None else []
+            prune = {k: getattr(stats, k) for k in _PRUNE_COUNTS}
+        else:
+            tails = torch.arange(n, device=dev)
+            heads = score_heads(model, spec.r, spec.start, spec.stop, spec.rows, spec.threshold, spec.top_k, tails)
+            batches = [cols for _, cols in heads if cols is not None]
+            prune = {}
+    meta = {**spec.meta, **({"prune": json.dumps(prune)} if prune else {})}
+    size = write_shard(spec.fs, spec.path, meta, batches)
+    return {"nnz": sum(len(b[0]) for b in batches), "bytes": size, "prune": prune}
+
+
+_PRUNE_COUNTS = ("block_pairs", "blocks_pruned", "row_pairs", "rows_pruned", "pairs_scored", "pairs_total", "facts")
+
+
+def _shard_specs(
+    model: Any, meta_common: dict[str, str], rows: int, threshold: float, top_k: int | None, pruned: bool,
+    fs: Any, base: str, shard_heads: int | None, device: str | None,
+) -> list[ShardSpec]:
+    """Every shard of the export in (relation, head) order; boundaries on whole scoring blocks, so each
+    shard's batches are the single-process export's batches of those heads."""
+    n = model.n_entities
+    step = n if pruned else max(1, (shard_heads or rows) // rows) * rows
+    specs = []
+    for r in range(model.n_relations):
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            meta = {**meta_common, "relation": str(r), "head_start": str(start), "head_stop": str(stop)}
+            specs.append(
+                ShardSpec(r, start, stop, rows, threshold, top_k, pruned, fs, f"{base}/{shard_file(r, start, stop)}", meta, device)
+            )
+    return specs
+
+
+def _export_sharded(
+    executor: Executor,
+    model: Any,
+    tmp: Path,
+    meta_common: dict[str, str],
+    rows: int,
+    threshold: float,
+    top_k: int | None,
+    pruned: bool,
+    where: str | Path,
+    shard_heads: int | None,
+    max_fraction: float | None,
+    device: str | None,
+    progress: bool,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Score the shards through ``executor`` (reusing complete ones), then concatenate them in head order
+    into tmp's relation files. Returns (the manifest's relation entries, summed pruning counts). The
+    density guard (max_fraction; None = off) is judged on the driver over every shard finished so far."""
+    fs, base = shard_filesystem(where)
+    fs.create_dir(base, recursive=True)
+    n = model.n_entities
+    all_pairs = n * n * model.n_relations
+    specs = _shard_specs(model, meta_common, rows, threshold, top_k, pruned, fs, base, shard_heads, device)
+    total = scored = 0
+    prune_sum = dict.fromkeys(_PRUNE_COUNTS, 0)
+
+    def account(spec: ShardSpec, nnz: int, prune: dict[str, int]) -> None:
+        nonlocal total, scored
+        total += nnz
+        scored += (spec.stop - spec.start) * n
+        for k, v in prune.items():
+            prune_sum[k] += int(v)
+        if max_fraction is not None:
+            _guard(total, scored, (spec.stop - spec.start) * n, all_pairs, max_fraction, threshold, spec.r)
+
+    todo = []
+    for spec in specs:  # resume: a complete shard of this very export is not scored again
+        found = read_shard(fs, spec.path, spec.meta)
+        if found is None:
+            todo.append(spec)
+        else:
+            account(spec, sum(b.num_rows for b in found[0]), json.loads(found[1].get("prune", "{}")))
+    tasks = [
+        Task(f"shard {shard_file(s.r, s.start, s.stop)} (relation {s.r}, heads {s.start}..{s.stop - 1})", s, s.stop - s.start)
+        for s in todo
+    ]
+    with closing(executor.map(score_shard, tasks, model.to("cpu"), desc="export", unit="head", progress=progress)) as done:
+        for i, res in done:
+            account(todo[i], res["nnz"], res["prune"])
+    relations = []
+    for r in range(model.n_relations):
+        path = tmp / relation_file(r)
+        schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
+        nnz = 0
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            for spec in (s for s in specs if s.r == r):
+                found = read_shard(fs, spec.path, spec.meta)
+                if found is None:
+                    raise ArtifactError(f"shard {spec.path}: missing or unreadable after it was written; export again")
+                for batch in found[0]:
+                    writer.write_batch(pa.record_batch(batch.columns, schema=schema))
+                    nnz += batch.num_rows
+        relations.append({"relation": r, "file": relation_file(r), "nnz": int(nnz), "bytes": path.stat().st_size})
+    return relations, prune_sum
+
+
+def _remove_shards(where: str | Path, whole_folder: bool) -> None:
+    """After the export is in place: its shards are no longer needed (a default shard folder goes whole;
+    in a folder the user named, only the shard files)."""
+    fs, base = shard_filesystem(where)
+    if whole_folder:
+        fs.delete_dir(base)
+        return
+    for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if info.base_name.startswith("rel-") and ".arrow" in info.base_name:
+            fs.delete_file(info.path)
+
+
+def score_heads(
+    model: Any,
+    r: int,
+    start: int,
+    stop: int,
+    rows: int,
+    threshold: float,
+    top_k: int | None,
+    tails: torch.Tensor,
+) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray] | None]]:
+    """Score relation r's heads start..stop-1 against ``tails`` in blocks of ``rows`` heads; yield per block
+    (heads scored, (head int32, tail int32, score float32) of the kept pairs sorted by (head, tail), or None
+    when the block keeps nothing). The one scoring loop of the local export and of every shard, so both
+    write the same batches; the block shrinks on out-of-memory instead of crashing."""
+    dev = tails.device
+    while start < stop:
+        heads = torch.arange(start, min(stop, start + rows), device=dev)
+        try:
+            scores = model.score_block(heads, r, tails)
+        except (torch.OutOfMemoryError, RuntimeError) as exc:
+            if rows == 1 or not _is_oom(exc):
+                raise
+            rows = max(1, rows // 2)
+            continue
+        hi, ti, sc = select_block(scores, threshold, top_k)
+        cols = None
+        if len(hi):
+            cols = (
+                (hi + start).to(torch.int32).cpu().numpy(),
+                ti.to(torch.int32).cpu().numpy(),
+                sc.to(torch.float32).cpu().numpy(),
+            )
+        yield len(heads), cols
+        start += len(heads)
+
+
+def _guard(total: int, scored: int, step_pairs: int, all_pairs: int, max_fraction: float, threshold: float, r: int) -> None:
+    """The density guard, global over the whole export: judge early (after a block and 2% of all pairs) so
+    an unselective model fails in seconds, and always before the stored facts outgrow the dense matrix."""
+    early = scored >= min(all_pairs, max(step_pairs, all_pairs // 50))
+    if total > int(max_fraction * all_pairs) or (early and total > max_fraction * scored):
+        raise PipelineError(
+            f"threshold {threshold} keeps {total / scored:.1%} of the (h, r, t) pairs scored so "
+            f"far (limit {max_fraction:.0%}, relation {r}): the model is not selective at this "
+            "threshold and the export would outgrow the dense matrix; choose a higher --threshold"
+        )
 
 
 def _pruned_step(

@@ -9,16 +9,26 @@ a manifest; the one module that writes manifests and reads exports (:mod:`pipeli
 
 Reading cross-checks the manifest against every file's own metadata and against the data set, so an edited
 manifest (another threshold, another entity count) is refused instead of recorded as the truth.
+
+A distributed export (an executor other than local, :mod:`pipeline.executors`) first writes **shards**:
+one Arrow IPC file per (relation, head range), ``rel-0003-h000001118-000002236.arrow``, holding that range's
+record batches exactly as the single-process export writes them, on a local folder or any pyarrow/fsspec
+filesystem URI (s3://, gs://, file://, mock://). A shard's schema metadata names its export (model hash,
+threshold, top-k) and its range, so a re-run reuses what is there and refuses a shard of another export;
+the driver then concatenates the shards in head order into the relation files above.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import torch
 
 from pipeline import atomic
@@ -33,6 +43,70 @@ SCHEMA = pa.schema([("head", pa.int32()), ("tail", pa.int32()), ("score", pa.flo
 
 def relation_file(r: int) -> str:
     return f"rel-{r:04d}.arrow"
+
+
+# what a shard's metadata must repeat for a re-run to reuse it
+SHARD_KEYS = ("format", "dataset", "model_hash", "threshold", "top_k", "n_entities", "relation", "head_start", "head_stop")
+
+
+def shard_file(r: int, start: int, stop: int) -> str:
+    """The shard of relation r, heads start..stop-1 (zero-padded so names sort in head order)."""
+    return f"rel-{r:04d}-h{start:09d}-{stop:09d}.arrow"
+
+
+def shard_filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, base path) of a shard location: a local folder, a URI pyarrow knows (file://, s3://,
+    gs://, hdfs://, mock://) or, failing that, one fsspec knows (wrapped for pyarrow)."""
+    text = str(location)
+    if "://" not in text:
+        return pafs.LocalFileSystem(), str(Path(text).resolve())
+    try:
+        return pafs.FileSystem.from_uri(text)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        try:
+            import fsspec
+
+            fs, path = fsspec.core.url_to_fs(text)
+        except (ImportError, ValueError) as exc2:
+            raise ArtifactError(f"--shards {text}: no filesystem for this URI ({exc}; fsspec: {exc2})") from None
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+
+
+def write_shard(
+    fs: pafs.FileSystem, path: str, meta: dict[str, str], batches: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> int:
+    """Write one shard (head int32, tail int32, score float32 batches, in order) under a temporary name,
+    then move it into place, so a killed writer never leaves a shard that looks complete. Returns its bytes."""
+    schema = SCHEMA.with_metadata(meta)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    with fs.open_output_stream(tmp) as sink, pa.ipc.new_file(sink, schema) as writer:
+        for h, t, s in batches:
+            writer.write_batch(pa.record_batch([pa.array(h), pa.array(t), pa.array(s)], schema=schema))
+    fs.move(tmp, path)
+    return int(fs.get_file_info(path).size)
+
+
+def read_shard(
+    fs: pafs.FileSystem, path: str, expect: dict[str, str]
+) -> tuple[list[pa.RecordBatch], dict[str, str]] | None:
+    """A shard's (record batches, schema metadata) when it is complete and belongs to the export ``expect`` describes (its
+    SHARD_KEYS); None when it is missing or unreadable (a partial write: score it again). ArtifactError
+    when it is a readable shard of another export: it is not ours to overwrite."""
+    try:
+        with fs.open_input_file(path) as src:
+            reader = pa.ipc.open_file(src)
+            meta = {k.decode(): v.decode() for k, v in (reader.schema.metadata or {}).items()}
+            batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    except (FileNotFoundError, pa.ArrowInvalid, pa.ArrowIOError, OSError):
+        return None
+    differ = [k for k in SHARD_KEYS if meta.get(k) != expect.get(k)]
+    if differ:
+        k = differ[0]
+        raise ArtifactError(
+            f"shard {path}: belongs to another export ({k} {meta.get(k)!r}, this export's {expect.get(k)!r}); "
+            "remove it or choose another --shards"
+        )
+    return batches, meta
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ this interface, so a new method is one new module registered in :data:`pipeline.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -41,3 +41,12 @@ class Method(ABC):
     @property
     def device(self) -> torch.device:
         return torch.device("cpu")
+
+    def portable(self) -> tuple[Callable[..., Method], tuple[Any, ...]]:
+        """How another process (a Ray actor) gets this method: ``build(*args)``, both picklable. Default:
+        the method itself, pickled; a method over large files overrides it to reopen them there instead."""
+        return _same, (self,)
+
+
+def _same(method: Method) -> Method:
+    return method

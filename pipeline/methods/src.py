@@ -33,7 +33,7 @@ class SRC(Method):
     name: ClassVar[str] = "src"
     description: ClassVar[str] = "exact max-plus search over a neural adjacency export (SRC), calibrated by none|D|L|D+L"
 
-    adjacency: Adjacency
+    adjacency: Adjacency | None  # None: built for remote actors only (SRC.build(load=False))
     manifest: dict[str, Any]
     calibration: str = "none"
     delta: float = 0.0
@@ -45,7 +45,7 @@ class SRC(Method):
 
     @property
     def n_entities(self) -> int:  # type: ignore[override]
-        return self.adjacency.n_entities
+        return self.adjacency.n_entities if self.adjacency is not None else int(self.manifest["n_entities"])
 
     @property
     def label(self) -> str:  # type: ignore[override]
@@ -55,13 +55,15 @@ class SRC(Method):
 
     @property
     def device(self) -> torch.device:
-        return self.adjacency.device
+        return self.adjacency.device if self.adjacency is not None else torch.device("cpu")
 
     def with_delta(self, delta: float) -> SRC:
         """The same method with another delta (for choosing delta on the valid queries)."""
         return SRC(self.adjacency, self.manifest, self.calibration, delta, self.info)
 
     def utilities(self, queries: Sequence[Query]) -> torch.Tensor:
+        if self.adjacency is None:
+            raise PipelineError("this SRC did not load its export (built for an executor's actors): answer through them")
         with torch.no_grad():
             return evaluate_batch([lower_alphas(q, self.delta) for q in queries], self.adjacency)
 
@@ -73,10 +75,24 @@ class SRC(Method):
             "adjacency": self.manifest.get("path"),
             "model_hash": self.manifest["model_hash"],
             "threshold": self.manifest["threshold"],
-            "device": str(self.device),
+            "device": str(self.device) if self.adjacency is not None else "each actor's",
             **({"delta": self.delta} if CALIBRATIONS[self.calibration].uses_delta else {}),
             **self.info,
         }
+
+    def portable(self) -> tuple[Any, tuple[Any, ...]]:
+        """An actor reopens the export (and the saved L, if any) instead of receiving the arrays: the
+        recipe is the export's path, the calibration's saved files and delta, all fitted on the driver."""
+        if not self.manifest.get("path") or (CALIBRATIONS[self.calibration].uses_l and "l_dir" not in self.info):
+            return super().portable()  # an in-memory graph (SRC.over): pickled as is
+        recipe = {
+            "path": str(self.manifest["path"]),
+            "dataset": self.dataset,
+            "calibration": self.calibration,
+            "delta": self.delta,
+            "info": dict(self.info),
+        }
+        return rebuild, (recipe,)
 
     # ------------------------------------------------------------------------------------------ building
     @classmethod
@@ -100,12 +116,15 @@ class SRC(Method):
         l_epochs: int = 20,
         progress: bool = True,
         kg: Any = None,
+        load: bool = True,
     ) -> SRC:
         """SRC on the export at ``adjacency_dir`` (of ``dataset``), calibrated.
 
         D needs ``valid`` (delta chosen there); L needs ``train`` (fitted there, alpha = 0) and selects on
         ``valid`` when given; L's features come from the export's run unless ``run_dir`` names another copy.
-        kg: the loaded data set whose train graph gives L its targets (default: loaded by name)."""
+        kg: the loaded data set whose train graph gives L its targets (default: loaded by name).
+        load=False (calibration none only): read and check the manifest but leave the export unloaded, for
+        answering on an executor's actors, which each load it (the driver then holds no copy)."""
         from loaders import get_spec
         from pipeline import config
         from pipeline.formats.adjacency import load_adjacency
@@ -113,6 +132,8 @@ class SRC(Method):
         calib = CALIBRATIONS[calibration]
         dev = config.select_device(device)
         sizes = (kg.n_entities, kg.n_relations) if kg is not None else _registered_sizes(get_spec, dataset)
+        if not load and calib.name == "none":
+            return cls(None, {**_checked_manifest(adjacency_dir, dataset, sizes), "path": str(adjacency_dir)})
         graph, manifest = load_adjacency(adjacency_dir, dataset, dev, *sizes)
         manifest = {**manifest, "path": str(adjacency_dir)}
         method = cls(as_adjacency(graph), manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
@@ -134,6 +155,44 @@ class SRC(Method):
             assert valid is not None
             method = _choose_delta(method, valid, calib_dir if run_path.name else None, key_parts, progress)
         return method
+
+
+def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
+    """SRC from :meth:`SRC.portable`'s recipe, in another process: load the export on this worker's
+    device (a GPU actor's GPU), apply the saved L, lower alpha by the driver's delta. Fits nothing."""
+    from pipeline import config
+    from pipeline.formats.adjacency import load_adjacency
+
+    dev = config.select_device(device)
+    graph, manifest = load_adjacency(recipe["path"], recipe["dataset"], dev)
+    manifest = {**manifest, "path": recipe["path"]}
+    adj = as_adjacency(graph)
+    info = recipe["info"]
+    if CALIBRATIONS[recipe["calibration"]].uses_l:
+        from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.models import load_run
+
+        model = load_run(info["l_run"], device=dev)
+        tables = feature_tables(model, adj.device)
+        calib = load_affine(Path(info["l_dir"]), tables[0].shape[1], tables[1].shape[1], adj.device)
+        if calib is None:
+            raise ArtifactError(f"{info['l_dir']}: the saved calibration L is gone; answer again to refit it")
+        with torch.no_grad():
+            adj = calibrated_adjacency(adj, calib, tables)
+    return SRC(adj, manifest, recipe["calibration"], float(recipe["delta"]), info)
+
+
+def _checked_manifest(folder: str | Path, dataset: str, sizes: tuple[int | None, int | None]) -> dict[str, Any]:
+    """The export's manifest with the checks load_adjacency makes before reading files (data set, sizes)."""
+    from pipeline.formats.adjacency import read_manifest
+
+    manifest = read_manifest(Path(folder))
+    if manifest["dataset"] != dataset:
+        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
+    for what, have, want in (("entities", manifest["n_entities"], sizes[0]), ("relations", manifest["n_relations"], sizes[1])):
+        if want is not None and int(have) != want:
+            raise ArtifactError(f"{folder}: an export of {have} {what}, but {dataset} has {want}")
+    return manifest
 
 
 def _registered_sizes(get_spec: Any, dataset: str) -> tuple[int | None, int | None]:
@@ -210,7 +269,7 @@ def _fit_l(
         save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": key_parts, "history": history})
     with torch.no_grad():
         adj = calibrated_adjacency(adj, calib, tables)
-    info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}")}
+    info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}"), "l_run": str(run_path)}
     return SRC(adj, method.manifest, method.calibration, method.delta, info)
 
 
@@ -253,11 +312,13 @@ def answer_src(
     kg: Any = None,
     allow_split_mismatch: bool = False,
     explain: int = 0,
+    executor: Any = None,
 ) -> dict[str, Any]:
     """`pipeline answer QUERIES --adjacency DIR --calibration C` from Python: read the query sets (checking
     their roles), build SRC, answer and write the answers file. Returns the report of
     :func:`pipeline.answer.run_answer`. explain > 0: names in the answers file and the top-`explain`
-    witnesses beside it (report["witnesses"], pipeline.explain_answers)."""
+    witnesses beside it (report["witnesses"], pipeline.explain_answers). executor: where the answering
+    batches run (pipeline.executors; calibration is fitted here, on the driver, before)."""
     from pipeline.answer import check_role, run_answer
     from pipeline.formats.queryset import read_query_set
 
@@ -267,8 +328,10 @@ def answer_src(
     train = read_query_set(train_queries) if train_queries else None
     check_role(valid, "--valid-queries", dataset, allow_split_mismatch)
     check_role(train, "--train-queries", dataset, allow_split_mismatch)
-    method = SRC.build(adjacency, dataset, calibration, valid, train, run_dir, device, seed, l_epochs, progress, kg)
-    report = run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress)
+    # remote actors each load the export; the driver needs it only to fit a calibration or explain
+    load = calibration != "none" or bool(explain) or executor is None or executor.in_process
+    method = SRC.build(adjacency, dataset, calibration, valid, train, run_dir, device, seed, l_epochs, progress, kg, load)
+    report = run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress, executor)
     if explain:
         from pipeline.explain_answers import explain_answers_file
 

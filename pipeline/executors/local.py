@@ -1,0 +1,64 @@
+"""The local executor: every task in this process, in order (today's behaviour and the default)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
+
+from tqdm import tqdm
+
+from pipeline.errors import PipelineError
+from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
+
+
+class LocalExecutor(Executor):
+    name: ClassVar[str] = "local"
+    description: ClassVar[str] = "every task in this process, one after another (the default)"
+    in_process: ClassVar[bool] = True
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        if address:
+            raise PipelineError("--address names a Ray cluster; it needs --executor ray")
+        if workers not in (None, 1):
+            raise PipelineError(f"--workers {workers} needs --executor ray (the local executor runs one task at a time)")
+        super().__init__(None, 1)
+
+    def map(
+        self,
+        fn: Callable[[Any, Any], Any],
+        tasks: Sequence[Task],
+        shared: Any = None,
+        *,
+        desc: str = "tasks",
+        unit: str = "task",
+        progress: bool = True,
+    ) -> Iterator[tuple[int, Any]]:
+        return _run(lambda args: fn(shared, args), tasks, desc, unit, progress)
+
+    def map_on_actors(
+        self,
+        fn: Callable[[Any, Any], Any],
+        tasks: Sequence[Task],
+        state: ActorState,
+        *,
+        desc: str = "tasks",
+        unit: str = "task",
+        progress: bool = True,
+    ) -> Iterator[tuple[int, Any]]:
+        try:
+            obj = state.make()  # built once, like one actor
+        except Exception as exc:
+            label = tasks[0].label if tasks else "the actor"
+            raise TaskFailed(f"{label} failed: its actor could not be built: {type(exc).__name__}: {exc}") from exc
+        return _run(lambda args: fn(obj, args), tasks, desc, unit, progress)
+
+
+def _run(call: Callable[[Any], Any], tasks: Sequence[Task], desc: str, unit: str, progress: bool) -> Iterator[tuple[int, Any]]:
+    with tqdm(total=sum(t.weight for t in tasks), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True) as bar:
+        for i, task in enumerate(tasks):
+            try:
+                result = call(task.args)
+            except Exception as exc:  # as on a remote worker: one line naming the task (the cause chained)
+                raise failure(task, exc) from exc
+            bar.update(task.weight)
+            yield i, result
