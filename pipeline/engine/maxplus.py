@@ -226,7 +226,7 @@ def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Ten
             for beta, w in zip(betas, cc, strict=True):
                 g.addcmul_(beta[:, None], w[None, :])
             res = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
-            res.scatter_reduce_(1, dst.expand(len(members), -1), g, reduce="amax", include_self=True)
+            res.scatter_reduce_(1, dst.long().expand(len(members), -1), g, reduce="amax", include_self=True)
         if whole:
             return res
         if out is None:
@@ -250,8 +250,9 @@ def _stream_wide(
         g = st.index_select(0, src[lo : lo + block])
         for beta, w in zip(betas, cc, strict=True):
             g.addcmul_(w[lo : lo + block, None], beta[None, :])
+        # scatter indices must be int64 on some paths; converting a block costs little next to its gather
         out.scatter_reduce_(
-            0, dst[lo : lo + block, None].expand(-1, bsz), g, reduce="amax", include_self=True
+            0, dst[lo : lo + block, None].long().expand(-1, bsz), g, reduce="amax", include_self=True
         )
     # The transposed state is dead: its buffer (already paged in) takes the result back in (B, N) layout.
     # A fresh (B, N) buffer costs ~1 us of page fault per 4 KiB, and a transposed view is slow to add to.
