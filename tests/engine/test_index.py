@@ -179,3 +179,41 @@ def test_exported_graph_loads_with_int32_ids(tmp_path, n):
     ):
         assert np.array_equal(got.numpy(), np.concatenate(exp))
     assert graph.rel_offsets.dtype == torch.int64
+
+
+@pytest.mark.parametrize("alphas", [(0.0,), (0.0, 0.5, 0.0, 0.3)])
+def test_dense_gradient_routing_picks_the_same_maximisers(monkeypatch, alphas):
+    """Calibration L's gradient routing streams the facts for rows whose state is finite everywhere:
+    the same maximisers, in the same order, as the ragged pass over every (row, entity): equal gradients
+    (bit for bit) in the state and in the confidences, ties (conf 0.5 repeated) included."""
+    import dataclasses
+
+    import pipeline.engine.maxplus as mp
+    from pipeline.engine.atoms import AtomParams, RelationMatrix
+
+    graph = export_like(n=40, r=3, density=0.4, seed=5)
+    bsz = 12
+    gen = torch.Generator().manual_seed(0)
+    rel = torch.randint(0, 3, (bsz,), generator=gen)
+    alpha = torch.tensor([alphas[i % len(alphas)] for i in range(bsz)], dtype=torch.float32)
+    beta = torch.rand(bsz, generator=gen).round(decimals=1) + 0.1
+    params = AtomParams(rel, alpha, beta, torch.arange(bsz) % 5 == 4)
+    state0 = (torch.rand(bsz, 40, generator=gen) * 4).round() / 4  # ties between state entries too
+    state0[1, ::3] = float("-inf")  # one row not finite everywhere: the ragged pass handles it
+    weight = torch.randn(bsz, 40, generator=gen)
+    grads = []
+    for dense in (True, False):
+        monkeypatch.setattr(mp, "_DENSE_WINNERS", dense)
+        base = Adjacency.from_graph(graph)
+        fc, bc = base.fwd.conf.clone().requires_grad_(), base.bwd.conf.clone().requires_grad_()
+        adj = dataclasses.replace(
+            base, fwd=dataclasses.replace(base.fwd, conf=fc), bwd=dataclasses.replace(base.bwd, conf=bc)
+        )
+        state = state0.clone().requires_grad_()
+        for from_head in (True, False):
+            out = mp.maxplus(state, RelationMatrix(adj, params, from_head))
+            torch.where(torch.isfinite(out), out * weight, torch.zeros(())).sum().backward()
+        grads.append((state.grad, fc.grad, bc.grad))
+    for a, b in zip(*grads, strict=True):
+        assert torch.equal(a, b)
+    assert grads[0][1].abs().sum() > 0 and grads[0][2].abs().sum() > 0
