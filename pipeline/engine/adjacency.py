@@ -58,8 +58,8 @@ class Oriented:
         return cls(src, dst, conf, ptr)
 
     def reversed(self, rel_offsets: torch.Tensor, n_entities: int) -> Oriented:
-        """The same facts with src and dst swapped, sorted by (rel, dst, src): per relation, a stable sort
-        by dst of facts already ordered by (src, dst) orders them by (dst, src)."""
+        """The same facts with src and dst swapped (the other orientation), sorted by (rel, self.dst,
+        self.src): per relation, a stable sort by dst of facts ordered by (src, dst) orders them by (dst, src)."""
         src = torch.empty_like(self.src)
         dst = torch.empty_like(self.dst)
         conf = []  # slices concatenated: differentiable when the confidences are (calibration L)
@@ -186,8 +186,10 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
 
 class BytesLRU:
     """A memo bounded by bytes: the least recently used entries leave first when a new one needs room, so
-    an answering run builds each relation pair's union of supports (~24 B per entry: 5-10M entries on a
-    CN15k export) once and reuses it across batches and alpha levels, while the memory stays bounded."""
+    an answering run builds each relation pair's union of supports (16 B per entry: 5-10M entries on a
+    CN15k export) once and reuses it across batches and alpha levels while the memory stays bounded.
+    A working set larger than the budget, revisited in the same order (every pass of D's delta search),
+    is an LRU's worst case: nothing is reused then (measured in docs/benchmarks.md)."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
