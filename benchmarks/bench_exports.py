@@ -3,7 +3,7 @@ memory bound, one calibration-L batch, peak RSS; and the exactness check of the 
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_exports.py QUERIES --adjacency EXPORT_DIR \
         [--engines before,after] [--variants none,D,L,D+L] [--delta 0.1] [--repeat 2] [--threads 1] \
-        [--l-train TRAIN_QUERIES] [--check N] [--seed 0]
+        [--l-train TRAIN_QUERIES] [--check N] [--seed 0] [--device cpu|cuda]
 
 "before" is the frozen engine of tests/engine/reference (commit e09fd49), "after" is pipeline.engine;
 runs alternate before/after per variant so both see the same machine load. Variants: none; D (every alpha
@@ -19,6 +19,7 @@ Prints markdown tables and a JSON line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import resource
@@ -56,8 +57,12 @@ def engines() -> dict[str, tuple[Callable, Callable]]:
     import tests.engine.reference.adjacency as ref_adj
     import tests.engine.reference.evaluate as ref_eval
 
+    def before_index(graph):  # the frozen engine indexes int64 ids, as the loader of its time gave it
+        wide = {k: getattr(graph, k).long() for k in ("head", "rel", "tail")}
+        return ref_adj.Adjacency.from_graph(dataclasses.replace(graph, **wide))
+
     return {
-        "before": (ref_adj.Adjacency.from_graph, ref_eval.evaluate_batch),
+        "before": (before_index, ref_eval.evaluate_batch),
         "after": (after.Adjacency.from_graph, after.evaluate_batch),
     }
 
@@ -70,18 +75,25 @@ def engine_modules(name: str) -> tuple:
     return importlib.import_module(f"{pkg}.atoms"), importlib.import_module(f"{pkg}.maxplus")
 
 
+def sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so a timer reads the work's end (a no-op on the CPU)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def random_l(graph, seed: int) -> tuple[AffineCalibration, tuple[torch.Tensor, ...]]:
     """An L with seeded random weights over random unit feature tables (dim 16): times like a trained L."""
     gen = torch.Generator().manual_seed(seed)
     d = 16
     tables = tuple(
-        torch.randn(k, d, generator=gen) / d**0.5
+        (torch.randn(k, d, generator=gen) / d**0.5).to(graph.device)
         for k in (graph.n_entities, graph.n_relations, graph.n_entities)
     )
     calib = AffineCalibration(d, d)
     with torch.no_grad():
         for p in calib.parameters():
             p.copy_(0.05 * torch.randn(p.shape, generator=gen))
+    calib.to(graph.device)
     return calib, tables
 
 
@@ -90,10 +102,12 @@ def time_types(evaluate: Callable, adj, by_type: dict[str, list[Query]], delta: 
     out = {}
     for t, qs in by_type.items():
         batch_qs = [lower_alphas(q, delta) for q in qs]
+        sync(adj.device)
         t0 = time.perf_counter()
         with torch.no_grad():
             for i in range(0, len(batch_qs), BATCH):
                 evaluate(batch_qs[i : i + BATCH], adj)
+        sync(adj.device)
         out[t] = len(qs) / (time.perf_counter() - t0)
     return out
 
@@ -101,9 +115,9 @@ def time_types(evaluate: Callable, adj, by_type: dict[str, list[Query]], delta: 
 def random_queries(graph, name: str, count: int, rng: np.random.Generator) -> list[Query]:
     """count queries of one type over the export: relations with facts, anchors = heads of their facts,
     hybrid alpha (0 or the relation's 25/50/75th percentile of exported scores), random beta."""
-    rel = graph.rel.numpy()
-    head = graph.head.numpy()
-    conf = graph.conf.numpy()
+    rel = graph.rel.cpu().numpy()
+    head = graph.head.cpu().numpy()
+    conf = graph.conf.cpu().numpy()
     rels = np.unique(rel)
     starts = np.searchsorted(rel, rels)
     ends = np.searchsorted(rel, rels, side="right")
@@ -130,19 +144,22 @@ def random_queries(graph, name: str, count: int, rng: np.random.Generator) -> li
 def step_vs_bound(name: str, index: Callable, graph, bw: float, batch: int = BATCH) -> dict:
     """One max-plus step, dense state, the largest exported relation, alpha 0 (every fact read)."""
     atoms, mp = engine_modules(name)
-    counts = torch.bincount(graph.rel, minlength=graph.n_relations)
+    counts = torch.bincount(graph.rel.long(), minlength=graph.n_relations)
     r = int(counts.argmax())
     adj = index(graph)
     params = atoms.AtomParams(
-        torch.full((batch,), r), torch.zeros(batch), torch.ones(batch), torch.zeros(batch, dtype=torch.bool)
+        *(x.to(graph.device) for x in (torch.full((batch,), r), torch.zeros(batch), torch.ones(batch))),
+        torch.zeros(batch, dtype=torch.bool, device=graph.device),
     )
     m = atoms.RelationMatrix(adj, params, True)
-    state = torch.rand(batch, graph.n_entities, generator=torch.Generator().manual_seed(0))
+    state = torch.rand(batch, graph.n_entities, generator=torch.Generator().manual_seed(0)).to(graph.device)
     mp.maxplus(state, m)
     times = []
     for _ in range(5):
+        sync(graph.device)
         t = time.perf_counter()
         mp.maxplus(state, m)
+        sync(graph.device)
         times.append(time.perf_counter() - t)
     touched = batch * (int(counts[r]) * 12 + graph.n_entities * 4 * 2)  # as benchmarks/bench_engine.py
     return {
@@ -157,7 +174,7 @@ def union_seconds(index: Callable, graph, pairs: int = 6, repeat: int = 3) -> di
     """Seconds to build a multi-edge's union of supports (the cost of 2m/im), for the relation pairs of
     the `pairs` largest relations taken two by two, best of `repeat` with the memo cleared each time."""
     adj = index(graph)
-    top = torch.bincount(graph.rel, minlength=graph.n_relations).argsort(descending=True)[:pairs].tolist()
+    top = torch.bincount(graph.rel.long(), minlength=graph.n_relations).argsort(descending=True)[:pairs].tolist()
     todo = [((True, a), (True, b)) for a, b in zip(top[::2], top[1::2], strict=False)]
     best = float("inf")
     for _ in range(repeat):
@@ -187,6 +204,7 @@ def l_batch_seconds(
     pred = evaluate(qs, cal)
     loss = (pred - truth).pow(2).mean()
     loss.backward()
+    sync(graph.device)
     return time.perf_counter() - t0
 
 
@@ -205,13 +223,14 @@ def main() -> None:
     ap.add_argument("--step", action="store_true", help="time one max-plus step against the memory bound")
     ap.add_argument("--unions", action="store_true", help="time building multi-edge unions of supports")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the export and the index on that device)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
     qs = read_query_set(args.queries)
     t0 = time.perf_counter()
-    graph, manifest = load_adjacency(args.adjacency, dataset=qs.meta["dataset"])
+    graph, manifest = load_adjacency(args.adjacency, dataset=qs.meta["dataset"], device=args.device)
     print(f"loaded {graph.nnz:,} facts in {time.perf_counter() - t0:.1f} s", flush=True)
     eng = {k: v for k, v in engines().items() if k in args.engines.split(",")}
     parsed = qs.queries()

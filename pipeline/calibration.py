@@ -184,7 +184,9 @@ def calibrated_adjacency(
     if relations is None:
 
         def orient(o: Any, src_is_head: bool) -> Any:
-            rel = o.key // (n * n)  # key = (rel * N + src) * N + dst
+            from pipeline.engine.adjacency import fact_relations
+
+            rel = fact_relations(o.ptr, n)
             h, t = (o.src, o.dst) if src_is_head else (o.dst, o.src)
             return replace(o, conf=calib.calibrate(o.conf, h, rel, t, proj))
 

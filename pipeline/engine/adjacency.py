@@ -7,45 +7,72 @@ one row, one column, or one (h, r, t) lookup without ever forming a dense |E| x 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 from pipeline.kg import GraphTensors
 
-_MEMO_BYTES = 256 << 20  # derived arrays kept per Adjacency
+_MEMO_BYTES = 512 << 20  # derived arrays kept per Adjacency (least recently used dropped first)
+
+
+def index_dtype(n_entities: int) -> torch.dtype:
+    """The dtype of entity ids in the index: int32 (half the bytes of int64 per fact and orientation, the
+    difference between a CN15k export fitting in 4 GiB or not) whenever every id fits."""
+    return torch.int32 if n_entities <= 1 << 31 else torch.int64
 
 
 @dataclass(frozen=True)
 class Oriented:
-    """All facts sorted by (rel, src, dst). src/dst: (nnz,) int64, conf: (nnz,) float32;
-    ptr: (n_relations * n_entities + 1,) int64, facts of (r, s) are [ptr[r*N + s], ptr[r*N + s + 1]);
-    key: (nnz,) int64 sorted, (r*N + s)*N + dst, for point lookups."""
+    """All facts sorted by (rel, src, dst). src/dst: (nnz,) entity ids (int32, see index_dtype), conf:
+    (nnz,) float32; ptr: (n_relations * n_entities + 1,) int64 (offsets may pass 2^31), the facts of row
+    (r, s) are [ptr[r*N + s], ptr[r*N + s + 1]), sorted by dst (point lookups search there)."""
 
     src: torch.Tensor
     dst: torch.Tensor
     conf: torch.Tensor
     ptr: torch.Tensor
-    key: torch.Tensor
 
     @classmethod
-    def build(
+    def from_sorted(
         cls,
-        rel: torch.Tensor,
         src: torch.Tensor,
         dst: torch.Tensor,
         conf: torch.Tensor,
+        rel_offsets: torch.Tensor,
         n_entities: int,
-        n_relations: int,
     ) -> Oriented:
+        """From facts already sorted by (rel, src, dst), relation r at [rel_offsets[r], rel_offsets[r+1]).
+        The arrays are kept as given (no copy): a graph's (head, tail, conf) are its rows by head."""
         n = n_entities
-        key = (rel * n + src) * n + dst
-        key, order = torch.sort(key)
-        src, dst, conf = src[order], dst[order], conf[order]
-        row = key // n
-        ptr = torch.searchsorted(row, torch.arange(n_relations * n + 1, device=rel.device))
-        return cls(src, dst, conf, ptr, key)
+        n_rel = rel_offsets.numel() - 1
+        ptr = torch.empty(n_rel * n + 1, dtype=torch.int64, device=src.device)
+        ents = torch.arange(n, dtype=src.dtype, device=src.device)
+        bounds = rel_offsets.tolist()
+        for r in range(n_rel):  # per relation: no temporary of the size of the whole graph
+            lo, hi = bounds[r], bounds[r + 1]
+            ptr[r * n : (r + 1) * n] = torch.searchsorted(src[lo:hi], ents).add_(lo)
+        ptr[n_rel * n] = bounds[-1]
+        return cls(src, dst, conf, ptr)
+
+    def reversed(self, rel_offsets: torch.Tensor, n_entities: int) -> Oriented:
+        """The same facts with src and dst swapped (the other orientation), sorted by (rel, self.dst,
+        self.src): per relation, a stable sort by dst of facts ordered by (src, dst) orders them by (dst, src)."""
+        src = torch.empty_like(self.src)
+        dst = torch.empty_like(self.dst)
+        conf = []  # slices concatenated: differentiable when the confidences are (calibration L)
+        bounds = rel_offsets.tolist()
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            if hi == lo:
+                continue
+            order = torch.sort(self.dst[lo:hi], stable=True).indices
+            torch.index_select(self.dst[lo:hi], 0, order, out=src[lo:hi])
+            torch.index_select(self.src[lo:hi], 0, order, out=dst[lo:hi])
+            conf.append(self.conf[lo:hi].index_select(0, order))
+        conf = torch.cat(conf) if conf else self.conf[:0]
+        return Oriented.from_sorted(src, dst, conf, rel_offsets, n_entities)
 
     def rows(
         self, rel: torch.Tensor, s: torch.Tensor, n_entities: int
@@ -60,16 +87,35 @@ class Oriented:
     def lookup(
         self, rel: torch.Tensor, s: torch.Tensor, o: torch.Tensor, n_entities: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Point lookups: (found (P,) bool, conf (P,) float32, 0 where not found)."""
-        q = (rel * n_entities + s) * n_entities + o
-        if self.key.numel() == 0:
-            return torch.zeros_like(q, dtype=torch.bool), torch.zeros(q.shape, device=q.device)
-        pos = torch.searchsorted(self.key, q).clamp_(max=self.key.numel() - 1)
-        found = self.key[pos] == q
-        return found, torch.where(found, self.conf[pos], torch.zeros((), device=q.device))
+        """Point lookups: (found (P,) bool, conf (P,) float32, 0 where not found). A binary search inside
+        each row (rows are sorted by dst): no global key array, whose 8 bytes per fact and orientation
+        were a third of the index."""
+        k = rel * n_entities + s
+        lo, end = self.ptr[k], self.ptr[k + 1]
+        nnz = self.dst.numel()
+        if nnz == 0 or k.numel() == 0:
+            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(k.shape, device=k.device)
+        hi = end.clone()
+        # lower bound of o in [lo, hi): the first position whose dst >= o; log2(longest row) steps
+        for _ in range(int((hi - lo).max()).bit_length()):
+            mid = (lo + hi) >> 1
+            less = self.dst.index_select(0, mid.clamp(max=nnz - 1)) < o
+            live = lo < hi
+            lo = torch.where(live & less, mid + 1, lo)
+            hi = torch.where(live & ~less, mid, hi)
+        pos = lo.clamp(max=nnz - 1)
+        found = (lo < end) & (self.dst.index_select(0, pos) == o)
+        return found, torch.where(found, self.conf.index_select(0, pos), torch.zeros((), device=k.device))
 
     def nbytes(self) -> int:
-        return sum(x.element_size() * x.numel() for x in (self.src, self.dst, self.conf, self.ptr, self.key))
+        return sum(x.element_size() * x.numel() for x in (self.src, self.dst, self.conf, self.ptr))
+
+
+def fact_relations(ptr: torch.Tensor, n_entities: int) -> torch.Tensor:
+    """(nnz,) int64: the relation of every fact of an orientation with row pointers ptr (relation r's
+    facts start at ptr[r * N]); nothing per fact is stored for it."""
+    starts = ptr[::n_entities]
+    return torch.repeat_interleave(torch.arange(starts.numel() - 1, device=ptr.device), starts.diff())
 
 
 def expand(start: torch.Tensor, count: torch.Tensor, *arrays: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -138,6 +184,47 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
     return torch.from_numpy(union), where
 
 
+class BytesLRU:
+    """A memo bounded by bytes: the least recently used entries leave first when a new one needs room, so
+    an answering run builds each relation pair's union of supports (16 B per entry: 5-10M entries on a
+    CN15k export) once and reuses it across batches and alpha levels while the memory stays bounded.
+    A working set larger than the budget, revisited in the same order (every pass of D's delta search),
+    is an LRU's worst case: nothing is reused then (measured in docs/benchmarks.md)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self._items: OrderedDict[tuple, tuple[tuple[torch.Tensor, ...], int]] = OrderedDict()
+
+    def get(self, key: tuple) -> tuple[torch.Tensor, ...] | None:
+        got = self._items.get(key)
+        if got is None:
+            return None
+        self._items.move_to_end(key)
+        return got[0]
+
+    def put(self, key: tuple, value: tuple[torch.Tensor, ...], size: int) -> None:
+        if size > self.budget:
+            return  # larger than the whole budget: evicting everything would not make it fit
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.used -= old[1]
+        while self.used + size > self.budget:
+            self.used -= self._items.popitem(last=False)[1][1]
+        self._items[key] = (value, size)
+        self.used += size
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.used = 0
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
 @dataclass(frozen=True)
 class Adjacency:
     """A graph indexed for the engine: `fwd` rows by head (dst = tail), `bwd` rows by tail (dst = head),
@@ -153,16 +240,20 @@ class Adjacency:
     dataset: str = ""
     # memo of derived arrays (relation slices filtered by alpha, unions of supports); never changes a
     # result. init=False: dataclasses.replace (e.g. new confidences) starts a fresh memo, never a stale one
-    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo: BytesLRU = field(default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False)
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:
+        """Index a graph: the rows by head share the graph's arrays where their dtypes already match (an
+        export's int32 ids), the rows by tail are built relation by relation (no graph-sized temporary)."""
         n, r = graph.n_entities, graph.n_relations
-        fwd = Oriented.build(graph.rel, graph.head, graph.tail, graph.conf, n, r)
-        bwd = Oriented.build(graph.rel, graph.tail, graph.head, graph.conf, n, r)
-        loop = graph.head == graph.tail
-        drel, dent, dconf = graph.rel[loop], graph.head[loop], graph.conf[loop]  # sorted by rel already
-        doff = torch.searchsorted(drel, torch.arange(r + 1, device=drel.device))
+        graph = _sorted(graph)
+        idt = index_dtype(n)
+        fwd = Oriented.from_sorted(graph.head.to(idt), graph.tail.to(idt), graph.conf, graph.rel_offsets, n)
+        bwd = fwd.reversed(graph.rel_offsets, n)
+        loop = torch.nonzero(graph.head == graph.tail, as_tuple=True)[0]
+        dent, dconf = fwd.src.index_select(0, loop), graph.conf.index_select(0, loop)
+        doff = torch.searchsorted(graph.rel.index_select(0, loop), torch.arange(r + 1, device=loop.device))
         return cls(n, r, fwd, bwd, dent, dconf, doff, graph.dataset)
 
     @property
@@ -178,13 +269,15 @@ class Adjacency:
         """The stored entries of a sum of atoms (one atom or a multi-edge) whose value is finite.
 
         parts: per atom (from_head, relation, negated, alpha), from_head meaning s is the atom's head.
-        Returns s, o (U,) int64 sorted by o, and cc (P, U) float32: per atom c (or 1 - c when negated) with
+        Returns s, o (U,) entity ids (index_dtype) sorted by o, and cc (P, U) float32: per atom c (or 1 - c when negated) with
         c = 0 where that atom has no fact, so V(s, o) = sum_p beta_p * cc[p]. Entries where some atom's
         cc < alpha (compared in float32) are dropped: their value is -inf. Memoised (bounded by bytes):
         a batch reuses the few alpha levels of each relation."""
         got = self._memo.get(parts)
         if got is not None:
             return got
+        if len(parts) > 1 and any(not p[2] and p[3] > 0 for p in parts):
+            return self._remember(parts, self._required_facts(parts))
         src, dst, conf = self._union(tuple((p[0], p[1]) for p in parts))
         if not any(p[2] for p in parts) and not any(p[3] > 0 for p in parts):
             return src, dst, conf  # c >= 0 always: nothing to drop, nothing to remember
@@ -200,9 +293,55 @@ class Adjacency:
             src, dst, cc = src.index_select(0, idx), dst.index_select(0, idx), cc.index_select(1, idx)
         return self._remember(parts, (src, dst, cc))
 
+    def _required_facts(
+        self, parts: tuple[tuple[bool, int, bool, float], ...]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """finite_facts of a multi-edge with a positive atom at alpha > 0: that atom is finite only on its
+        own facts with c >= alpha, so the finite entries are the intersection of those filtered supports
+        (the other atoms' confidences found by binary search), never the union of whole relations (5-10M
+        entries per CN15k pair, ~1 s each). The same arrays as filtering the union, in the same order."""
+        n = self.n_entities
+        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
+        slices = []
+        for from_head, rel, _, _ in parts:
+            ori = self.oriented(not from_head)  # rows by o, sorted by s: o * N + s ascending
+            lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
+            slices.append((ori.src[lo:hi].to(kt) * n + ori.dst[lo:hi].to(kt), ori.conf[lo:hi]))
+        required = [i for i, p in enumerate(parts) if not p[2] and p[3] > 0]
+        first = required[0]
+        key, conf = slices[first]
+        alpha = torch.tensor(parts[first][3], dtype=torch.float32, device=conf.device)
+        keys = key.index_select(0, torch.nonzero(conf >= alpha, as_tuple=True)[0])
+        cc: list[torch.Tensor | None] = [None] * len(parts)
+        for i, (_, _, neg, a) in enumerate(parts):
+            if i == first:
+                continue
+            key, conf = slices[i]
+            if key.numel():
+                pos = torch.searchsorted(key, keys).clamp_(max=key.numel() - 1)
+                found = key.index_select(0, pos) == keys
+                c = torch.where(found, conf.index_select(0, pos), torch.zeros((), device=conf.device))
+            else:
+                found = torch.zeros(keys.shape, dtype=torch.bool, device=keys.device)
+                c = torch.zeros(keys.shape, dtype=conf.dtype, device=conf.device)
+            c = 1.0 - c if neg else c
+            if neg or a > 0:  # as in finite_facts: compared in float32
+                ok = c >= torch.tensor(a, dtype=torch.float32, device=c.device)
+                idx = torch.nonzero(ok, as_tuple=True)[0]
+                if idx.numel() < keys.numel():
+                    keys, c = keys.index_select(0, idx), c.index_select(0, idx)
+                    cc = [None if x is None else x.index_select(0, idx) for x in cc]
+            cc[i] = c
+        key, conf = slices[first]
+        pos = torch.searchsorted(key, keys)
+        cc[first] = conf.index_select(0, pos)
+        idt = self.fwd.src.dtype
+        o = keys // n
+        return (keys - o * n).to(idt), o.to(idt), torch.stack(cc)
+
     def _union(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The union of the relations' supports sorted by (o, s) (s on the head side when from_head):
-        s, o (U,) int64 and each relation's confidence there (P, U), 0 where it has no fact. Memoised: it
+        s, o (U,) entity ids (index_dtype) and each relation's confidence there (P, U), 0 where it has no fact. Memoised: it
         does not depend on alpha, beta or negation."""
         got = self._memo.get(("union", parts))
         if got is not None:
@@ -216,25 +355,23 @@ class Adjacency:
         if len(parts) == 1:  # slices of the index: nothing to build or remember
             ori, lo, hi = spans[0]
             return ori.dst[lo:hi], ori.src[lo:hi], ori.conf[lo:hi][None, :]
-        # key = (rel * N + o) * N + s is sorted within a relation's slice: o * N + s by one subtraction
-        keys = [ori.key[lo:hi] - rel * n * n for (ori, lo, hi), (_, rel) in zip(spans, parts, strict=True)]
+        # o * N + s is sorted within a relation's slice (rows by o, sorted by s); 32-bit when it fits
+        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
+        keys = [ori.src[lo:hi].to(kt) * n + ori.dst[lo:hi].to(kt) for ori, lo, hi in spans]
         union, where = merge_sorted_runs(keys, n * n)
+        del keys
         conf = torch.zeros((len(parts), union.numel()), dtype=torch.float32, device=union.device)
         for p, (ori, lo, hi) in enumerate(spans):
             conf[p, where[p]] = ori.conf[lo:hi]  # torch indexing: differentiable in conf (calibration L)
+        idt = self.fwd.src.dtype
         o = union // n
-        return self._remember(("union", parts), (union - o * n, o, conf))
+        s = (union - o * n).to(idt)
+        return self._remember(("union", parts), (s, o.to(idt), conf))
 
     def _remember(self, key: tuple, value: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         if any(x.requires_grad for x in value):
             return value  # part of an autograd graph (calibration): valid for this computation only
-        size = sum(x.element_size() * x.numel() for x in value)
-        used = self._memo.get("bytes", 0) + size
-        if used > _MEMO_BYTES:
-            self._memo.clear()
-            used = size
-        self._memo["bytes"] = used
-        self._memo[key] = value
+        self._memo.put(key, value, sum(x.element_size() * x.numel() for x in value))
         return value
 
     def nbytes(self) -> int:
@@ -243,6 +380,34 @@ class Adjacency:
             + self.bwd.nbytes()
             + sum(x.element_size() * x.numel() for x in (self.diag_ent, self.diag_conf, self.diag_off))
         )
+
+
+def _sorted(graph: GraphTensors) -> GraphTensors:
+    """graph itself when its facts are sorted by (rel, head, tail) with rel_offsets matching (GraphTensors'
+    contract, checked one relation at a time), else a sorted copy."""
+    n = graph.n_entities
+    bounds = graph.rel_offsets.tolist()
+    ok = len(bounds) == graph.n_relations + 1 and bounds[0] == 0 and bounds[-1] == graph.nnz
+    for r in range(graph.n_relations):
+        if not ok:
+            break
+        lo, hi = bounds[r], bounds[r + 1]
+        key = graph.head[lo:hi].to(torch.int64) * n + graph.tail[lo:hi]
+        ok = hi >= lo and bool((graph.rel[lo:hi] == r).all()) and bool((key[1:] > key[:-1]).all())
+    if ok:
+        return graph
+    key = (graph.rel.to(torch.int64) * n + graph.head) * n + graph.tail
+    order = torch.sort(key).indices
+    rel = graph.rel.index_select(0, order)
+    offsets = torch.searchsorted(rel, torch.arange(graph.n_relations + 1, dtype=rel.dtype, device=rel.device))
+    return replace(
+        graph,
+        head=graph.head.index_select(0, order),
+        rel=rel,
+        tail=graph.tail.index_select(0, order),
+        conf=graph.conf.index_select(0, order),
+        rel_offsets=offsets.to(torch.int64),
+    )
 
 
 def as_adjacency(graph: GraphTensors | Adjacency) -> Adjacency:

@@ -27,6 +27,7 @@ _WIDE = 8  # from this many rows of one relation on, stream the facts over the t
 _WIDE_BLOCK = 1 << 19  # floats gathered per block of entries (_stream_wide): 2 MiB, about the L2 cache
 _WALK = 8  # top entries walked per column before a column is finished exactly (_max_off_column)
 _GRAD_ENTRIES = 1 << 22  # stored entries examined at once when routing gradients (_attach_grad)
+_DENSE_WINNERS = True  # route the gradients of everywhere-finite rows by streaming (_dense_winners)
 
 
 def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
@@ -63,9 +64,18 @@ def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Ten
     won = torch.zeros((bsz, n), dtype=torch.bool, device=dev)
     wb, ws, wo = [], [], []
     with torch.no_grad():
+        fin = torch.isfinite(sd)
+        if _DENSE_WINNERS and isinstance(m, RelationMatrix):  # rows finite everywhere: stream them
+            dense = torch.nonzero(fin.all(1), as_tuple=True)[0]
+            if dense.numel():
+                b, s, o = _dense_winners(sd, m, out, dense)
+                wb.append(b)
+                ws.append(s)
+                wo.append(o)
+                fin[dense] = False
         sd_flat, out_flat = sd.reshape(-1), out.reshape(-1)
-        for lo, hi in _row_chunks(sd, m):
-            b, s = torch.nonzero(torch.isfinite(sd[lo:hi]), as_tuple=True)
+        for lo, hi in _row_chunks(fin, m):
+            b, s = torch.nonzero(fin[lo:hi], as_tuple=True)
             b = b + lo
             if not b.numel():
                 continue
@@ -81,7 +91,12 @@ def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Ten
             wb.append(bb[first])
             ws.append(ss[first])
             wo.append(o[first])
-            won.view(-1)[cell] = True
+        if wb:  # winners in cell order, as one pass over all rows gives them
+            b, s, o = torch.cat(wb), torch.cat(ws), torch.cat(wo)
+            order = torch.sort(b * n + o).indices
+            wb, ws, wo = [b[order]], [s[order]], [o[order]]
+        if wb:
+            won.view(-1)[wb[0] * n + wo[0]] = True
     res = out
     if wb:
         b, s, o = torch.cat(wb), torch.cat(ws), torch.cat(wo)
@@ -104,13 +119,56 @@ def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Ten
     return res
 
 
-def _row_chunks(state: torch.Tensor, m: Matrix) -> list[tuple[int, int]]:
-    """Consecutive row ranges [lo, hi) of state (B, N) whose stored entries from finite state entries
-    number at most _GRAD_ENTRIES (a row over it is a range alone): bounds the memory of _attach_grad."""
-    bsz, n = state.shape
-    fin = torch.isfinite(state)
-    count = torch.zeros(bsz, dtype=torch.int64, device=state.device)
-    ents = torch.arange(n, device=state.device)
+def _dense_winners(
+    sd: torch.Tensor, m: RelationMatrix, out: torch.Tensor, rows: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The stored maximisers (b, s, o) of the given rows, whose state is finite everywhere: per cell
+    (b, o) the smallest s with state[b, s] + V(s, o) equal to out[b, o] (the maximiser that a pass over
+    the row's facts in (s, o) order finds first). The relation's finite entries are streamed once per
+    group of rows with the same atom, in blocks, as the forward pass does (_dense_rows), instead of a
+    ragged gather of every (b, s) row: the cost of calibration L, whose alphas are all 0."""
+    bsz, n = sd.shape
+    p = m.params
+    keys = zip(p.rel[rows].tolist(), p.neg[rows].tolist(), p.alpha[rows].tolist(), strict=True)
+    groups: dict[tuple, list[int]] = {}
+    for b, key in zip(rows.tolist(), keys, strict=True):
+        groups.setdefault(((m.from_head, *key),), []).append(b)
+    wb, ws, wo = [], [], []
+    for key, members in groups.items():
+        src, dst, cc = (x.detach() for x in m.adj.finite_facts(key))
+        if not src.numel():
+            continue
+        g_rows = torch.tensor(members, device=sd.device)
+        st, tgt = sd.index_select(0, g_rows), out.index_select(0, g_rows)
+        beta = p.beta.index_select(0, g_rows)[:, None]
+        big = n  # no maximiser yet
+        best = torch.full((len(members), n), big, dtype=torch.int64, device=sd.device)
+        block = max(256, (1 << 22) // len(members))
+        for lo in range(0, src.numel(), block):
+            s_blk, o_blk = src[lo : lo + block].long(), dst[lo : lo + block].long()
+            # beta * cc then + state: the same float operations as the value of the entry (atoms.value)
+            cand = st.index_select(1, s_blk) + beta * cc[0, lo : lo + block][None, :]
+            target = tgt.index_select(1, o_blk)
+            hit = torch.isfinite(cand) & ((cand - target).abs() <= 1e-5 * target.abs().clamp_min(1.0))
+            s_hit = torch.where(hit, s_blk[None, :], torch.full((), big, device=sd.device))
+            best.scatter_reduce_(1, o_blk[None, :].expand(len(members), -1), s_hit, reduce="amin")
+        gb, go = torch.nonzero(best < big, as_tuple=True)
+        wb.append(g_rows.index_select(0, gb))
+        ws.append(best[gb, go])
+        wo.append(go)
+    if not wb:
+        empty = torch.zeros(0, dtype=torch.int64, device=sd.device)
+        return empty, empty, empty
+    return torch.cat(wb), torch.cat(ws), torch.cat(wo)
+
+
+def _row_chunks(fin: torch.Tensor, m: Matrix) -> list[tuple[int, int]]:
+    """Consecutive row ranges [lo, hi) of a state's finite mask fin (B, N) whose stored entries from
+    finite entries number at most _GRAD_ENTRIES (a row over it is a range alone): bounds the memory of
+    _attach_grad."""
+    bsz, n = fin.shape
+    count = torch.zeros(bsz, dtype=torch.int64, device=fin.device)
+    ents = torch.arange(n, device=fin.device)
     for p in m.parts if isinstance(m, SumMatrix) else [m]:
         k = p.params.rel[:, None] * n + ents[None, :]
         count += ((p.ori.ptr[k + 1] - p.ori.ptr[k]) * fin).sum(1)
@@ -226,7 +284,7 @@ def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Ten
             for beta, w in zip(betas, cc, strict=True):
                 g.addcmul_(beta[:, None], w[None, :])
             res = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
-            res.scatter_reduce_(1, dst.expand(len(members), -1), g, reduce="amax", include_self=True)
+            res.scatter_reduce_(1, dst.long().expand(len(members), -1), g, reduce="amax", include_self=True)
         if whole:
             return res
         if out is None:
@@ -250,8 +308,9 @@ def _stream_wide(
         g = st.index_select(0, src[lo : lo + block])
         for beta, w in zip(betas, cc, strict=True):
             g.addcmul_(w[lo : lo + block, None], beta[None, :])
+        # scatter indices must be int64 on some paths; converting a block costs little next to its gather
         out.scatter_reduce_(
-            0, dst[lo : lo + block, None].expand(-1, bsz), g, reduce="amax", include_self=True
+            0, dst[lo : lo + block, None].long().expand(-1, bsz), g, reduce="amax", include_self=True
         )
     # The transposed state is dead: its buffer (already paged in) takes the result back in (B, N) layout.
     # A fresh (B, N) buffer costs ~1 us of page fault per 4 KiB, and a transposed view is slow to add to.

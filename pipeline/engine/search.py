@@ -306,6 +306,6 @@ def _promise(conj: Conjunction, v: Var, adj: Adjacency) -> torch.Tensor:
         )
         val = p.value(adj.fwd.conf[lo:hi], torch.zeros(hi - lo, dtype=torch.int64, device=adj.device))
         best = p.default().expand(adj.n_entities).clone()
-        best.scatter_reduce_(0, (adj.fwd.src if v_is_head else adj.fwd.dst)[lo:hi], val, reduce="amax")
+        best.scatter_reduce_(0, (adj.fwd.src if v_is_head else adj.fwd.dst)[lo:hi].long(), val, reduce="amax")
         score += best
     return score

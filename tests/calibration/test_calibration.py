@@ -20,6 +20,7 @@ from pipeline.calibration import (
 )
 from pipeline.cli import cli
 from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine.adjacency import fact_relations
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.answers import read_answers
 from pipeline.methods.src import answer_src as run_answer
@@ -109,7 +110,7 @@ def test_calibrating_only_the_queried_relations_gives_the_same_answers_and_gradi
     # facts of the other relations keep their predicted confidence
     with torch.no_grad():
         part = calibrated_adjacency(adj, calib, tables, [1])
-    rel = adj.fwd.key // (adj.n_entities**2)
+    rel = fact_relations(adj.fwd.ptr, adj.n_entities)
     assert torch.equal(part.fwd.conf[rel != 1], adj.fwd.conf[rel != 1])
     assert not torch.equal(part.fwd.conf[rel == 1], adj.fwd.conf[rel == 1])
     # a batch whose relations have no exported facts still trains (zero gradients), as with the full path
