@@ -591,6 +591,8 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--adjacency", type=click.Path(path_type=str), default=None, help="A neural adjacency export directory (SRC).")
 @click.option("--model", "model_run", default=None, type=click.Path(path_type=str),
               help="A query-embedding baseline run (`pipeline train-qe`) instead of SRC.")
+@click.option("--union", type=click.Choice(["dnf", "conorm"]), default=None,
+              help="Baselines: answer disjunctions by DNF (max over branches, default) or LogicE's t-conorm.")
 @click.option("--calibration", type=RegistryChoice("calibrations"), default="none", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None, help="Answers directory (default: beside QUERIES, answers/).")
 @click.option("--valid-queries", type=click.Path(path_type=str), default=None, help="Valid query set (D chooses delta there, L selects there).")
@@ -609,7 +611,7 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
                out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
                run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
-               store_uri: str | None, as_json: bool, explain_k: int = 0) -> None:
+               store_uri: str | None, as_json: bool, explain_k: int = 0, union: str | None = None) -> None:
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way."""
     from pipeline.atomic import check_folder
@@ -622,6 +624,8 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
         if adjacency is None:
             raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
                                 "(or --model RUN_DIR for a query-embedding baseline)")
+        if union:
+            raise PipelineError("--union applies to the query-embedding baselines only (SRC's union is exact)")
         report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
                             seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
                             explain=explain_k)
@@ -637,7 +641,7 @@ def answer_cmd(queries: str, method_name: str | None, adjacency: str | None, mod
         if explain_k:
             raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
         cls = METHODS[method_name] if method_name else QueryEmbedding
-        method = cls.build(model_run, device)
+        method = cls.build(model_run, device, union=union)
         report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json)
     valid = valid_queries
     if write_back:
