@@ -725,6 +725,11 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--device", default=None)
 @click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
               help="Replay a reproduction: its reproduce.json (or a JSON of these settings); options given besides override it.")
+@click.option("--baselines", default="", help="Comma-separated query-embedding baselines to train and answer beside SRC "
+              "(logice_ne,cone_ne; `pipeline ls baselines`).")
+@click.option("--qe", "qe_settings", multiple=True,
+              help="A baseline setting KEY=VALUE (MODEL.KEY=VALUE for one model), e.g. train_per_type=2000, epochs=4, "
+                   "cone_ne.lr=3e-3 (defaults in docs/baselines.md).")
 @click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -734,7 +739,7 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
                   select_on: str | None, per_type: int,
                   train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
-                  study: str, as_json: bool) -> None:
+                  study: str, as_json: bool, baselines: str = "", qe_settings: tuple[str, ...] = ()) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline import config
@@ -759,11 +764,13 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
                  dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
                  threshold=threshold, l_epochs=l_epochs,
                  calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
-                 device=device, select_on=select_on)
+                 device=device, select_on=select_on,
+                 baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()), qe=_qe_overrides(qe_settings))
     if config_file:
         from click.core import ParameterSource
 
-        typed = {k for k in given if click_ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+        param = {"qe": "qe_settings"}  # settings whose option has another parameter name
+        typed = {k for k in given if click_ctx.get_parameter_source(param.get(k, k)) == ParameterSource.COMMANDLINE}
         cfg = ReproduceConfig.from_file(config_file, dataset, {k: v for k, v in given.items() if k in typed})
     else:
         cfg = ReproduceConfig(**given)
@@ -789,6 +796,22 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
 
 
 # ----------------------------------------------------------------------------- query-embedding baselines (issue 13)
+
+
+def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
+    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise PipelineError(f"--qe {item!r}: expected KEY=VALUE or MODEL.KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        model, dot, name = key.strip().rpartition(".")
+        (out.setdefault(model, {}) if dot else out)[name] = value
+    return out
 
 
 @cli.command("train-qe")
