@@ -281,10 +281,10 @@ class ConENE(QueryEmbeddingModel):
         if candidates is not None:
             ent = cone.to_axis(self.entity_raw[candidates])
             return cone.distance(ent, state[0].unsqueeze(1), state[1].unsqueeze(1), w)
-        ent = self.entity_axes().unsqueeze(0)
+        halves = tuple(h.unsqueeze(0) for h in cone.half_angles(self.entity_axes()))
         per = max(1, int(1e7 // (self.n_entities * self.dim)))
         return _chunked(
-            lambda q: cone.distance(ent, q[0].unsqueeze(1), q[1].unsqueeze(1), w),
+            lambda q: cone.distance_from_halves(halves, q[0].unsqueeze(1), q[1].unsqueeze(1), w),
             state,
             state[0].shape[0],
             per,
