@@ -366,7 +366,7 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
     from pipeline.evaluate import ordered_types
 
     lines = [
-        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models)} --per-type {cfg.per_type} "
+        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
         f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
         f"--l-epochs {cfg.l_epochs} --seed {cfg.seed}"
         + (f" --epochs {cfg.epochs}" if cfg.epochs else "")
@@ -412,6 +412,9 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
                 + " |"
             )
     return "\n".join(lines) + "\n"
+
+
+_EMPTY = '""'  # how a shell writes --models with no backbone (baselines only)
 
 
 def _baseline_counts(cfg: ReproduceConfig) -> str:
