@@ -295,6 +295,11 @@ def reproduce(
 
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
+    if cfg.baselines:  # so does an unknown baseline or baseline setting
+        from pipeline.reproduce_baselines import qe_settings
+
+        for b in cfg.baselines:
+            qe_settings(b, cfg.qe)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()

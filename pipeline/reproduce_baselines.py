@@ -50,13 +50,11 @@ def qe_settings(model: str, overrides: dict[str, Any]) -> dict[str, Any]:
     from pipeline.baselines import get_qe_model_class
     from pipeline.baselines.training import QEConfig
 
-    get_qe_model_class(model)  # an unknown baseline fails with close matches
-    known = {f.name for f in dataclasses.fields(QEConfig)} - {
-        "dataset",
-        "model",
-        "train_queries",
-        "valid_queries",
-    }
+    for name in [model, *(k for k, v in overrides.items() if isinstance(v, dict))]:
+        get_qe_model_class(name)  # an unknown baseline (or MODEL.KEY prefix) fails with close matches
+    # the data, the query sets and the seed are the reproduction's own
+    fixed = {"dataset", "model", "train_queries", "valid_queries", "seed", "extra"}
+    known = {f.name for f in dataclasses.fields(QEConfig)} - fixed
     flat = {k: v for k, v in overrides.items() if not isinstance(v, dict)}
     mine = overrides.get(model, {}) if isinstance(overrides.get(model, {}), dict) else {}
     unknown = sorted(set(flat) - known - set(_COUNTS)) + sorted(set(mine) - known - set(_COUNTS))

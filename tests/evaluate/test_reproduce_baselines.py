@@ -116,6 +116,14 @@ def test_unknown_baseline_settings_fail_before_any_work(tmp_path: Path) -> None:
         qe_settings("cone_ne", {"epoch": 3})
     with pytest.raises(UnknownNameError, match="cone_ne"):
         qe_settings("cone", {})
+    with pytest.raises(UnknownNameError, match="logice_ne"):
+        qe_settings("cone_ne", {"logice": {"lr": 1.0}})
+    with pytest.raises(PipelineError, match="seed"):
+        qe_settings("cone_ne", {"seed": 1})  # the reproduction's seed is the baselines' seed
+    # the reproduction refuses them before any work (no store, no ledger)
+    with pytest.raises(UnknownNameError):
+        reproduce(ReproduceConfig(dataset="toy", baselines=("cone",)), tmp_path / "w", kg=object())
+    assert not (tmp_path / "w").exists()
 
 
 def test_cli_qe_overrides_parse() -> None:
