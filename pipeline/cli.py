@@ -610,6 +610,8 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
 @click.option("--adjacency", type=click.Path(path_type=str), default=None, help="A neural adjacency export directory (SRC).")
 @click.option("--model", "model_run", default=None, type=click.Path(path_type=str),
               help="A query-embedding baseline run (`pipeline train-qe`) instead of SRC.")
+@click.option("--union", type=click.Choice(["dnf", "conorm"]), default=None,
+              help="Baselines: answer disjunctions by DNF (max over branches, default) or LogicE's t-conorm.")
 @click.option("--calibration", type=RegistryChoice("calibrations"), default="none", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None, help="Answers directory (default: beside QUERIES, answers/).")
 @click.option("--valid-queries", type=click.Path(path_type=str), default=None, help="Valid query set (D chooses delta there, L selects there).")
@@ -635,7 +637,7 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
                run_dir: str | None, l_epochs: int, device: str | None, seed: int, write_back: bool,
                store_uri: str | None, as_json: bool, explain_k: int = 0, from_store: bool = False,
                set_name: str | None = None, executor_name: str = "local", address: str | None = None,
-               workers: int | None = None) -> None:
+               workers: int | None = None, union: str | None = None) -> None:
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
@@ -655,7 +657,7 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
         raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
     with make_executor(executor_name, address, workers) as executor:
         report = _answer(queries, method_name, adjacency, model_run, calibration, out_dir, valid_queries, train_queries,
-                         allow_split_mismatch, run_dir, l_epochs, device, seed, as_json, explain_k, executor)
+                         allow_split_mismatch, run_dir, l_epochs, device, seed, as_json, explain_k, executor, union)
     valid = valid_queries
     if write_back:
         from pipeline.writeback import write_back_file
@@ -733,7 +735,7 @@ def browse_cmd(query_id: str, html_path: str, method: str | None, dataset: str |
 def _answer(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
             out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
             run_dir: str | None, l_epochs: int, device: str | None, seed: int, as_json: bool, explain_k: int,
-            executor: Any) -> dict[str, Any]:
+            executor: Any, union: str | None = None) -> dict[str, Any]:
     """`pipeline answer` with a built executor: SRC or a query-embedding baseline."""
     method_name = method_name or ("src" if model_run is None else None)
     if method_name == "src":
@@ -742,6 +744,8 @@ def _answer(queries: str, method_name: str | None, adjacency: str | None, model_
         if adjacency is None:
             raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
                                 "(or --model RUN_DIR for a query-embedding baseline)")
+        if union:
+            raise PipelineError("--union applies to the query-embedding baselines only (SRC's union is exact)")
         report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
                             seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
                             explain=explain_k, executor=executor)
@@ -757,7 +761,7 @@ def _answer(queries: str, method_name: str | None, adjacency: str | None, model_
         if explain_k:
             raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
         cls = METHODS[method_name] if method_name else QueryEmbedding
-        method = cls.build(model_run, device)
+        method = cls.build(model_run, device, union=union)
         report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json, executor=executor)
     return report
 
@@ -825,6 +829,11 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
 @click.option("--device", default=None)
 @click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
               help="Replay a reproduction: its reproduce.json (or a JSON of these settings); options given besides override it.")
+@click.option("--baselines", default="", help="Comma-separated query-embedding baselines to train and answer beside SRC "
+              "(logice_ne,cone_ne; `pipeline ls baselines`).")
+@click.option("--qe", "qe_settings", multiple=True,
+              help="A baseline setting KEY=VALUE (MODEL.KEY=VALUE for one model), e.g. train_per_type=2000, epochs=4, "
+                   "cone_ne.lr=3e-3 (defaults in docs/baselines.md).")
 @click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -834,7 +843,7 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
                   select_on: str | None, per_type: int,
                   train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
-                  study: str, as_json: bool) -> None:
+                  study: str, as_json: bool, baselines: str = "", qe_settings: tuple[str, ...] = ()) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline import config
@@ -859,11 +868,13 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
                  dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
                  threshold=threshold, l_epochs=l_epochs,
                  calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
-                 device=device, select_on=select_on)
+                 device=device, select_on=select_on,
+                 baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()), qe=_qe_overrides(qe_settings))
     if config_file:
         from click.core import ParameterSource
 
-        typed = {k for k in given if click_ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+        param = {"qe": "qe_settings"}  # settings whose option has another parameter name
+        typed = {k for k in given if click_ctx.get_parameter_source(param.get(k, k)) == ParameterSource.COMMANDLINE}
         cfg = ReproduceConfig.from_file(config_file, dataset, {k: v for k, v in given.items() if k in typed})
     else:
         cfg = ReproduceConfig(**given)
@@ -889,6 +900,22 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
 
 
 # ----------------------------------------------------------------------------- query-embedding baselines (issue 13)
+
+
+def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
+    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise PipelineError(f"--qe {item!r}: expected KEY=VALUE or MODEL.KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        model, dot, name = key.strip().rpartition(".")
+        (out.setdefault(model, {}) if dot else out)[name] = value
+    return out
 
 
 @cli.command("train-qe")

@@ -45,6 +45,10 @@ class ReproduceConfig:
     psl: bool = False
     select_on: str | None = None  # None: the trainer's default (valid_pos_neg early stopping)
     extra: dict[str, Any] = field(default_factory=dict)
+    # query-embedding baselines trained and answered beside SRC (pipeline.reproduce_baselines), and their
+    # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
+    baselines: tuple[str, ...] = ()
+    qe: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
@@ -291,6 +295,11 @@ def reproduce(
 
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
+    if cfg.baselines:  # so does an unknown baseline or baseline setting
+        from pipeline.reproduce_baselines import qe_settings
+
+        for b in cfg.baselines:
+            qe_settings(b, cfg.qe)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -300,7 +309,8 @@ def reproduce(
     try:
         ingest_stage(ctx)
         sets = {
-            "train": sample_stage(ctx, "train", "zero", cfg.train_per_type),
+            # SRC's train set (alpha zero) serves calibration L only: not sampled for baselines alone
+            **({"train": sample_stage(ctx, "train", "zero", cfg.train_per_type)} if cfg.models else {}),
             "valid": sample_stage(ctx, "valid", cfg.alpha, cfg.per_type),
             "test": sample_stage(ctx, "test", cfg.alpha, cfg.per_type),
         }
@@ -311,6 +321,10 @@ def reproduce(
             export = export_stage(ctx, model, run_dir, model_hash)
             for calibration in cfg.calibrations:
                 answer_files.append(answer_stage(ctx, model, calibration, run_dir, export, sets, model_hash))
+        if cfg.baselines:
+            from pipeline.reproduce_baselines import baseline_stages
+
+            answer_files += baseline_stages(ctx, sets)
     finally:
         ctx.close()
 
@@ -333,7 +347,7 @@ def reproduce(
     return summary
 
 
-_STAGE_ORDER = ("ingest", "sample", "train", "export", "answer", "evaluate")
+_STAGE_ORDER = ("ingest", "sample", "train", "train-qe", "export", "answer", "evaluate")
 _CALIBRATION_ORDER = {c: i for i, c in enumerate(CALIBRATIONS)}  # none, D, L, D+L
 
 
@@ -357,16 +371,19 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
     from pipeline.evaluate import ordered_types
 
     lines = [
-        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models)} --per-type {cfg.per_type} "
+        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
         f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
         f"--l-epochs {cfg.l_epochs} --seed {cfg.seed}"
         + (f" --epochs {cfg.epochs}" if cfg.epochs else "")
         + (f" --select-on {cfg.select_on}" if cfg.select_on else "")
+        + (f" --baselines {','.join(cfg.baselines)}" if cfg.baselines else "")
+        + "".join(f" --qe {k}={v}" for k, v in _flat_qe(cfg.qe))
         + "".join(f" --run {m}={p}" for m, p in runs.items())
         + "`",
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
         f"device {cfg.device or 'auto'}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        f"Queries: {cfg.per_type} per type in valid and test (12 types), {cfg.train_per_type} per train type (alpha zero).",
+        f"Queries: {cfg.per_type} per type in valid and test (12 types), {cfg.train_per_type} per train type (alpha zero)"
+        + (f"; baselines trained on {_baseline_counts(cfg)}" if cfg.baselines else "") + ".",
         "",
         "| stage | seconds (when it last ran) |",
         "|---|---:|",
@@ -400,6 +417,31 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
                 + " |"
             )
     return "\n".join(lines) + "\n"
+
+
+_EMPTY = '""'  # how a shell writes --models with no backbone (baselines only)
+
+
+def _baseline_counts(cfg: ReproduceConfig) -> str:
+    from pipeline.reproduce_baselines import BIG_TYPES, SMALL_TYPES, qe_settings
+
+    parts = []
+    for m in cfg.baselines:
+        st = qe_settings(m, cfg.qe)
+        parts.append(
+            f"{m}: {st['train_per_type']} per {'/'.join(BIG_TYPES)} and {st['small_per_type']} per "
+            f"{'/'.join(SMALL_TYPES)} ({cfg.alpha} alpha)"
+        )
+    return "; ".join(parts)
+
+
+def _flat_qe(qe: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The baseline overrides as the CLI's --qe KEY=VALUE pairs (MODEL.KEY for one model's)."""
+    return sorted(
+        (f"{k}.{kk}", vv) if isinstance(v, dict) else (k, v)
+        for k, v in qe.items()
+        for kk, vv in (v.items() if isinstance(v, dict) else [(None, v)])
+    )
 
 
 def calibration_choice(answers_path: str) -> str:

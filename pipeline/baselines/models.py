@@ -24,6 +24,13 @@ from pipeline.registry import Registry
 
 State = tuple[torch.Tensor, ...]
 
+# How a disjunction (a query with several conjunctions, 2u/up) is answered:
+#   dnf     answer each conjunction and take the max of their scores (the QE papers' DNF, used by the
+#           Query2Box, BetaE and ConE code for union), so an entity near ANY branch ranks high;
+#   conorm  one embedding by the t-conorm of the branches' embeddings (LogicE only): the product t-conorm
+#           of two sharp truth vectors is near 1 wherever either is, so no entity lies near it.
+UNIONS = ("dnf", "conorm")
+
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
     layers: list[nn.Module] = []
@@ -39,14 +46,21 @@ class QueryEmbeddingModel(nn.Module):
 
     name = "base"
     method = "base"
-    union = "dnf"  # "dnf": max over the conjunctions' scores; "conorm": one embedding by the t-conorm
+    unions: tuple[str, ...] = ("dnf",)  # the union modes (UNIONS) this model has operators for
 
     def __init__(
-        self, n_entities: int, n_relations: int, dim: int = 400, hidden: int = 800, gamma: float = 12.0
+        self,
+        n_entities: int,
+        n_relations: int,
+        dim: int = 400,
+        hidden: int = 800,
+        gamma: float = 12.0,
+        union: str = "dnf",
     ) -> None:
         super().__init__()
         self.n_entities, self.n_relations = int(n_entities), int(n_relations)
         self.dim, self.hidden, self.gamma = int(dim), int(hidden), float(gamma)
+        self.set_union(union)
         # learned like ConE's modulus; started so that a distance of 1/3 (random vectors) scores -gamma
         self.log_modulus = nn.Parameter(torch.tensor(math.log(6.0 * self.gamma)))
 
@@ -59,8 +73,18 @@ class QueryEmbeddingModel(nn.Module):
             "dim": self.dim,
             "hidden": self.hidden,
             "gamma": self.gamma,
+            "union": self.union,
             **self.extra_config(),
         }
+
+    def set_union(self, union: str) -> None:
+        """Choose how disjunctions are answered (an answering choice: no train type has a union, so a trained
+        model can be answered either way)."""
+        if union not in self.unions:
+            raise ValueError(
+                f"{self.method} has no {union!r} union; it answers disjunctions by {' or '.join(self.unions)}"
+            )
+        self.union = union
 
     def extra_config(self) -> dict[str, Any]:
         return {}
@@ -131,11 +155,11 @@ def _chunked(fn: Any, query_parts: State, n_rows: int, per_chunk: int) -> torch.
 
 
 class LogicENE(QueryEmbeddingModel):
-    """LogicE+NE: truth vectors in [0, 1]^d, t-norm intersection, 1 - x negation, t-conorm union."""
+    """LogicE+NE: truth vectors in [0, 1]^d, t-norm intersection, 1 - x negation, DNF (or t-conorm) union."""
 
     name = "logice_ne"
     method = "LogicE+NE"
-    union = "conorm"
+    unions = ("dnf", "conorm")
 
     def __init__(
         self,
@@ -144,9 +168,10 @@ class LogicENE(QueryEmbeddingModel):
         dim: int = 400,
         hidden: int = 800,
         gamma: float = 12.0,
+        union: str = "dnf",
         tnorm: str = "product",
     ) -> None:
-        super().__init__(n_entities, n_relations, dim, hidden, gamma)
+        super().__init__(n_entities, n_relations, dim, hidden, gamma, union)
         if tnorm not in logice.TNORMS:
             raise ValueError(f"unknown t-norm {tnorm!r}; known: {', '.join(logice.TNORMS)}")
         self.tnorm = tnorm
@@ -195,7 +220,7 @@ class ConENE(QueryEmbeddingModel):
 
     name = "cone_ne"
     method = "ConE+NE"
-    union = "dnf"
+    unions = ("dnf",)  # a union of cones is not a cone: ConE answers disjunctions by DNF only
 
     def __init__(
         self,
@@ -204,9 +229,10 @@ class ConENE(QueryEmbeddingModel):
         dim: int = 400,
         hidden: int = 800,
         gamma: float = 12.0,
+        union: str = "dnf",
         inside_weight: float = 0.02,
     ) -> None:
-        super().__init__(n_entities, n_relations, dim, hidden, gamma)
+        super().__init__(n_entities, n_relations, dim, hidden, gamma, union)
         self.inside_weight = float(inside_weight)
         self.entity_raw = nn.Parameter(torch.empty(self.n_entities, self.dim).uniform_(-1.0, 1.0))
         self.relation_axis = nn.Parameter(torch.empty(self.n_relations, self.dim).uniform_(-1.0, 1.0))
@@ -255,10 +281,10 @@ class ConENE(QueryEmbeddingModel):
         if candidates is not None:
             ent = cone.to_axis(self.entity_raw[candidates])
             return cone.distance(ent, state[0].unsqueeze(1), state[1].unsqueeze(1), w)
-        ent = self.entity_axes().unsqueeze(0)
+        halves = tuple(h.unsqueeze(0) for h in cone.half_angles(self.entity_axes()))
         per = max(1, int(1e7 // (self.n_entities * self.dim)))
         return _chunked(
-            lambda q: cone.distance(ent, q[0].unsqueeze(1), q[1].unsqueeze(1), w),
+            lambda q: cone.distance_from_halves(halves, q[0].unsqueeze(1), q[1].unsqueeze(1), w),
             state,
             state[0].shape[0],
             per,

@@ -163,8 +163,12 @@ def train_qe(
     device: str | None = None,
     progress: bool = True,
     log: Callable[[str], None] = lambda m: None,
+    kg: Any = None,
 ) -> dict[str, Any]:
-    """Train a baseline into out_dir (resuming from its checkpoint when the config matches); returns results."""
+    """Train a baseline into out_dir (resuming from its checkpoint when the config matches); returns results.
+
+    kg: the loaded data set whose entity and relation counts size the model (default: the registered
+    data set cfg.dataset; a reproduction passes the one it loaded, e.g. a toy graph in tests)."""
     from tqdm import tqdm
 
     from loaders import get_spec
@@ -181,7 +185,7 @@ def train_qe(
             raise PipelineError(f"{qs.path}: a query set of '{qs.meta['dataset']}', not '{cfg.dataset}'")
     if cfg.max_valid:
         valid.frame = valid.frame.groupby("type", sort=False).head(cfg.max_valid).reset_index(drop=True)
-    spec = get_spec(cfg.dataset)
+    spec = kg if kg is not None else get_spec(cfg.dataset)
 
     torch.manual_seed(cfg.seed)
     model = get_qe_model_class(cfg.model)(spec.n_entities, spec.n_relations, **cfg.model_kwargs()).to(dev)

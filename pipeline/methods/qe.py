@@ -37,20 +37,28 @@ class QueryEmbedding(Method):
 
     @property
     def label(self) -> str:  # type: ignore[override]
-        return str(self.model.method)
+        # the default DNF union is the plain row; the t-conorm variant gets its own row (and answers file)
+        return str(self.model.method) + ("" if self.model.union == "dnf" else f" {self.model.union}")
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
     @classmethod
-    def build(cls, run_dir: str | Path, device: str | None = None) -> QueryEmbedding:
+    def build(cls, run_dir: str | Path, device: str | None = None, union: str | None = None) -> QueryEmbedding:
         """The method of a ``train-qe`` run directory (its best valid epoch), of the registered class that
-        trained it."""
+        trained it; union (dnf | conorm, see pipeline.baselines.models.UNIONS) overrides how it answers
+        disjunctions."""
         from pipeline import config
         from pipeline.baselines.runs import load_qe_run
+        from pipeline.errors import PipelineError
 
         model, run_cfg = load_qe_run(run_dir, device=config.select_device(device))
+        if union is not None:
+            try:
+                model.set_union(union)
+            except ValueError as exc:
+                raise PipelineError(f"--union {union}: {exc}") from None
         by_name = {c.name: c for c in QueryEmbedding.__subclasses__()}
         method_cls = by_name.get(str(run_cfg["model"]), QueryEmbedding)
         if cls is not QueryEmbedding and method_cls is not cls:
@@ -72,6 +80,7 @@ class QueryEmbedding(Method):
             "method_name": self.name,
             "run_dir": self.run_dir,
             "model": self.run_config["model"],
+            "union": self.model.union,
             "device": str(self.device),
             "seed": self.run_config.get("seed"),
         }

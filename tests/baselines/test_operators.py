@@ -123,3 +123,21 @@ def test_cone_distance_hand_value() -> None:
     # inside but off the axis: only the weighted inside part
     assert cone.distance(torch.tensor([0.3]), axis, arg).item() == pytest.approx(0.02 * math.sin(0.15))
     assert cone.to_arg(torch.tensor([-50.0, 0.0, 50.0])).tolist() == pytest.approx([0.0, PI / 2, PI])
+    # the half-angle form answers the hand-computed point the same way
+    halves = cone.half_angles(torch.tensor([PI / 2]))
+    assert cone.distance_from_halves(halves, axis, arg).item() == pytest.approx(out + 0.02 * inside)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(0.0, 0.5))
+def test_half_angle_distance_equals_the_direct_one(seed: int, weight: float) -> None:
+    """The all-entity scoring path (sines of half angles, multiply-adds) against the direct formula, on
+    random axes over the whole circle, apertures from 0 to pi and entities on both sides of the seam."""
+    gen = torch.Generator().manual_seed(seed)
+    ent = (torch.rand(7, 5, generator=gen, dtype=torch.float64) * 2 - 1) * PI  # (C, d)
+    axis = (torch.rand(3, 1, 5, generator=gen, dtype=torch.float64) * 2 - 1) * PI  # (B, 1, d)
+    arg = torch.rand(3, 1, 5, generator=gen, dtype=torch.float64) * PI
+    direct = cone.distance(ent.unsqueeze(0), axis, arg, weight)
+    fast = cone.distance_from_halves(tuple(h.unsqueeze(0) for h in cone.half_angles(ent)), axis, arg, weight)
+    assert direct.shape == fast.shape == (3, 7)
+    assert torch.allclose(direct, fast, atol=1e-9)

@@ -9,7 +9,7 @@ import torch
 
 from pipeline.baselines.losses import compute_loss, listwise, weighted_ranking
 from pipeline.baselines.models import MODELS, ConENE, LogicENE, get_qe_model_class
-from pipeline.baselines.plan import UnsupportedQuery, group_by_plan, query_plan
+from pipeline.baselines.plan import PlanParams, UnsupportedQuery, group_by_plan, query_plan
 from pipeline.errors import UnknownNameError
 from pipeline.query.model import Atom, Const, Query, Var
 from tests.cases import ComponentCase
@@ -169,3 +169,60 @@ class TestLogicENE(BaselineCase):
 
 class TestConENE(BaselineCase):
     name = "cone_ne"
+
+
+def test_union_plans_of_2u_and_up() -> None:
+    two_u = Query.of([Atom(Const(1), 0, Y)], [Atom(Const(2), 1, Y)])
+    assert query_plan(two_u)[0] == ("or", (("proj", 0, ("ent", 0)), ("proj", 1, ("ent", 1))))
+    # up as QUERY_TYPES writes it: r1(e1, ?y) | r2(e2, ?x) & r3(?x, ?y)
+    up = Query.of([Atom(Const(1), 0, Y)], [Atom(Const(2), 1, X), Atom(X, 2, Y)])
+    assert query_plan(up)[0] == ("or", (("proj", 0, ("ent", 0)), ("proj", 2, ("proj", 1, ("ent", 1)))))
+
+
+def _sharp_logice() -> LogicENE:
+    """LogicE over 4 entities in d = 2 with truth vectors ~ (1,0), (0,1), (1,1), (0,0) (logits +-20)."""
+    model = LogicENE(n_entities=4, n_relations=1, dim=2, hidden=4)
+    with torch.no_grad():
+        model.entity_logit.copy_(20.0 * torch.tensor([[1.0, -1.0], [-1.0, 1.0], [1.0, 1.0], [-1.0, -1.0]]))
+    return model
+
+
+def test_dnf_max_and_t_conorm_differ_on_a_hand_made_union() -> None:
+    """The union of the branches (1,0) and (0,1). DNF: an entity's distance is its distance to the nearer
+    branch, mean |.| = 0, 0, 0.5, 0.5. Product t-conorm: one embedding 1 - (1-a)(1-b) = (1,1), distances
+    0.5, 0.5, 0, 1. Logits gamma - m d with gamma 12 and the initial modulus m = 6 gamma = 72."""
+    model = _sharp_logice()
+    plan = ("or", (("ent", 0), ("ent", 1)))
+    p = PlanParams(
+        anchor=torch.tensor([[0, 1]]),
+        relation=torch.zeros(1, 2, dtype=torch.long),
+        alpha=torch.zeros(1, 2),
+        beta=torch.ones(1, 2),
+    )
+    assert model.union == "dnf"  # the default
+    assert model.logits(plan, p)[0].tolist() == pytest.approx([12.0, 12.0, -24.0, -24.0], abs=1e-5)
+    model.set_union("conorm")
+    assert model.logits(plan, p)[0].tolist() == pytest.approx([-24.0, -24.0, 12.0, -60.0], abs=1e-5)
+    # the two orders disagree: DNF ranks the branch entities first, the t-conorm the all-true entity
+    assert model.config()["union"] == "conorm" and LogicENE.from_config(model.config()).union == "conorm"
+
+
+@pytest.mark.parametrize("name", ["logice_ne", "cone_ne"])
+def test_dnf_union_is_the_max_of_the_branch_scores(name: str) -> None:
+    torch.manual_seed(1)
+    model = get_qe_model_class(name)(n_entities=15, n_relations=3, dim=6, hidden=8)
+    branches = [Query.of([Atom(Const(1), 0, Y)]), Query.of([Atom(Const(2), 1, X), Atom(X, 2, Y)])]  # up
+    up = Query.of(*(q.conjunctions[0].atoms for q in branches))
+
+    def scores(q: Query) -> torch.Tensor:
+        plan, (_, p) = next(iter(group_by_plan([q]).items()))
+        return model.logits(plan, p)
+
+    assert torch.allclose(scores(up), torch.maximum(scores(branches[0]), scores(branches[1])), atol=1e-6)
+
+
+def test_cone_has_no_t_conorm_union() -> None:
+    with pytest.raises(ValueError, match="dnf"):
+        ConENE(n_entities=3, n_relations=1, dim=2, hidden=2, union="conorm")
+    with pytest.raises(ValueError, match="no 'max' union"):
+        LogicENE(n_entities=3, n_relations=1, dim=2, hidden=2).set_union("max")

@@ -179,6 +179,29 @@ def test_cli_errors_are_one_line(toy: tuple[Path, Path], tmp_path: Path) -> None
     assert "Traceback" not in res.output
 
 
+def test_union_mode_is_chosen_when_answering(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    """A LogicE run answers unions by DNF unless --union conorm asks for its t-conorm (its own table row and
+    file); ConE has no t-conorm and says so in one line."""
+    from pipeline.cli import cli
+    from pipeline.methods import METHODS
+
+    train_qe(_cfg(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
+    assert METHODS["logice_ne"].build(tmp_path / "run", "cpu").label == "LogicE+NE"
+    conorm = METHODS["logice_ne"].build(tmp_path / "run", "cpu", union="conorm")
+    assert conorm.label == "LogicE+NE conorm" and conorm.settings()["union"] == "conorm"
+    args = ["answer", str(toy[1]), "--model", str(tmp_path / "run"), "--out", str(tmp_path / "ans"), "--json"]
+    for extra in ([], ["--union", "conorm"]):
+        res = CliRunner().invoke(cli, [*args, *extra])
+        assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "ans").glob("*.parquet")) == [
+        "valid.LogicE+NE.conorm.parquet",
+        "valid.LogicE+NE.parquet",
+    ]
+    train_qe(_cfg(toy, "cone_ne", 1), tmp_path / "cone", device="cpu", progress=False)
+    res = CliRunner().invoke(cli, ["answer", str(toy[1]), "--model", str(tmp_path / "cone"), "--union", "conorm"])
+    assert res.exit_code == 2 and "--union conorm: ConE+NE has no 'conorm' union" in res.output
+
+
 class _BaselineMethodCase(MethodCase):
     @pytest.fixture()
     def built(self, toy: tuple[Path, Path], tmp_path: Path) -> tuple[Any, Path]:

@@ -1,0 +1,198 @@
+"""The query-embedding baselines' stages of `pipeline reproduce DATASET --baselines logice_ne,cone_ne`.
+
+Per baseline: sample its train query sets (the paper's counts: 1p/2p/2i at ``train_per_type``, the negation
+types 2in/2il at ``small_per_type``; the valid/test modes of the reproduction), train it with ``train-qe``
+on them (selected on the reproduction's valid set), answer the reproduction's test set, and hand the
+answers file to the evaluation stage, so the baselines land in the same table as SRC.
+
+Stages run through the reproduction's ledger (``ctx.stages``, see :class:`pipeline.reproduce.Stages`) with
+keys over everything they depend on, so they are skipped when done and resumed when interrupted (train-qe
+resumes from its checkpoint). ``ctx`` is :class:`pipeline.reproduce.Context`; this module does not import
+pipeline.reproduce (which imports it), so the dependency stays one way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+
+BIG_TYPES = ("1p", "2p", "2i")
+SMALL_TYPES = ("2in", "2il")  # the paper samples a tenth (CN15k) to 15% (PPI5k) as many negation queries
+
+# The settings of the PPI5k rows in docs/baselines.md (CPU budget: d = 128), per model; any QEConfig field
+# (and train_per_type / small_per_type) can be overridden through ReproduceConfig.qe.
+COMMON = {
+    "train_per_type": 10_000,
+    "small_per_type": 1_500,
+    "dim": 128,
+    "hidden": 256,
+    "negatives": 64,
+    "max_answers": 32,
+    "loss": "listwise",
+    "max_valid": 30,
+}
+PER_MODEL = {
+    "logice_ne": {"lr": 1e-2, "batch_size": 64, "epochs": 4, "eval_every": 1},
+    "cone_ne": {"lr": 1e-3, "batch_size": 256, "epochs": 8, "eval_every": 2},
+}
+_COUNTS = ("train_per_type", "small_per_type")
+
+
+def qe_settings(model: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The baseline's settings: COMMON, then PER_MODEL[model], then overrides (a flat dict of fields, or
+    {model: {fields}} for one model only). Unknown names fail before any work."""
+    from pipeline.baselines import get_qe_model_class
+    from pipeline.baselines.training import QEConfig
+
+    for name in [model, *(k for k, v in overrides.items() if isinstance(v, dict))]:
+        get_qe_model_class(name)  # an unknown baseline (or MODEL.KEY prefix) fails with close matches
+    # the data, the query sets and the seed are the reproduction's own
+    fixed = {"dataset", "model", "train_queries", "valid_queries", "seed", "extra"}
+    known = {f.name for f in dataclasses.fields(QEConfig)} - fixed
+    flat = {k: v for k, v in overrides.items() if not isinstance(v, dict)}
+    mine = overrides.get(model, {}) if isinstance(overrides.get(model, {}), dict) else {}
+    unknown = sorted(set(flat) - known - set(_COUNTS)) + sorted(set(mine) - known - set(_COUNTS))
+    if unknown:
+        raise PipelineError(
+            f"baseline setting(s) {', '.join(unknown)} unknown; known: {', '.join(sorted(known | set(_COUNTS)))}"
+        )
+    return {**COMMON, **PER_MODEL.get(model, {}), **flat, **mine}
+
+
+def _key(**parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _checksum(path: str | Path) -> str:
+    from pipeline.formats.queryset import checksum, read_query_set
+
+    return checksum(read_query_set(path).frame)
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def sample_train_stage(ctx: Any, types: tuple[str, ...], per_type: int, folder: str) -> str:
+    """One train query set of the baselines (types at per_type each, the reproduction's alpha/beta); its path.
+    Not written back to the store for browsing: tens of thousands of train queries are not for reading."""
+    cfg = ctx.cfg
+
+    def run() -> dict[str, Any]:
+        from pipeline.sampling.run import sample_to_dir
+
+        rep = sample_to_dir(
+            ctx.kg,
+            ctx.store(),
+            ctx.out / "queries" / folder,
+            "train",
+            list(types),
+            per_type,
+            cfg.alpha,
+            cfg.beta,
+            cfg.seed,
+            browse=False,
+            progress=ctx.progress,
+        )
+        return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
+
+    key = _key(
+        dataset=cfg.dataset,
+        alpha=cfg.alpha,
+        beta=cfg.beta,
+        seed=cfg.seed,
+        data=ctx.data_key,
+        types=types,
+        per_type=per_type,
+    )
+    return str(ctx.stages.run(f"sample {folder}", key, run, ctx.log)["file"])
+
+
+def train_qe_stage(ctx: Any, model: str, settings: dict[str, Any], train_sets: list[str], valid: str) -> Path:
+    """Train one baseline (resumed from its checkpoint when interrupted); its run directory."""
+    from pipeline.baselines.training import QEConfig, train_qe
+
+    cfg = ctx.cfg
+    fields = {k: v for k, v in settings.items() if k not in _COUNTS}
+    qe_cfg = QEConfig(
+        dataset=cfg.dataset,
+        model=model,
+        train_queries=tuple(train_sets),
+        valid_queries=valid,
+        seed=cfg.seed,
+        **fields,
+    )
+    run_dir = ctx.out / "runs" / f"{cfg.dataset}-{model}-s{cfg.seed}"
+
+    def run() -> dict[str, Any]:
+        from pipeline.models.runs import read_json
+
+        saved = run_dir / "config.json"
+        if saved.exists():
+            old = {k: v for k, v in read_json(saved).items() if k != "epochs"}
+            new = {
+                k: v for k, v in json.loads(json.dumps(dataclasses.asdict(qe_cfg))).items() if k != "epochs"
+            }
+            if old != new:  # a changed setting trains afresh in its place, as the backbones' stage does
+                shutil.rmtree(run_dir)
+        res = train_qe(qe_cfg, run_dir, device=cfg.device, progress=ctx.progress, log=ctx.log, kg=ctx.kg)
+        summary = {k: res[k] for k in ("best_epoch", "best_valid_score", "epochs_run", "train_queries")}
+        return {
+            "run": str(run_dir),
+            **summary,
+            "seconds_per_epoch": res["seconds_per_epoch"],
+            "_paths": [str(run_dir / "model.pt")],
+        }
+
+    key = _key(
+        config=dataclasses.asdict(qe_cfg),
+        data=ctx.data_key,
+        sets=[_checksum(p) for p in [*train_sets, valid]],
+    )
+    ctx.stages.run(f"train-qe {model}", key, run, ctx.log)
+    return run_dir
+
+
+def answer_qe_stage(ctx: Any, model: str, run_dir: Path, test: str) -> str:
+    """The test queries answered by the trained baseline; the answers file's path."""
+
+    def run() -> dict[str, Any]:
+        from pipeline.answer import run_answer
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import METHODS
+
+        method = METHODS[model].build(run_dir, ctx.cfg.device)
+        rep = run_answer(read_query_set(test), method, ctx.out / "answers", progress=ctx.progress)
+        return {
+            "path": rep["path"],
+            "seconds": rep["seconds"],
+            "throughput": rep["throughput"],
+            "_paths": [rep["path"]],
+        }
+
+    key = _key(model=_file_digest(run_dir / "model.pt"), test=_checksum(test), device=ctx.cfg.device)
+    return str(ctx.stages.run(f"answer {model}", key, run, ctx.log)["path"])
+
+
+def baseline_stages(ctx: Any, sets: dict[str, str]) -> list[str]:
+    """Every configured baseline through sample -> train-qe -> answer; the answers files, in config order."""
+    cfg = ctx.cfg
+    settings = {m: qe_settings(m, cfg.qe) for m in cfg.baselines}  # all checked before any work
+    files = []
+    for model in cfg.baselines:
+        s = settings[model]
+        train_sets = [
+            sample_train_stage(ctx, BIG_TYPES, int(s["train_per_type"]), f"qe-train-{s['train_per_type']}"),
+            sample_train_stage(
+                ctx, SMALL_TYPES, int(s["small_per_type"]), f"qe-train-neg-{s['small_per_type']}"
+            ),
+        ]
+        run_dir = train_qe_stage(ctx, model, s, train_sets, sets["valid"])
+        files.append(answer_qe_stage(ctx, model, run_dir, sets["test"]))
+    return files
