@@ -20,6 +20,20 @@ from typing import Any
 PART = ".part"
 
 
+def _umask() -> int:
+    # read without changing it for good: os.umask has no getter
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp/mkdtemp create 0600/0700 so nobody else can read a half-written artifact; the renamed result gets
+# the permissions an ordinary open() would have given it, so other users of a shared home can read it
+_UMASK = _umask()
+FILE_MODE = 0o666 & ~_UMASK
+DIR_MODE = 0o777 & ~_UMASK
+
+
 def _tmp_prefix(path: Path) -> str:
     return f".{path.name}."
 
@@ -44,6 +58,7 @@ def write_with(path: str | Path, write: Callable[[Path], Any]) -> Path:
     tmp = Path(name)
     try:
         write(tmp)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -70,7 +85,9 @@ def temp_dir(path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
-    return Path(tempfile.mkdtemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=PART))
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=PART))
+    os.chmod(tmp, DIR_MODE)
+    return tmp
 
 
 def check_folder(path: str | Path | None, option: str = "--out") -> None:
