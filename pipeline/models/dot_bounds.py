@@ -30,7 +30,7 @@ from pipeline.models.ukge import UKGE
 
 def score_cut(model: UKGE, threshold: float) -> tuple[float, float]:
     """(sign, x_T): P >= threshold implies sign * <a_h, e_t> >= x_T (sign = +1 for w > 0, -1 for w < 0)."""
-    w, b = float(model.w), float(model.b)
+    w, b = float(model.w.detach()), float(model.b.detach())
     z = math.log(threshold / (1 - threshold)) if model.mapping == "logi" else threshold
     if w == 0:
         return 1.0, -math.inf if b >= z else math.inf
