@@ -69,7 +69,10 @@ class RayExecutor(Executor):
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                     raise PipelineError(f"--address {self.address}: no Ray cluster to join ({first})") from None
             else:
+                # address="local": always a new cluster of our own, never one a stale
+                # /tmp/ray/ray_current_cluster (a `ray start` killed without `ray stop`) points at
                 ray.init(
+                    address="local",
                     num_cpus=self.workers or os.cpu_count() or 1,
                     include_dashboard=False,
                     log_to_driver=False,
