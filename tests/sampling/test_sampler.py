@@ -58,7 +58,7 @@ def test_tiny_test_1p_keeps_only_useful_queries(tiny_kg, tiny_store):
     # a fourth useful 1p query does not exist: a bounded number of walks, then a clear error
     with pytest.raises(
         SamplingError,
-        match=r"query type 1p: only 3 of 4 useful queries after 200 walks .* [1-9]\d* not useful",
+        match=r"query type 1p: only 3 of 4 useful queries after 2000 walks .* [1-9]\d* not useful",
     ):
         sample_queries(tiny_kg, tiny_store, "test", ["1p"], 4, "zero", "equal", 0, table, progress=False)
 
@@ -154,3 +154,29 @@ def test_sampling_is_reproducible(ppi_slice, slice_store):
     c, _ = sample_queries(*args, 6, table, progress=False)
     assert a == b
     assert [r["text"] for r in a] != [r["text"] for r in c]
+
+
+def test_the_walk_floor_fills_a_rare_type_and_leaves_sets_that_filled_before_unchanged(
+    tiny_kg, tiny_store, monkeypatch
+):
+    import pipeline.sampling.sampler as sampler
+
+    table = kg_alpha_table(tiny_kg)
+
+    def sample(seed, per_query, floor):
+        monkeypatch.setattr(sampler, "MIN_ATTEMPTS", floor)
+        return sample_queries(tiny_kg, tiny_store, "test", ["1p"], 3, "zero", "equal", seed, table,
+                              attempts_per_query=per_query, progress=False)[0]
+
+    # one walk per wanted query: for some seeds the three useful 1p queries are then out of reach ...
+    rescued = 0
+    for seed in range(8):
+        try:
+            sample(seed, 1, 0)
+        except SamplingError as e:
+            assert "after 3 walks" in str(e)
+            # ... the floor finds them, and they are the very set a generous budget finds (same walks)
+            floored = sample(seed, 1, 2000)
+            assert floored == sample(seed, 1000, 0) and len(floored) == 3
+            rescued += 1
+    assert rescued > 0
