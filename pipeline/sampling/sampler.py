@@ -35,9 +35,10 @@ from pipeline.sampling.walks import GRAPH_PROPERTY, StoreWalker, ground
 SPLITS = ("train", "valid", "test")
 ATTEMPTS_PER_QUERY = 50  # walks drawn per wanted query before giving up on a type
 # ... but never fewer than this per type: a rare shape (CN15k's 2m at alpha normal, 3in at alpha zero) can
-# need more than 50 walks per query, and a small --per-type must not make it unsampleable. A type that fills
+# need more than 50 walks per query (CN15k 2m at alpha normal: ~1 useful query per 90 walks), and a small
+# --per-type must not make it unsampleable. A type that fills
 # within the old budget draws the same walks, so existing query sets are unchanged.
-MIN_ATTEMPTS = 2000
+MIN_ATTEMPTS = 10_000
 
 
 class SamplingError(PipelineError):

@@ -58,7 +58,7 @@ def test_tiny_test_1p_keeps_only_useful_queries(tiny_kg, tiny_store):
     # a fourth useful 1p query does not exist: a bounded number of walks, then a clear error
     with pytest.raises(
         SamplingError,
-        match=r"query type 1p: only 3 of 4 useful queries after 2000 walks .* [1-9]\d* not useful",
+        match=r"query type 1p: only 3 of 4 useful queries after 10000 walks .* [1-9]\d* not useful",
     ):
         sample_queries(tiny_kg, tiny_store, "test", ["1p"], 4, "zero", "equal", 0, table, progress=False)
 
@@ -176,7 +176,7 @@ def test_the_walk_floor_fills_a_rare_type_and_leaves_sets_that_filled_before_unc
         except SamplingError as e:
             assert "after 3 walks" in str(e)
             # ... the floor finds them, and they are the very set a generous budget finds (same walks)
-            floored = sample(seed, 1, 2000)
+            floored = sample(seed, 1, 10_000)
             assert floored == sample(seed, 1000, 0) and len(floored) == 3
             rescued += 1
     assert rescued > 0
