@@ -199,6 +199,22 @@ def read_relation_file(
     return h, t, s, meta
 
 
+def checked_manifest(
+    folder: str | Path, dataset: str | None = None, n_entities: int | None = None, n_relations: int | None = None
+) -> dict[str, Any]:
+    """An export's manifest, checked against the data set it should belong to (name and sizes) before any
+    relation file is read: ArtifactError on a mismatch. :func:`load_adjacency` starts with it; a caller that
+    leaves the files to another process (an executor's actors) calls it alone."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if dataset is not None and manifest["dataset"] != dataset:
+        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
+    for what, have, want in (("entities", manifest["n_entities"], n_entities), ("relations", manifest["n_relations"], n_relations)):
+        if want is not None and int(have) != want:
+            raise ArtifactError(f"{folder}: an export of {have} {what}, but {manifest['dataset']} has {want}")
+    return manifest
+
+
 def load_adjacency(
     path: str | Path,
     dataset: str | None = None,
@@ -215,13 +231,8 @@ def load_adjacency(
     sizes) so does an export whose sizes differ.
     """
     folder = Path(path)
-    manifest = read_manifest(folder)
-    if dataset is not None and manifest["dataset"] != dataset:
-        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
+    manifest = checked_manifest(folder, dataset, n_entities, n_relations)
     n, n_rel, thr = int(manifest["n_entities"]), int(manifest["n_relations"]), float(manifest["threshold"])
-    for what, have, want in (("entities", n, n_entities), ("relations", n_rel, n_relations)):
-        if want is not None and have != want:
-            raise ArtifactError(f"{folder}: an export of {have} {what}, but {manifest['dataset']} has {want}")
     rel_ids = [int(rel["relation"]) for rel in manifest["relations"]]
     if sorted(rel_ids) != list(range(n_rel)):
         raise ArtifactError(f"{folder / MANIFEST}: relations {rel_ids} are not exactly 0..{n_rel - 1}")

@@ -133,7 +133,9 @@ class SRC(Method):
         dev = config.select_device(device)
         sizes = (kg.n_entities, kg.n_relations) if kg is not None else _registered_sizes(get_spec, dataset)
         if not load and calib.name == "none":
-            return cls(None, {**_checked_manifest(adjacency_dir, dataset, sizes), "path": str(adjacency_dir)})
+            from pipeline.formats.adjacency import checked_manifest
+
+            return cls(None, {**checked_manifest(adjacency_dir, dataset, *sizes), "path": str(adjacency_dir)})
         graph, manifest = load_adjacency(adjacency_dir, dataset, dev, *sizes)
         manifest = {**manifest, "path": str(adjacency_dir)}
         method = cls(as_adjacency(graph), manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
@@ -180,19 +182,6 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
         with torch.no_grad():
             adj = calibrated_adjacency(adj, calib, tables)
     return SRC(adj, manifest, recipe["calibration"], float(recipe["delta"]), info)
-
-
-def _checked_manifest(folder: str | Path, dataset: str, sizes: tuple[int | None, int | None]) -> dict[str, Any]:
-    """The export's manifest with the checks load_adjacency makes before reading files (data set, sizes)."""
-    from pipeline.formats.adjacency import read_manifest
-
-    manifest = read_manifest(Path(folder))
-    if manifest["dataset"] != dataset:
-        raise ArtifactError(f"{folder}: an export of data set '{manifest['dataset']}', not '{dataset}'")
-    for what, have, want in (("entities", manifest["n_entities"], sizes[0]), ("relations", manifest["n_relations"], sizes[1])):
-        if want is not None and int(have) != want:
-            raise ArtifactError(f"{folder}: an export of {have} {what}, but {dataset} has {want}")
-    return manifest
 
 
 def _registered_sizes(get_spec: Any, dataset: str) -> tuple[int | None, int | None]:
