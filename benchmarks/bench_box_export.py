@@ -99,7 +99,9 @@ def slice_rows(run_dir: Path, threshold: float, spec: str) -> dict:
         "slice": spec, "T": threshold, "pruned s": f"{t_pruned:.1f}", "brute s": f"{t_brute:.1f}",
         "block pairs pruned": f"{100 * d['pruned_share']:.1f}%",
         "rows pruned (stage 2)": f"{100 * d['rows_pruned'] / max(1, d['row_pairs']):.1f}%",
-        "pairs scored": f"{100 * d['scored_share']:.2f}%", "facts": d["facts"],
+        "pairs scored": f"{100 * d['scored_share']:.2f}%",
+        "pairs cut (stage 3)": f"{100 * d['cut_share']:.1f}%",
+        "scored in full": f"{100 * d['exact_share']:.2f}%", "facts": d["facts"],
         "facts % of pairs": f"{100 * d['facts'] / max(1, d['pairs_total']):.2f}",
         "only in one": only_one, "of them within 1e-6 of T": near, "max |diff|": f"{max_diff:.1e}",
     }
@@ -149,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             "block pairs pruned": f"{p['blocks_pruned']:,} / {p['block_pairs']:,} ({100 * p['pruned_share']:.1f}%)",
             "rows pruned (stage 2)": f"{100 * p['rows_pruned'] / max(1, p['row_pairs']):.1f}%",
             "pairs scored": f"{100 * p['scored_share']:.2f}%",
+            "pairs cut (stage 3)": f"{100 * p['cut_share']:.1f}%",
+            "scored in full": f"{100 * p['exact_share']:.2f}%",
             "facts": f"{man['nnz']:,}",
             "% of dense": f"{100 * man['bytes'] / man['dense_float32_bytes']:.2f}",
         }

@@ -532,7 +532,8 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
         p = man["pruning"]
         click.echo(
             f"box bounds: {p['blocks_pruned']:,} of {p['block_pairs']:,} block pairs pruned "
-            f"({p['pruned_share']:.1%}); {p['scored_share']:.2%} of all pairs scored exactly"
+            f"({p['pruned_share']:.1%}); {p['scored_share']:.2%} of all pairs bounded one by one, "
+            f"{p.get('exact_share', p['scored_share']):.2%} scored in full"
         )
 
 

@@ -269,7 +269,8 @@ def score_shard(model: Any, spec: ShardSpec) -> dict[str, Any]:
     return {"nnz": sum(len(b[0]) for b in batches), "bytes": size, "prune": prune}
 
 
-_PRUNE_COUNTS = ("block_pairs", "blocks_pruned", "row_pairs", "rows_pruned", "pairs_scored", "pairs_total", "facts")
+_PRUNE_COUNTS = ("block_pairs", "blocks_pruned", "row_pairs", "rows_pruned", "pairs_scored", "pairs_total", "facts",
+                 "pairs_cut", "pairs_exact", "pair_dims")
 
 
 def _shard_specs(
@@ -422,7 +423,7 @@ def _pruned_step(
 ) -> None:
     """Progress of the pruned export, and the dense guard judged as early as in the dense loop."""
     bar.update(heads)
-    bar.set_postfix_str(f"blocks pruned {stats.pruned_share:.1%}", refresh=False)
+    bar.set_postfix_str(f"blocks pruned {stats.pruned_share:.1%}, pairs cut {stats.cut_share:.1%}", refresh=False)
     seen = stats.heads_done * n  # pairs decided so far (pruned or scored); bar.n stays 0 when disabled
     if seen >= stats.heads_total * n // 50 and stats.facts > max_fraction * seen:
         raise PipelineError(

@@ -26,7 +26,16 @@ condition boxes in their block. Then for every h in H, t in T and every dimensio
 Hence log P(h, t) <= B(H, T) = sum_k min(0, s(A_k) - s(W_k)), and a block pair with B < log(threshold)
 holds no fact to export. Enlarging H or T only lowers each LO, raises each HI and lowers each W, so B is
 itself monotone: tight blocks (entities ordered by a k-d split of their box centres, `kd_order`) prune
-most. Floating point: each operation above is monotone up to an ulp (vectorised exp/log), and the model
+most. **Per pair, dimension by dimension.** For a single pair (a block of one head and one tail) the terms
+t_k = s(cap_k(h, t)) - s(w_k(c)) are each <= 0 (point 2), so any partial sum over a subset S of the
+dimensions bounds log P from above, and so does sum_{k in S} s(hard_k) - s(w_k) with hard_k = min(hi_h,
+hi_t) - max(lo_h, lo_t) the hard intersection's side (cap_k <= hard_k: the model clamps the Gumbel
+intersection inside the hard one; s is nondecreasing), which costs no logaddexp: stage 3 adds these terms a
+few dimensions at a time, in the order that drops pairs
+soonest (the most negative mean term on a sample of the relation's pairs first; the order only changes the
+speed), and drops a pair once its partial sum is below the cut. Only the survivors are scored in full, by
+the model's own `_prob`, so the kept facts and their scores are still the brute-force ones.
+Floating point: each operation above is monotone up to an ulp (vectorised exp/log), and the model
 sums its two log volumes separately; a block is pruned only when B < log(threshold) - margin with a margin
 far above those rounding errors (`MARGIN_ABS` + `MARGIN_REL` * sum |terms|), so pruning never drops a fact.
 """
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -138,7 +148,8 @@ def block_log_bound(
 @dataclass
 class PruneStats:
     """Counts over an export: block pairs bounded / pruned (stage 1), (head, tail block) pairs bounded /
-    pruned (stage 2), pairs scored exactly, facts kept."""
+    pruned (stage 2), pairs reaching stage 3 (``pairs_scored``), of them cut by a partial sum / scored in
+    full, facts kept."""
 
     block_pairs: int = 0
     blocks_pruned: int = 0
@@ -146,6 +157,9 @@ class PruneStats:
     rows_pruned: int = 0
     pairs_scored: int = 0
     pairs_total: int = 0
+    pairs_cut: int = 0  # stage 3: pairs dropped by a partial sum over some dimensions
+    pairs_exact: int = 0  # stage 3: pairs scored in full
+    pair_dims: int = 0  # stage 3: (pair, dimension) terms of the partial sums
     facts: int = 0
     heads_done: int = 0  # head rows finished (progress and the export's early guard)
     heads_total: int = 0  # head rows the caller will score in all (0: unknown)
@@ -153,6 +167,11 @@ class PruneStats:
     @property
     def pruned_share(self) -> float:
         return self.blocks_pruned / self.block_pairs if self.block_pairs else 0.0
+
+    @property
+    def cut_share(self) -> float:
+        """Share of the pairs reaching stage 3 that a partial sum dropped."""
+        return self.pairs_cut / self.pairs_scored if self.pairs_scored else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -164,8 +183,93 @@ class PruneStats:
             "pairs_scored": self.pairs_scored,
             "pairs_total": self.pairs_total,
             "scored_share": self.pairs_scored / self.pairs_total if self.pairs_total else 0.0,
+            "pairs_cut": self.pairs_cut,
+            "cut_share": self.cut_share,
+            "exact_share": self.pairs_exact / self.pairs_total if self.pairs_total else 0.0,
+            "pairs_exact": self.pairs_exact,
+            "pair_dims": self.pair_dims,
             "facts": self.facts,
         }
+
+
+STAGES = (8, 16, 24, 36, 48)  # stage 3: partial sums after these many dimensions (then the exact score)
+
+
+@dataclass(frozen=True)
+class StagedPairs:
+    """Stage 3 of `score_relation`: the per-pair partial-sum cut (module docstring). Holds the relation's
+    transformed corners with their columns in the selective order, cut into the stages' column slices
+    (contiguous, so a stage gathers only its own columns), and per stage the condition side's sum of
+    log-sides over the slice."""
+
+    slices: tuple[tuple[Tensor, Tensor, Tensor, Tensor, Tensor], ...]  # per stage: hlo, hhi, tlo, thi, sum s_w
+    cond_head: bool
+    offset: float  # 2 gamma beta: s(x) = log softplus(x - offset)
+    cut: float
+
+    @staticmethod
+    def build(
+        hlo: Tensor, hw: Tensor, tlo: Tensor, tw: Tensor, beta: float, condition: str, cut: float,
+        stages: tuple[int, ...] = STAGES, sample: int = 4096,
+    ) -> StagedPairs:
+        d = hlo.shape[1]
+        cond_head = condition == "head"
+        s_w = log_sides(hw if cond_head else tw, beta)
+        hhi, thi = hlo + hw, tlo + tw
+        # the selective order: mean term per dimension over a fixed, evenly spread sample of pairs
+        ih = torch.linspace(0, len(hlo) - 1, sample, device=hlo.device).long()
+        it = torch.linspace(0, len(tlo) - 1, sample, device=hlo.device).flip(0).long()
+        hard = torch.minimum(hhi[ih], thi[it]) - torch.maximum(hlo[ih], tlo[it])
+        terms = (log_sides(hard, beta) - s_w[ih if cond_head else it]).clamp_max(0.0)
+        order = torch.argsort(terms.mean(0), stable=True)
+        bounds = [0, *(k for k in stages if 0 < k < d)]
+        cols = [order[a:b] for a, b in pairwise(bounds)]
+        slices = tuple(
+            (*(x[:, c].contiguous() for x in (hlo, hhi, tlo, thi)), s_w[:, c].sum(-1)) for c in cols
+        )
+        return StagedPairs(slices, cond_head, 2 * EULER_GAMMA * beta, cut)
+
+    def survivors(self, h2: Tensor, t2: Tensor, stats: PruneStats | None = None) -> tuple[Tensor, Tensor]:
+        """The pairs of heads h2 (rows,) x tails t2 (rows, leaf) (-1: no tail) whose partial bounds never
+        fall below the cut (with the rounding margin), as flat (heads, tails). Per stage: log prod_k
+        softplus(hard_k - 2 gamma beta) - sum_k s(w_k) over its dimensions, with hard_k the hard
+        intersection's side (>= the Gumbel one, which the model clamps inside it): one log per pair and
+        stage instead of one per dimension. A product that underflows float32 to 0 (its log < -103) only
+        cuts pairs far below any threshold of use (> 1e-40)."""
+        rows, leaf = t2.shape
+        ok = (t2 >= 0).reshape(-1)
+        ph = h2.repeat_interleave(leaf)
+        pt = t2.reshape(-1).clamp_min(0)
+        partial = absum = None
+        for i, (hlo, hhi, tlo, thi, sw_sum) in enumerate(self.slices):
+            if i == 0:  # the first stage on the (rows, leaf) grid: each head's columns gathered once
+                hl, hh = hlo.index_select(0, h2)[:, None], hhi.index_select(0, h2)[:, None]
+                tl = tlo.index_select(0, pt).view(rows, leaf, -1)
+                th = thi.index_select(0, pt).view(rows, leaf, -1)
+                hard = torch.minimum(hh, th).sub_(torch.maximum(hl, tl)).view(rows * leaf, -1)
+            else:
+                hard = torch.minimum(hhi.index_select(0, ph), thi.index_select(0, pt))
+                hard.sub_(torch.maximum(hlo.index_select(0, ph), tlo.index_select(0, pt)))
+            log_cap = torch.log(F.softplus(hard.sub_(self.offset)).prod(-1))
+            sw = sw_sum.index_select(0, ph if self.cond_head else pt)
+            term = log_cap - sw
+            partial = term if partial is None else partial.add_(term)
+            mag = log_cap.abs_().add_(sw.abs())
+            absum = mag if absum is None else absum.add_(mag)
+            keep = partial >= (MARGIN_REL * absum).add_(MARGIN_ABS).neg_().add_(self.cut)
+            if i == 0:
+                keep &= ok
+            idx = keep.nonzero().squeeze(1)
+            if stats is not None:
+                stats.pair_dims += len(ph) * hlo.shape[1]
+                stats.pairs_cut += len(ph) - len(idx) - (int((~ok).sum()) if i == 0 else 0)
+            ph, pt = ph.index_select(0, idx), pt.index_select(0, idx)
+            partial, absum = partial.index_select(0, idx), absum.index_select(0, idx)
+        if not self.slices:
+            ph, pt = ph[ok], pt[ok]
+        if stats is not None:
+            stats.pairs_exact += len(ph)
+        return ph, pt
 
 
 def _members(blocks: Blocks, leaf: int) -> Tensor:
@@ -187,13 +291,16 @@ def score_relation(
     pair_budget: int = 1 << 22,
     stats: PruneStats | None = None,
     on_block: Callable[[int], None] | None = None,
+    stages: tuple[int, ...] = STAGES,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """All (h, t) of relation r with model confidence >= threshold, exactly as brute force finds them.
 
     Three stages: (1) bound every (head block, tail block) pair from both enclosing boxes; (2) for the
     surviving pairs, bound each head's own box against the tail block's enclosing box (the same argument
-    with a block of one head, far tighter); (3) score the surviving (head, tail block) rows exactly with
-    the model's `_prob`. heads: the head ids to score (default all; the tails are always all entities).
+    with a block of one head, far tighter); (3) for the pairs of the surviving (head, tail block) rows,
+    sum the pair's own terms over the first `stages` dimensions (most selective first, `StagedPairs`),
+    dropping a pair as soon as the partial sum is below the cut, and score the survivors exactly with the
+    model's `_prob`. heads: the head ids to score (default all; the tails are always all entities).
     Returns (h, t, score): int64, int64, float32 tensors on the model's device, sorted by (h, t). stats is
     updated in place (facts as they are found); on_block(n_heads) is called after each group of heads (a
     progress bar's update, or a guard that raises to stop an unselective export early)."""
@@ -214,6 +321,7 @@ def score_relation(
     stats.blocks_pruned += int((~keep).sum())
     stats.pairs_total += len(heads) * n
     hmem, tmem = _members(hb, leaf), _members(tb, leaf)
+    staged = StagedPairs.build(hlo, hw, tlo, tw, beta, cond, cut, stages)
     out_h, out_t, out_s = [], [], []
     chunk = max(1, pair_budget // (leaf * model.dim))  # (head, tail block) rows per exact-scoring slice
     group = max(1, 1024 // leaf)  # head blocks per step of stage 2 (and per progress update)
@@ -238,15 +346,16 @@ def score_relation(
             h1, j1 = h1[k2], j1[k2]
             for c in range(0, len(h1), chunk):
                 h2, t2 = h1[c : c + chunk], tmem[j1[c : c + chunk]]  # (rows,), (rows, leaf)
-                ok_t = t2 >= 0
-                tc = t2.clamp_min(0)
-                p = model._prob(hlo[h2][:, None], hw[h2][:, None], tlo[tc], tw[tc])
-                ri, ci = ((p >= threshold) & ok_t).nonzero(as_tuple=True)
-                out_h.append(heads[h2[ri]])
-                out_t.append(tc[ri, ci])
-                out_s.append(p[ri, ci])
-                stats.pairs_scored += int(ok_t.sum())
-                stats.facts += len(ri)
+                stats.pairs_scored += int((t2 >= 0).sum())
+                # stage 3: the pair's own log-sides over a few dimensions at a time (a partial sum of
+                # terms <= 0 bounds log P), then the survivors exactly
+                ph, pt = staged.survivors(h2, t2, stats)
+                p = model._prob(hlo[ph], hw[ph], tlo[pt], tw[pt])
+                k3 = p >= threshold
+                out_h.append(heads[ph[k3]])
+                out_t.append(pt[k3])
+                out_s.append(p[k3])
+                stats.facts += int(k3.sum())
         done = int((hmem[g : g + group] >= 0).sum())
         stats.heads_done += done
         if on_block is not None:

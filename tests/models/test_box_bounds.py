@@ -151,3 +151,54 @@ def test_an_unprunable_model_still_scores_exactly() -> None:
     h, t, s = bb.score_relation(m, 1, 0.01, leaf=8, stats=stats)
     assert_same_facts((h, t, s), brute(m, 1, 0.01), 0.01, 120)
     assert stats.blocks_pruned == 0 and len(h) == 120 * 120
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=boxes,
+    d=st.integers(2, 16),
+    condition=st.sampled_from(["head", "tail"]),
+    spread=st.sampled_from([0.3, 1.0, 3.0]),
+    threshold=st.sampled_from([0.01, 0.2, 0.5, 0.9]),
+)
+@torch.no_grad()
+def test_staged_cut_keeps_every_pair_at_or_above_the_threshold(
+    seed: int, d: int, condition: str, spread: float, threshold: float
+) -> None:
+    # stage 3 alone (no block pruning before it): every pair the model scores >= threshold survives
+    m = spread_model(30, d, 1, seed, condition, spread)
+    hlo, hw = m.boxes(torch.arange(30), 0, "head")
+    tlo, tw = m.boxes(torch.arange(30), 0, "tail")
+    cut = float(np.log(threshold))
+    stages = tuple(range(1, d))  # a cut after every dimension: the most partial sums a pair can meet
+    staged = bb.StagedPairs.build(hlo, hw, tlo, tw, m.gumbel_beta, condition, cut, stages, sample=64)
+    tails = torch.arange(30).repeat(30, 1)
+    stats = bb.PruneStats()
+    ph, pt = staged.survivors(torch.arange(30), tails, stats)
+    p = m.score_block(torch.arange(30), 0, torch.arange(30))
+    wanted = set(map(tuple, (p >= threshold).nonzero().tolist()))
+    assert wanted <= set(zip(ph.tolist(), pt.tolist(), strict=True))
+    assert stats.pairs_exact == len(ph) and stats.pairs_cut == 900 - len(ph)
+
+
+def test_staged_cut_is_tight_enough_to_drop_far_pairs() -> None:
+    # the partial sums must cut: without stage 3 every pair of this model would be scored in full
+    m = spread_model(300, 16, 1, seed=3, spread=1.0)
+    stats = bb.PruneStats()
+    got = bb.score_relation(m, 0, 0.3, leaf=8, stats=stats, stages=(2, 4, 8, 12))
+    assert_same_facts(got, brute(m, 0, 0.3), 0.3, 300)
+    assert stats.pairs_cut > 0.5 * stats.pairs_scored
+    assert stats.pairs_exact + stats.pairs_cut == stats.pairs_scored
+    assert stats.pair_dims < 0.5 * stats.pairs_scored * 16
+
+
+@pytest.mark.parametrize("stages", [(), (3,), (2, 5, 9, 13), bb.STAGES])
+@pytest.mark.parametrize("condition", ["head", "tail"])
+def test_pruned_scoring_equals_brute_force_with_any_stages(stages: tuple[int, ...], condition: str) -> None:
+    m = spread_model(200, 16, 2, seed=4, condition=condition, spread=1.5)
+    for r in range(2):
+        for threshold in (0.05, 0.5):
+            got = bb.score_relation(m, r, threshold, leaf=8, stages=stages)
+            ref = brute(m, r, threshold)
+            assert_same_facts(got, ref, threshold, 200)
+            assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
