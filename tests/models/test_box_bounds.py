@@ -171,7 +171,8 @@ def test_staged_cut_keeps_every_pair_at_or_above_the_threshold(
     tlo, tw = m.boxes(torch.arange(30), 0, "tail")
     cut = float(np.log(threshold))
     stages = tuple(range(1, d))  # a cut after every dimension: the most partial sums a pair can meet
-    staged = bb.StagedPairs.build(hlo, hw, tlo, tw, m.gumbel_beta, condition, cut, stages, sample=64)
+    staged = bb.StagedPairs.build(hlo, hw, tlo, tw, m.gumbel_beta, condition, cut, stages, sample=64, judge=False)
+    assert len(staged.slices) == d - 1
     tails = torch.arange(30).repeat(30, 1)
     stats = bb.PruneStats()
     ph, pt = staged.survivors(torch.arange(30), tails, stats)
@@ -202,3 +203,25 @@ def test_pruned_scoring_equals_brute_force_with_any_stages(stages: tuple[int, ..
             ref = brute(m, r, threshold)
             assert_same_facts(got, ref, threshold, 200)
             assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
+
+
+def test_partial_sums_are_skipped_where_they_cannot_pay() -> None:
+    m = spread_model(300, 16, 1, seed=3, spread=1.0)
+    hlo, hw = m.boxes(torch.arange(300), 0, "head")
+    tlo, tw = m.boxes(torch.arange(300), 0, "tail")
+    build = lambda t: bb.StagedPairs.build(hlo, hw, tlo, tw, m.gumbel_beta, "head", float(np.log(t)), (2, 4, 8, 12))  # noqa: E731
+    assert build(0.3).slices  # most pairs fall below log 0.3 within a few dimensions
+    assert not build(1e-30).slices  # every pair passes: partial sums would only add work
+    stats = bb.PruneStats()
+    got = bb.score_relation(m, 0, 1e-30, leaf=8, stats=stats, stages=(2, 4, 8, 12))
+    assert len(got[0]) == 300 * 300 and stats.pairs_cut == 0 and stats.pair_dims == 0
+    assert stats.pairs_exact == stats.pairs_scored
+
+
+def test_worthwhile_weighs_the_partial_sums_against_the_exact_score() -> None:
+    # 4 dimensions, stages after 1 and 2: pairs whose first term is already below the cut are dropped at once
+    far = torch.tensor([[-5.0, 0.0, 0.0, 0.0]]).repeat(10, 1)
+    near = torch.zeros(10, 4)
+    assert bb.worthwhile(far, [0, 1, 2], cut=-1.0)  # 0.6 x 1 dimension, nobody left: 0.6 < 3.2
+    assert not bb.worthwhile(near, [0, 1, 2], cut=-1.0)  # 0.6 x 2 + 4 = 5.2 > 3.2
+    assert not bb.worthwhile(far, [0], cut=-1.0)
