@@ -160,3 +160,37 @@ def test_gradient_of_a_maxplus_winner_by_hand(relations, d_lambda, d_rho) -> Non
     u.sum().backward()
     assert calib.bias.grad.tolist() == pytest.approx([d_rho, d_lambda])
     assert calib.w_head.grad[0].tolist() == pytest.approx([d_rho, d_lambda])  # every feature is 1
+
+
+def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_progress(
+    toy_pipeline: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """fit_affine on the toy pipeline's export (3 epochs, batches of 8 mixing 1p, 2i, 2in, 2p): the fitted
+    parameters and losses equal those of the same training with calibrated_adjacency's autograd (to 1e-6:
+    the gradients differ in float summation order only); the bar shows epoch, batch and loss."""
+    import pipeline.calibration as cal
+    from pipeline.formats.adjacency import load_adjacency
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.kg import observed_graph
+    from pipeline.models import load_run
+
+    graph, _ = load_adjacency(toy_pipeline["export"])
+    adj = Adjacency.from_graph(graph)
+    model = load_run(toy_pipeline["run"])
+    truth = Adjacency.from_graph(observed_graph(toy_pipeline["kg"], "train"))
+    train = read_query_set(toy_pipeline["train"]).queries()
+    cfg = cal.LConfig(epochs=3, batch_size=8, lr=0.01)
+    fitted = []
+    for build in (cal.training_adjacency, cal.calibrated_adjacency):
+        monkeypatch.setattr(cal, "training_adjacency", build)
+        fitted.append(cal.fit_affine(model, adj, train, truth, evaluate_batch, None, cfg, progress=True))
+    (new, h_new), (old, h_old) = fitted
+    assert h_new["shapes_used"] == h_old["shapes_used"] and not h_new["shapes_skipped"]
+    for a, b in zip(new.parameters(), old.parameters(), strict=True):
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-6)
+        assert not torch.equal(a, torch.zeros_like(a))  # L moved: the comparison is not of two identities
+    for e in ("1", "2", "3"):
+        assert h_new["epochs"][e]["loss"] == pytest.approx(h_old["epochs"][e]["loss"], rel=1e-6)
+    bar = capsys.readouterr().err
+    n_batches = -(-len(train) // 8)
+    assert "calibration L epoch 3/3" in bar and f"batch={n_batches}/{n_batches}" in bar and "loss=" in bar
