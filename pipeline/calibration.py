@@ -14,6 +14,10 @@
 
 Because the features are separable (e_h depends on h only, ...), the linear map is applied as per-entity and
 per-relation projections ``(n_entities, 2)``, ``(n_relations, 2)``: no (nnz, feature) matrix is ever built.
+A training step calibrates the batch's relations without autograd (:func:`training_adjacency`) and recomputes
+with autograd only the facts the engine reads with it (anchor rows, the max-plus winners): the values are
+those of autograd over every fact bit for bit, the gradients equal to 1e-6 (summation order), at ~1/4 of
+the time of a CN15k batch (docs/benchmarks.md, issue 14, third round).
 """
 
 from __future__ import annotations
