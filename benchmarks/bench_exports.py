@@ -41,6 +41,7 @@ from bench_engine import read_bandwidth  # noqa: E402
 
 from pipeline.calibration import (  # noqa: E402
     AffineCalibration,
+    ConfBuffers,
     calibrated_adjacency,
     lower_alphas,
     query_relations,
@@ -218,7 +219,8 @@ L_PATHS = {"autograd": calibrated_adjacency, "spliced": training_adjacency}
 def l_paths(adj, graph, train: list[Query], seed: int, repeat: int) -> dict:
     """One L training step of the current engine with the batch's relations calibrated by autograd over
     every fact (calibrated_adjacency, the code before issue 14's third round) and by training_adjacency
-    (no autograd, gradients spliced in at the facts the engine reads), alternating, `repeat` times each:
+    (no autograd, gradients spliced in at the facts the engine reads), the latter also with ConfBuffers kept
+across its steps (as fit_affine does), alternating, `repeat` times each:
     seconds per phase (index, forward, backward), the losses and the largest gradient difference."""
     from pipeline.engine import evaluate_batch
 
@@ -227,10 +229,15 @@ def l_paths(adj, graph, train: list[Query], seed: int, repeat: int) -> dict:
     rels = query_relations(qs)
     with torch.no_grad():
         truth = evaluate_batch(qs, adj)
-    out: dict = {k: [] for k in L_PATHS}
+    buffers = ConfBuffers(adj)  # as fit_affine keeps them across its steps
+    paths = {
+        **L_PATHS,
+        "spliced+buffers": lambda a, c, t, r: training_adjacency(a, c, t, r, buffers),
+    }
+    out: dict = {k: [] for k in paths}
     grads: dict = {}
     for _ in range(repeat):
-        for name, build in L_PATHS.items():
+        for name, build in paths.items():
             calib.zero_grad()
             t0 = time.perf_counter()
             cal = build(adj, calib, tables, rels)
@@ -252,8 +259,9 @@ def l_paths(adj, graph, train: list[Query], seed: int, repeat: int) -> dict:
                 f"total {t3 - t0:.2f} s, loss {loss.item():.8g}",
                 flush=True,
             )
-    (la, ga), (lb, gb) = grads["autograd"], grads["spliced"]
+    (la, ga), (lb, gb), (lc, gc) = grads["autograd"], grads["spliced"], grads["spliced+buffers"]
     out["loss_autograd"], out["loss_spliced"] = la, lb
+    assert lc == lb and all(torch.equal(b, c) for b, c in zip(gb, gc, strict=True)), "buffers changed a result"
     out["grad_max_abs_diff"] = max(float((a - b).abs().max()) for a, b in zip(ga, gb, strict=True))
     out["grad_max_abs"] = max(float(a.abs().max()) for a in ga)
     out["shapes"] = sorted({str(len(q.atoms)) + " atoms" for q in qs})
@@ -346,7 +354,7 @@ def main() -> None:
         train = read_query_set(args.l_train).queries()
         got = l_paths(engines()["after"][0](graph), graph, train, args.seed, args.l_paths)
         result["l_paths"] = got
-        for name in L_PATHS:
+        for name in (*L_PATHS, "spliced+buffers"):
             best = min(got[name], key=lambda r: r["total_s"])
             print(
                 f"\ncalibration L, one batch of 64 ({name}), best of {args.l_paths}: "

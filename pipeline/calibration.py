@@ -245,11 +245,23 @@ def calibrated_adjacency(
     )
 
 
+class ConfBuffers:
+    """The conf arrays of training_adjacency kept across the steps of one fit: a step rewrites the facts of
+    its relations and restores those of the previous step's others to their predicted confidence, instead of
+    allocating and copying two export-sized arrays (0.46 s of a ~1.7 s CN15k step, mostly page faults).
+    The index of a step is valid until the next step that uses the same buffers."""
+
+    def __init__(self, adj: Any) -> None:
+        self.arrays = (adj.fwd.conf.detach().clone(), adj.bwd.conf.detach().clone(), adj.diag_conf.detach().clone())
+        self.dirty: set[int] = set()  # relations whose facts hold calibrated values now
+
+
 def training_adjacency(
     adj: Any,
     calib: AffineCalibration,
     tables: tuple[torch.Tensor, ...],
     relations: Iterable[int] | None = None,
+    buffers: ConfBuffers | None = None,
 ) -> Any:
     """calibrated_adjacency for one training step of L: the same confidences, computed without autograd,
     each array carrying a gradient source that recomputes the calibrated value of the facts the engine
@@ -262,7 +274,7 @@ def training_adjacency(
     rels = None if relations is None else sorted({int(r) for r in relations})
     proj = calib.projections(tables)  # (n_entities, 2) and (n_relations, 2): cheap, with autograd
     with torch.no_grad():
-        fwd, bwd, diag = _calibrated_conf(adj, tuple(p.detach() for p in proj), rels)
+        fwd, bwd, diag = _calibrated_conf(adj, tuple(p.detach() for p in proj), rels, buffers)
     calibrated = torch.ones(adj.n_relations, dtype=torch.bool, device=adj.device)
     if rels is not None:
         calibrated[:] = False
@@ -292,16 +304,24 @@ _CALIBRATE_BLOCK = 1 << 18  # facts calibrated at once by _calibrate_into: its t
 
 
 def _calibrated_conf(
-    adj: Any, proj: tuple[torch.Tensor, ...], relations: list[int] | None
+    adj: Any, proj: tuple[torch.Tensor, ...], relations: list[int] | None, buffers: ConfBuffers | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The calibrated conf arrays of adj (rows by head, rows by tail, diagonal), without autograd: the
     facts of relations (None: all) calibrated, the others copied. Bit-for-bit AffineCalibration.calibrate,
-    whose operations are repeated in the same order (see _calibrate_into)."""
+    whose operations are repeated in the same order (see _calibrate_into). buffers: written there (the
+    previous step's other relations restored), else new arrays."""
     n = adj.n_entities
-    rels = range(adj.n_relations) if relations is None else relations
+    rels = list(range(adj.n_relations)) if relations is None else relations
+    restore = [] if buffers is None else sorted(buffers.dirty - set(rels))
+    outs = (None, None, None) if buffers is None else buffers.arrays
 
-    def run(conf: torch.Tensor, bounds: list[int], heads: torch.Tensor, tails: torch.Tensor) -> torch.Tensor:
-        out = conf.clone()
+    def run(
+        conf: torch.Tensor, bounds: list[int], heads: torch.Tensor, tails: torch.Tensor, out: torch.Tensor | None
+    ) -> torch.Tensor:
+        if out is None:
+            out = conf.clone()
+        for r in restore:
+            out[bounds[r] : bounds[r + 1]] = conf[bounds[r] : bounds[r + 1]]
         for r in rels:
             lo, hi = bounds[r], bounds[r + 1]
             if hi > lo:
@@ -309,11 +329,14 @@ def _calibrated_conf(
         return out
 
     fb, bb = adj.fwd.ptr[::n].tolist(), adj.bwd.ptr[::n].tolist()
-    return (
-        run(adj.fwd.conf, fb, adj.fwd.src, adj.fwd.dst),
-        run(adj.bwd.conf, bb, adj.bwd.dst, adj.bwd.src),
-        run(adj.diag_conf, adj.diag_off.tolist(), adj.diag_ent, adj.diag_ent),
+    got = (
+        run(adj.fwd.conf, fb, adj.fwd.src, adj.fwd.dst, outs[0]),
+        run(adj.bwd.conf, bb, adj.bwd.dst, adj.bwd.src, outs[1]),
+        run(adj.diag_conf, adj.diag_off.tolist(), adj.diag_ent, adj.diag_ent, outs[2]),
     )
+    if buffers is not None:
+        buffers.dirty = set(rels)
+    return got
 
 
 def _calibrate_into(
@@ -472,6 +495,7 @@ def fit_affine(
         "config": cfg.__dict__,
     }
     n_batches = (len(kept) + cfg.batch_size - 1) // cfg.batch_size
+    buffers = ConfBuffers(adj)  # each step's index is dead before the next one rewrites them
     bar = tqdm(
         total=cfg.epochs * n_batches,
         desc="calibration L",
@@ -488,7 +512,7 @@ def fit_affine(
             loss = _batch_loss(
                 evaluate,
                 [queries[i] for i in batch],
-                training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch)),
+                training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch), buffers),
                 torch.stack([true_u[i] for i in batch]),
                 cfg.negatives,
                 gen,

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pipeline.calibration import (
     AffineCalibration,
+    ConfBuffers,
     _batch_loss,
     calibrated_adjacency,
     query_relations,
@@ -141,6 +142,14 @@ def test_training_index_values_are_calibrated_adjacencys() -> None:
             assert torch.equal(got.bwd.conf, ref.bwd.conf.detach())
             assert torch.equal(got.diag_conf, ref.diag_conf.detach())
         assert not torch.equal(new.fwd.conf, adj.fwd.conf) or relations == []
+    # buffers kept across steps (as fit_affine does): each step's arrays equal fresh ones, whatever the
+    # relations of the step before
+    buffers = ConfBuffers(adj)
+    for relations in (None, [1, 3], [], [2], [0, 1], None, [3]):
+        fresh = training_adjacency(adj, calib, tables, relations)
+        kept = training_adjacency(adj, calib, tables, relations, buffers)
+        assert torch.equal(kept.fwd.conf, fresh.fwd.conf) and torch.equal(kept.bwd.conf, fresh.bwd.conf)
+        assert torch.equal(kept.diag_conf, fresh.diag_conf)
 
 
 @pytest.mark.parametrize("relations, d_lambda, d_rho", [({1}, 1.0, 0.7), (None, 5.0, 4.3)])
@@ -181,7 +190,10 @@ def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_pr
     train = read_query_set(toy_pipeline["train"]).queries()
     cfg = cal.LConfig(epochs=3, batch_size=8, lr=0.01)
     fitted = []
-    for build in (cal.training_adjacency, cal.calibrated_adjacency):
+    def autograd_over_every_fact(adj, calib, tables, relations, buffers=None):  # noqa: ANN001, ANN202
+        return cal.calibrated_adjacency(adj, calib, tables, relations)
+
+    for build in (cal.training_adjacency, autograd_over_every_fact):
         monkeypatch.setattr(cal, "training_adjacency", build)
         fitted.append(cal.fit_affine(model, adj, train, truth, evaluate_batch, None, cfg, progress=True))
     (new, h_new), (old, h_old) = fitted
