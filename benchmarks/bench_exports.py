@@ -3,7 +3,7 @@ memory bound, one calibration-L batch, peak RSS; and the exactness check of the 
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_exports.py QUERIES --adjacency EXPORT_DIR \
         [--engines before,after] [--variants none,D,L,D+L] [--delta 0.1] [--repeat 2] [--threads 1] \
-        [--l-train TRAIN_QUERIES] [--check N] [--seed 0] [--device cpu|cuda]
+        [--l-train TRAIN_QUERIES [--l-paths N]] [--check N] [--seed 0] [--device cpu|cuda]
 
 "before" is the frozen engine of tests/engine/reference (commit e09fd49), "after" is pipeline.engine;
 runs alternate before/after per variant so both see the same machine load. Variants: none; D (every alpha
@@ -13,6 +13,9 @@ counted is the engine's evaluation of each type's batches of 256 (as `pipeline a
 --check N: also evaluate N random queries per type (hybrid alpha, random beta, relations and anchors
 drawn from the export) with both engines and print the largest difference per variant (0 = bit-for-bit).
 --l-train: time one calibration-L batch (64 alpha-0 train queries: calibrated index, forward, backward).
+--l-paths N (with --l-train): N alternating L steps of the current engine, the batch's relations calibrated
+with autograd over every fact (calibrated_adjacency) vs training_adjacency; seconds per phase, the two
+losses and the largest difference of the gradients of L's parameters.
 Prints markdown tables and a JSON line.
 """
 
@@ -38,9 +41,11 @@ from bench_engine import read_bandwidth  # noqa: E402
 
 from pipeline.calibration import (  # noqa: E402
     AffineCalibration,
+    ConfBuffers,
     calibrated_adjacency,
     lower_alphas,
     query_relations,
+    training_adjacency,
     zero_alphas,
 )
 from pipeline.evaluate import ordered_types  # noqa: E402
@@ -208,6 +213,61 @@ def l_batch_seconds(
     return time.perf_counter() - t0
 
 
+L_PATHS = {"autograd": calibrated_adjacency, "spliced": training_adjacency}
+
+
+def l_paths(adj, graph, train: list[Query], seed: int, repeat: int) -> dict:
+    """One L training step of the current engine with the batch's relations calibrated by autograd over
+    every fact (calibrated_adjacency, the code before issue 14's third round) and by training_adjacency
+    (no autograd, gradients spliced in at the facts the engine reads), the latter also with ConfBuffers kept
+across its steps (as fit_affine does), alternating, `repeat` times each:
+    seconds per phase (index, forward, backward), the losses and the largest gradient difference."""
+    from pipeline.engine import evaluate_batch
+
+    calib, tables = random_l(graph, seed)
+    qs = [zero_alphas(q) for q in train[:64]]
+    rels = query_relations(qs)
+    with torch.no_grad():
+        truth = evaluate_batch(qs, adj)
+    buffers = ConfBuffers(adj)  # as fit_affine keeps them across its steps
+    paths = {
+        **L_PATHS,
+        "spliced+buffers": lambda a, c, t, r: training_adjacency(a, c, t, r, buffers),
+    }
+    out: dict = {k: [] for k in paths}
+    grads: dict = {}
+    for _ in range(repeat):
+        for name, build in paths.items():
+            calib.zero_grad()
+            t0 = time.perf_counter()
+            cal = build(adj, calib, tables, rels)
+            sync(graph.device)
+            t1 = time.perf_counter()
+            loss = (evaluate_batch(qs, cal) - truth).pow(2).mean()
+            sync(graph.device)
+            t2 = time.perf_counter()
+            loss.backward()
+            sync(graph.device)
+            t3 = time.perf_counter()
+            del cal
+            out[name].append(
+                {"index_s": t1 - t0, "forward_s": t2 - t1, "backward_s": t3 - t2, "total_s": t3 - t0}
+            )
+            grads[name] = (loss.item(), [p.grad.clone() for p in calib.parameters()])
+            print(
+                f"L step ({name}): index {t1 - t0:.2f} s, forward {t2 - t1:.2f} s, backward {t3 - t2:.2f} s, "
+                f"total {t3 - t0:.2f} s, loss {loss.item():.8g}",
+                flush=True,
+            )
+    (la, ga), (lb, gb), (lc, gc) = grads["autograd"], grads["spliced"], grads["spliced+buffers"]
+    out["loss_autograd"], out["loss_spliced"] = la, lb
+    assert lc == lb and all(torch.equal(b, c) for b, c in zip(gb, gc, strict=True)), "buffers changed a result"
+    out["grad_max_abs_diff"] = max(float((a - b).abs().max()) for a, b in zip(ga, gb, strict=True))
+    out["grad_max_abs"] = max(float(a.abs().max()) for a in ga)
+    out["shapes"] = sorted({str(len(q.atoms)) + " atoms" for q in qs})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("queries")
@@ -220,6 +280,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--check", type=int, default=0, help="random queries per type for the exactness check")
     ap.add_argument("--l-train", default=None, help="a train query set (alpha zero): time one L batch")
+    ap.add_argument(
+        "--l-paths", type=int, default=0, help="with --l-train: N alternating L steps, autograd vs spliced"
+    )
     ap.add_argument("--step", action="store_true", help="time one max-plus step against the memory bound")
     ap.add_argument("--unions", action="store_true", help="time building multi-edge unions of supports")
     ap.add_argument("--seed", type=int, default=0)
@@ -287,7 +350,21 @@ def main() -> None:
                     f"\nunion of supports ({name}): {u['pairs']} relation pairs, {u['entries']:,} entries in "
                     f"{u['seconds'] * 1e3:.0f} ms"
                 )
-    if args.l_train:
+    if args.l_train and args.l_paths:
+        train = read_query_set(args.l_train).queries()
+        got = l_paths(engines()["after"][0](graph), graph, train, args.seed, args.l_paths)
+        result["l_paths"] = got
+        for name in (*L_PATHS, "spliced+buffers"):
+            best = min(got[name], key=lambda r: r["total_s"])
+            print(
+                f"\ncalibration L, one batch of 64 ({name}), best of {args.l_paths}: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in best.items())
+            )
+        print(
+            f"losses {got['loss_autograd']!r} / {got['loss_spliced']!r}; largest |gradient difference| "
+            f"{got['grad_max_abs_diff']:.3g} (largest |gradient| {got['grad_max_abs']:.3g})"
+        )
+    if args.l_train and not args.l_paths:
         train = read_query_set(args.l_train).queries()
         for name, (index, evaluate) in eng.items():
             sec = l_batch_seconds(name, index, evaluate, graph, train, args.seed)

@@ -14,6 +14,10 @@
 
 Because the features are separable (e_h depends on h only, ...), the linear map is applied as per-entity and
 per-relation projections ``(n_entities, 2)``, ``(n_relations, 2)``: no (nnz, feature) matrix is ever built.
+A training step calibrates the batch's relations without autograd (:func:`training_adjacency`) and recomputes
+with autograd only the facts the engine reads with it (anchor rows, the max-plus winners): the values are
+those of autograd over every fact bit for bit, the gradients equal to 1e-6 (summation order), at ~1/4 of
+the time of a CN15k batch (docs/benchmarks.md, issue 14, third round).
 """
 
 from __future__ import annotations
@@ -174,11 +178,20 @@ def calibrated_adjacency(
     relations: Iterable[int] | None = None,
 ) -> Any:
     """The engine's indexed graph (pipeline.engine.Adjacency) with calibrated confidences, differentiable in
-    calib: the same index with new conf arrays, so training never re-sorts the export.
+    calib when autograd is on: the same index with new conf arrays, so training never re-sorts the export.
+    Without autograd (answering, valid scores) the values are computed by :func:`_calibrated_conf`,
+    bit-for-bit the same; training uses :func:`training_adjacency` (same values, gradients of the read
+    facts only).
 
     relations: calibrate only the facts of these relations (the others keep their predicted confidence).
     A training batch reads a few relations, so this skips the other facts (most of a CN15k export: 84M
     facts at threshold 0.1); answers over those relations are exactly those of the full calibration."""
+    if not torch.is_grad_enabled():
+        with torch.no_grad():
+            rels = None if relations is None else sorted({int(r) for r in relations})
+            proj = calib.projections(tables)
+            fwd, bwd, diag = _calibrated_conf(adj, proj, rels)
+        return replace(adj, fwd=replace(adj.fwd, conf=fwd), bwd=replace(adj.bwd, conf=bwd), diag_conf=diag)
     n = adj.n_entities
     proj = calib.projections(tables)
     if relations is None:
@@ -230,6 +243,127 @@ def calibrated_adjacency(
     return replace(
         adj, fwd=orient_subset(adj.fwd, True), bwd=orient_subset(adj.bwd, False), diag_conf=diag_conf
     )
+
+
+class ConfBuffers:
+    """The conf arrays of training_adjacency kept across the steps of one fit: a step rewrites the facts of
+    its relations and restores those of the previous step's others to their predicted confidence, instead of
+    allocating and copying two export-sized arrays (0.46 s of a ~1.7 s CN15k step, mostly page faults).
+    The index of a step is valid until the next step that uses the same buffers."""
+
+    def __init__(self, adj: Any) -> None:
+        self.arrays = (adj.fwd.conf.detach().clone(), adj.bwd.conf.detach().clone(), adj.diag_conf.detach().clone())
+        self.dirty: set[int] = set()  # relations whose facts hold calibrated values now
+
+
+def training_adjacency(
+    adj: Any,
+    calib: AffineCalibration,
+    tables: tuple[torch.Tensor, ...],
+    relations: Iterable[int] | None = None,
+    buffers: ConfBuffers | None = None,
+) -> Any:
+    """calibrated_adjacency for one training step of L: the same confidences, computed without autograd,
+    each array carrying a gradient source that recomputes the calibrated value of the facts the engine
+    reads with autograd (its anchor rows, point lookups and the max-plus winners: at most batch x
+    n_entities x atoms facts) from the projections, which are differentiable in calib. Forward values are
+    bit-for-bit those of calibrated_adjacency; the gradients of calib's parameters equal its autograd
+    over every fact up to float summation order (tests/calibration/test_training_adjacency.py): a fact the
+    engine never reads with autograd has a zero gradient there. Autograd over every fact of the batch's
+    relations cost ~13 of the ~16 s of a CN15k batch (docs/benchmarks.md, issue 14)."""
+    rels = None if relations is None else sorted({int(r) for r in relations})
+    proj = calib.projections(tables)  # (n_entities, 2) and (n_relations, 2): cheap, with autograd
+    with torch.no_grad():
+        fwd, bwd, diag = _calibrated_conf(adj, tuple(p.detach() for p in proj), rels, buffers)
+    calibrated = torch.ones(adj.n_relations, dtype=torch.bool, device=adj.device)
+    if rels is not None:
+        calibrated[:] = False
+        calibrated[torch.tensor(rels, dtype=torch.int64, device=adj.device)] = True
+
+    def source(raw: torch.Tensor, heads: torch.Tensor, tails: torch.Tensor, starts: torch.Tensor) -> Any:
+        def grad(pos: torch.Tensor) -> torch.Tensor:
+            rel = torch.searchsorted(starts, pos, right=True) - 1  # relation r holds [starts[r], starts[r+1])
+            c = raw.index_select(0, pos)
+            h, t = heads.index_select(0, pos).long(), tails.index_select(0, pos).long()
+            return torch.where(calibrated[rel], calib.calibrate(c, h, rel, t, proj), c)
+
+        return grad
+
+    n = adj.n_entities
+    o_f, o_b = adj.fwd, adj.bwd
+    return replace(
+        adj,
+        fwd=replace(o_f, conf=fwd, grad=source(o_f.conf, o_f.src, o_f.dst, o_f.ptr[::n].contiguous())),
+        bwd=replace(o_b, conf=bwd, grad=source(o_b.conf, o_b.dst, o_b.src, o_b.ptr[::n].contiguous())),
+        diag_conf=diag,
+        diag_grad=source(adj.diag_conf, adj.diag_ent, adj.diag_ent, adj.diag_off),
+    )
+
+
+_CALIBRATE_BLOCK = 1 << 18  # facts calibrated at once by _calibrate_into: its temporaries stay in the L2 cache
+
+
+def _calibrated_conf(
+    adj: Any, proj: tuple[torch.Tensor, ...], relations: list[int] | None, buffers: ConfBuffers | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The calibrated conf arrays of adj (rows by head, rows by tail, diagonal), without autograd: the
+    facts of relations (None: all) calibrated, the others copied. Bit-for-bit AffineCalibration.calibrate,
+    whose operations are repeated in the same order (see _calibrate_into). buffers: written there (the
+    previous step's other relations restored), else new arrays."""
+    n = adj.n_entities
+    rels = list(range(adj.n_relations)) if relations is None else relations
+    restore = [] if buffers is None else sorted(buffers.dirty - set(rels))
+    outs = (None, None, None) if buffers is None else buffers.arrays
+
+    def run(
+        conf: torch.Tensor, bounds: list[int], heads: torch.Tensor, tails: torch.Tensor, out: torch.Tensor | None
+    ) -> torch.Tensor:
+        if out is None:
+            out = conf.clone()
+        for r in restore:
+            out[bounds[r] : bounds[r + 1]] = conf[bounds[r] : bounds[r + 1]]
+        for r in rels:
+            lo, hi = bounds[r], bounds[r + 1]
+            if hi > lo:
+                _calibrate_into(out[lo:hi], conf[lo:hi], heads[lo:hi], tails[lo:hi], proj, r)
+        return out
+
+    fb, bb = adj.fwd.ptr[::n].tolist(), adj.bwd.ptr[::n].tolist()
+    got = (
+        run(adj.fwd.conf, fb, adj.fwd.src, adj.fwd.dst, outs[0]),
+        run(adj.bwd.conf, bb, adj.bwd.dst, adj.bwd.src, outs[1]),
+        run(adj.diag_conf, adj.diag_off.tolist(), adj.diag_ent, adj.diag_ent, outs[2]),
+    )
+    if buffers is not None:
+        buffers.dirty = set(rels)
+    return got
+
+
+def _calibrate_into(
+    out: torch.Tensor,
+    conf: torch.Tensor,
+    h: torch.Tensor,
+    t: torch.Tensor,
+    proj: tuple[torch.Tensor, ...],
+    r: int,
+) -> None:
+    """out = calibrate(conf, h, r, t) for facts of one relation r, in place and in blocks. The relation's
+    row is added to the head table first: (ph + pr[r])[h] is the same float sum as ph[h] + pr[r], so every
+    value equals calibrate's, whose (nnz, 2) temporaries and index arrays cost ~3x more on an export."""
+    ph, pr, pt = proj
+    head = ph + pr[r]
+    rho_h, lam_h = head[:, 0].contiguous(), head[:, 1].contiguous()
+    rho_t, lam_t = pt[:, 0].contiguous(), pt[:, 1].contiguous()
+    tmp = torch.empty(min(_CALIBRATE_BLOCK, conf.numel()), dtype=out.dtype, device=out.device)
+    for lo in range(0, conf.numel(), _CALIBRATE_BLOCK):
+        hi = min(lo + _CALIBRATE_BLOCK, conf.numel())
+        x, y = out[lo:hi], tmp[: hi - lo]
+        hb, tb = h[lo:hi], t[lo:hi]
+        torch.index_select(rho_h, 0, hb, out=x)
+        x.add_(rho_t.index_select(0, tb))  # rho = (ph[h] + pr[r]) + pt[t]
+        x.add_(1.0).mul_(conf[lo:hi])  # conf * (1 + rho): additions and products commute bit for bit
+        torch.index_select(lam_h, 0, hb, out=y)
+        x.add_(y.add_(lam_t.index_select(0, tb))).relu_().clamp_(max=1.0)
 
 
 def query_relations(queries: Iterable[Query]) -> set[int]:
@@ -331,7 +465,7 @@ def fit_affine(
             _batch_loss(
                 evaluate,
                 [queries[i] for i in trial],
-                calibrated_adjacency(adj, calib, tables, query_relations(queries[i] for i in trial)),
+                training_adjacency(adj, calib, tables, query_relations(queries[i] for i in trial)),
                 torch.stack([true_u[i] for i in trial]),
                 cfg.negatives,
                 torch.Generator().manual_seed(0),
@@ -361,6 +495,7 @@ def fit_affine(
         "config": cfg.__dict__,
     }
     n_batches = (len(kept) + cfg.batch_size - 1) // cfg.batch_size
+    buffers = ConfBuffers(adj)  # each step's index is dead before the next one rewrites them
     bar = tqdm(
         total=cfg.epochs * n_batches,
         desc="calibration L",
@@ -377,7 +512,7 @@ def fit_affine(
             loss = _batch_loss(
                 evaluate,
                 [queries[i] for i in batch],
-                calibrated_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch)),
+                training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch), buffers),
                 torch.stack([true_u[i] for i in batch]),
                 cfg.negatives,
                 gen,

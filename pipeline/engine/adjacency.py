@@ -8,6 +8,7 @@ one row, one column, or one (h, r, t) lookup without ever forming a dense |E| x 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -16,6 +17,21 @@ import torch
 from pipeline.kg import GraphTensors
 
 _MEMO_BYTES = 512 << 20  # derived arrays kept per Adjacency (least recently used dropped first)
+
+# positions (P,) int64 of an array of stored confidences -> their values (P,), differentiable (calibration L)
+ConfGrad = Callable[[torch.Tensor], torch.Tensor]
+
+
+def take_conf(conf: torch.Tensor, pos: torch.Tensor, grad: ConfGrad | None) -> torch.Tensor:
+    """conf[pos]; where a gradient source is attached (calibration L's training index, whose conf holds
+    values computed without autograd) and autograd is on, the same values carrying the gradient of
+    grad(pos): conf[pos] + (g - g.detach()), so the forward values are those of conf bit for bit and only
+    the facts the engine reads with autograd (anchor rows, the max-plus winners) enter the graph."""
+    val = conf.index_select(0, pos)
+    if grad is None or not torch.is_grad_enabled():
+        return val
+    g = grad(pos)
+    return val + (g - g.detach())
 
 
 def index_dtype(n_entities: int) -> torch.dtype:
@@ -34,6 +50,13 @@ class Oriented:
     dst: torch.Tensor
     conf: torch.Tensor
     ptr: torch.Tensor
+    # where set, conf holds values without autograd and grad(pos) recomputes them differentiably (take_conf)
+    grad: ConfGrad | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def differentiable(self) -> bool:
+        """Whether reads of conf can carry a gradient (conf tied to autograd, or a gradient source)."""
+        return self.conf.requires_grad or self.grad is not None
 
     @classmethod
     def from_sorted(
@@ -82,7 +105,8 @@ class Oriented:
         k = rel * n_entities + s
         start = self.ptr[k]
         count = self.ptr[k + 1] - start
-        return expand(start, count, self.dst, self.conf)
+        pair, pos = expand_positions(start, count)
+        return pair, self.dst.index_select(0, pos), take_conf(self.conf, pos, self.grad)
 
     def lookup(
         self, rel: torch.Tensor, s: torch.Tensor, o: torch.Tensor, n_entities: int
@@ -105,7 +129,7 @@ class Oriented:
             hi = torch.where(live & ~less, mid, hi)
         pos = lo.clamp(max=nnz - 1)
         found = (lo < end) & (self.dst.index_select(0, pos) == o)
-        return found, torch.where(found, self.conf.index_select(0, pos), torch.zeros((), device=k.device))
+        return found, torch.where(found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device))
 
     def nbytes(self) -> int:
         return sum(x.element_size() * x.numel() for x in (self.src, self.dst, self.conf, self.ptr))
@@ -121,13 +145,19 @@ def fact_relations(ptr: torch.Tensor, n_entities: int) -> torch.Tensor:
 def expand(start: torch.Tensor, count: torch.Tensor, *arrays: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Ragged gather: for P ranges [start, start+count), the pair index (T,) of every element and each
     array gathered at those positions. T = count.sum()."""
+    pair, pos = expand_positions(start, count)
+    # index_select: the same gather as a[pos], several times faster than advanced indexing on the CPU
+    return (pair, *(a.index_select(0, pos) for a in arrays))
+
+
+def expand_positions(start: torch.Tensor, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pair index (T,) and the position (T,) of every element of P ranges [start, start+count)."""
     total = int(count.sum())
     dev = start.device
     pair = torch.repeat_interleave(torch.arange(count.numel(), device=dev), count, output_size=total)
     first = torch.cumsum(count, 0) - count
     pos = (start - first).index_select(0, pair).add_(torch.arange(total, device=dev))
-    # index_select: the same gather as a[pos], several times faster than advanced indexing on the CPU
-    return (pair, *(a.index_select(0, pos) for a in arrays))
+    return pair, pos
 
 
 def merge_keys(keys: list[torch.Tensor], bound: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -238,6 +268,8 @@ class Adjacency:
     diag_conf: torch.Tensor
     diag_off: torch.Tensor
     dataset: str = ""
+    # gradient source of diag_conf (as Oriented.grad: calibration L's training index)
+    diag_grad: ConfGrad | None = field(default=None, compare=False, repr=False)
     # memo of derived arrays (relation slices filtered by alpha, unions of supports); never changes a
     # result. init=False: dataclasses.replace (e.g. new confidences) starts a fresh memo, never a stale one
     _memo: BytesLRU = field(default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False)
@@ -262,6 +294,12 @@ class Adjacency:
 
     def oriented(self, from_head: bool) -> Oriented:
         return self.fwd if from_head else self.bwd
+
+    def diagonal(self, rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The self-loop facts (e, rel[i], e) of P relations: (pair (T,), e (T,), conf (T,))."""
+        start = self.diag_off[rel]
+        pair, pos = expand_positions(start, self.diag_off[rel + 1] - start)
+        return pair, self.diag_ent.index_select(0, pos), take_conf(self.diag_conf, pos, self.diag_grad)
 
     def finite_facts(
         self, parts: tuple[tuple[bool, int, bool, float], ...]

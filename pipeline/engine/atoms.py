@@ -131,12 +131,9 @@ def fold_anchor(adj: Adjacency, params: AtomParams, anchor: torch.Tensor, var_is
 
 def fold_diagonal(adj: Adjacency, params: AtomParams) -> torch.Tensor:
     """(B, N): diag V for a self-loop atom r(?x, ?x)."""
-    from pipeline.engine.adjacency import expand
-
     bsz = params.rel.numel()
     out = params.default()[:, None].expand(bsz, adj.n_entities).clone()
-    start = adj.diag_off[params.rel]
-    pair, ent, conf = expand(start, adj.diag_off[params.rel + 1] - start, adj.diag_ent, adj.diag_conf)
+    pair, ent, conf = adj.diagonal(params.rel)
     out[pair, ent] = params.value(conf, pair)
     return out
 

@@ -45,7 +45,7 @@ def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
 
 def _conf_requires_grad(m: Matrix) -> bool:
     parts = m.parts if isinstance(m, SumMatrix) else [m]
-    return any(p.adj.fwd.conf.requires_grad or p.adj.bwd.conf.requires_grad for p in parts)
+    return any(p.adj.fwd.differentiable or p.adj.bwd.differentiable for p in parts)
 
 
 def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Tensor:
