@@ -21,6 +21,7 @@ from typing import Any
 
 from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS, L_VERSION
+from pipeline.sampling import SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
 
@@ -156,7 +157,8 @@ def ingest_stage(ctx: Context) -> None:
 
         return {"report": str(ingest(ctx.kg, ctx.store(), progress=ctx.progress))}
 
-    ctx.stages.run("ingest", ctx.cfg.key("dataset", data=ctx.data_key, store=ctx.store_uri), run, ctx.log)
+    key = ctx.cfg.key("dataset", data=ctx.data_key, store=ctx.store_uri, sampling=SAMPLING_VERSION)
+    ctx.stages.run("ingest", key, run, ctx.log)
 
 
 def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
@@ -172,7 +174,9 @@ def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
         )
         return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
 
-    key = cfg.key("dataset", "beta", "seed", data=ctx.data_key, split=split, alpha=alpha, per_type=per_type)
+    key = cfg.key(
+        "dataset", "beta", "seed", data=ctx.data_key, split=split, alpha=alpha, per_type=per_type, sampling=SAMPLING_VERSION
+    )
     return str(ctx.stages.run(f"sample {split}", key, run, ctx.log)["file"])
 
 

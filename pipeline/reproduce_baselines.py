@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
+from pipeline.sampling import SAMPLING_VERSION
 
 BIG_TYPES = ("1p", "2p", "2i")
 SMALL_TYPES = ("2in", "2il")  # the paper samples a tenth (CN15k) to 15% (PPI5k) as many negation queries
@@ -110,6 +111,7 @@ def sample_train_stage(ctx: Any, types: tuple[str, ...], per_type: int, folder: 
         data=ctx.data_key,
         types=types,
         per_type=per_type,
+        sampling=SAMPLING_VERSION,
     )
     return str(ctx.stages.run(f"sample {folder}", key, run, ctx.log)["file"])
 

@@ -4,3 +4,11 @@ engine computes the ground truth on the observed graphs (:mod:`.truth`), and val
 when useful (:mod:`.useful`). :mod:`.sampler` runs one split, :mod:`.run` the whole `pipeline sample` stage.
 The query-set file format is :mod:`pipeline.formats.queryset`.
 """
+
+from __future__ import annotations
+
+# What sampling draws for the same inputs (data, seed, settings), including the alpha levels ingest stores
+# on the relation vocabulary. Bumped whenever that changes (2: the SQUK alpha-level definition of issue
+# 16), and part of the ingest and sample stage keys of `pipeline reproduce` (and its baselines and
+# studies), so a reproduction never reuses a store or a query set written by older code.
+SAMPLING_VERSION = 2

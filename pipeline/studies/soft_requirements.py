@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pipeline.sampling import SAMPLING_VERSION
+
 SETTINGS = {
     "Z+E": ("zero", "equal"),
     "Z+R": ("zero", "random"),
@@ -159,7 +161,7 @@ def run_study(
 
             return {"report": str(ingest(kg, store(), progress=progress))}
 
-        stages.run("ingest", key(data=data_key, store=store_uri), do_ingest, log)
+        stages.run("ingest", key(data=data_key, store=store_uri, sampling=SAMPLING_VERSION), do_ingest, log)
         for name, (alpha, beta) in SETTINGS.items():
 
             def do_sample(alpha=alpha, beta=beta) -> dict[str, Any]:
@@ -180,7 +182,7 @@ def run_study(
                 )
                 return {"file": rep["file"], "_paths": [rep["file"]]}
 
-            k = key(data=data_key, alpha=alpha, beta=beta, per_type=per_type, types=types, seed=seed)
+            k = key(data=data_key, alpha=alpha, beta=beta, per_type=per_type, types=types, seed=seed, sampling=SAMPLING_VERSION)
             sets[name] = stages.run(f"sample test {name}", k, do_sample, log)["file"]
     finally:
         if "s" in store_holder:

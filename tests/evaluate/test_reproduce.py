@@ -13,7 +13,7 @@ from tests.models.toy import toy_kg
 
 
 @pytest.mark.slow
-def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path) -> None:
+def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kg = toy_kg(n_entities=40, n_relations=3, n_facts=700, seed=1, softlogic=False)
     uri = f"falkordb://{fresh_store.host}:{fresh_store.port}/{fresh_store.graph}"
     cfg = ReproduceConfig(
@@ -89,6 +89,19 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path) -> None:
     run_cfg = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "config.json").read_text())
     assert run_cfg["select_on"] == "last" and run_cfg["epochs"] == 3
     assert "--epochs 3 --select-on last" in (tmp_path / "docs" / "results.md").read_text()
+
+    # Code that samples differently (a new SAMPLING_VERSION) re-ingests and re-samples, and keeps the trained
+    # model (training does not read the store): a set written by older sampling code is never reused.
+    import pipeline.reproduce as rp
+
+    monkeypatch.setattr(rp, "SAMPLING_VERSION", rp.SAMPLING_VERSION + 1)
+    fifth = reproduce(
+        ReproduceConfig(**{**cfg.__dict__, "l_epochs": 3, "select_on": "last"}),
+        tmp_path / "work", None, uri, log=logs.append, progress=False, kg=kg,
+    )
+    ran = [s["stage"] for s in fifth["stages"] if not s["skipped"]]
+    assert ran[:4] == ["ingest", "sample train", "sample valid", "sample test"]
+    assert "train ukge_logi" not in ran and "export ukge_logi" not in ran
 
 
 def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
