@@ -118,7 +118,9 @@ class Oriented:
         lo, end = self.ptr[k], self.ptr[k + 1]
         nnz = self.dst.numel()
         if nnz == 0 or k.numel() == 0:
-            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(k.shape, device=k.device)
+            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(
+                k.shape, device=k.device
+            )
         hi = end.clone()
         # lower bound of o in [lo, hi): the first position whose dst >= o; log2(longest row) steps
         for _ in range(int((hi - lo).max()).bit_length()):
@@ -129,7 +131,9 @@ class Oriented:
             hi = torch.where(live & ~less, mid, hi)
         pos = lo.clamp(max=nnz - 1)
         found = (lo < end) & (self.dst.index_select(0, pos) == o)
-        return found, torch.where(found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device))
+        return found, torch.where(
+            found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device)
+        )
 
     def nbytes(self) -> int:
         return sum(x.element_size() * x.numel() for x in (self.src, self.dst, self.conf, self.ptr))
@@ -214,6 +218,58 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
     return torch.from_numpy(union), where
 
 
+def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The keys present in at least two of several sorted, duplicate-free key arrays: shared (K,) ascending
+    (the runs' dtype), and for each of their occurrences (T,) the run it is in (part), its key's position
+    in shared (col) and its position in the runs' concatenation (pos)."""
+    if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
+        return _shared_keys_torch(runs)
+
+    # numpy's stable sort is a timsort: on a few concatenated sorted runs, a linear merge; equal keys of
+    # different runs land next to each other, in run order
+    cat = np.concatenate([r.numpy() for r in runs])
+    order = np.argsort(cat, kind="stable")
+    ordered = cat[order]
+    same = ordered[1:] == ordered[:-1]  # slot i+1 repeats slot i's key
+    if len(runs) == 2:  # a key is at most twice: pairs of slots (i, i+1)
+        first = np.nonzero(same)[0]
+        pos = np.stack([order[first], order[first + 1]], 1).reshape(-1)
+        part = np.tile(np.array([0, 1]), first.size)
+        col = np.repeat(np.arange(first.size), 2)
+        shared = ordered[first]
+    else:
+        new = np.empty(ordered.size, dtype=bool)
+        new[0] = True
+        np.logical_not(same, out=new[1:])
+        gid = np.cumsum(new) - 1
+        size = np.bincount(gid)
+        keep = size >= 2
+        slots = np.nonzero(keep[gid])[0]
+        col = (np.cumsum(keep) - 1)[gid[slots]]
+        pos = order[slots]
+        part = np.searchsorted(np.cumsum([r.numel() for r in runs]), pos, side="right")
+        shared = ordered[new & keep[gid]]
+    as_long = [
+        torch.from_numpy(np.ascontiguousarray(x).astype(np.int64, copy=False)) for x in (part, col, pos)
+    ]
+    return torch.from_numpy(shared), *as_long
+
+
+def _shared_keys_torch(
+    runs: list[torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """shared_keys by torch.unique (any device; a full sort, no merge of the runs)."""
+    cat = torch.cat(runs)
+    uniq, inv, count = torch.unique(cat, return_inverse=True, return_counts=True)
+    keep = count >= 2
+    at = torch.nonzero(keep.index_select(0, inv), as_tuple=True)[0]
+    col = (torch.cumsum(keep, 0) - 1).index_select(0, inv.index_select(0, at))
+    ends = torch.tensor([r.numel() for r in runs], device=cat.device).cumsum(0)
+    part = torch.searchsorted(ends, at, right=True)
+    order = torch.sort(col * len(runs) + part).indices  # by key, then run: the order of the CPU path
+    return uniq[keep], part[order], col[order], at[order]
+
+
 class BytesLRU:
     """A memo bounded by bytes: the least recently used entries leave first when a new one needs room, so
     an answering run builds each relation pair's union of supports (16 B per entry: 5-10M entries on a
@@ -272,7 +328,9 @@ class Adjacency:
     diag_grad: ConfGrad | None = field(default=None, compare=False, repr=False)
     # memo of derived arrays (relation slices filtered by alpha, unions of supports); never changes a
     # result. init=False: dataclasses.replace (e.g. new confidences) starts a fresh memo, never a stale one
-    _memo: BytesLRU = field(default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False)
+    _memo: BytesLRU = field(
+        default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:
@@ -376,6 +434,37 @@ class Adjacency:
         idt = self.fwd.src.dtype
         o = keys // n
         return (keys - o * n).to(idt), o.to(idt), torch.stack(cc)
+
+    def shared_facts(
+        self, parts: tuple[tuple[bool, int], ...]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The entries of a multi-edge stored in at least two of its relations: like _union's arrays
+        (s, o (I,) sorted by (o, s), each relation's confidence there (P, I), 0 where it has no fact) but
+        only where two supports meet, usually far fewer entries than their union. Memoised: it depends on
+        neither alpha, beta nor negation. The split max-plus step (maxplus._split_multi_edge) needs this
+        and the relations' own slices only, never the union."""
+        key = ("shared", parts)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        n = self.n_entities
+        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
+        keys, confs = [], []
+        for from_head, rel in parts:
+            ori = self.oriented(not from_head)  # rows by o, sorted by s: o * N + s ascending
+            lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
+            keys.append(ori.src[lo:hi].to(kt) * n + ori.dst[lo:hi].to(kt))
+            confs.append(ori.conf[lo:hi])
+        shared, part, col, pos = shared_keys(keys)
+        cc = torch.zeros((len(parts), shared.numel()), dtype=torch.float32, device=shared.device)
+        start = 0
+        for p, conf in enumerate(confs):  # torch indexing: differentiable where conf is (calibration L)
+            at = torch.nonzero(part == p, as_tuple=True)[0]
+            cc[p, col.index_select(0, at)] = conf.index_select(0, pos.index_select(0, at) - start)
+            start += conf.numel()
+        idt = self.fwd.src.dtype
+        o = shared // n
+        return self._remember(key, ((shared - o * n).to(idt), o.to(idt), cc))
 
     def _union(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The union of the relations' supports sorted by (o, s) (s on the head side when from_head):
