@@ -118,9 +118,7 @@ class Oriented:
         lo, end = self.ptr[k], self.ptr[k + 1]
         nnz = self.dst.numel()
         if nnz == 0 or k.numel() == 0:
-            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(
-                k.shape, device=k.device
-            )
+            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(k.shape, device=k.device)
         hi = end.clone()
         # lower bound of o in [lo, hi): the first position whose dst >= o; log2(longest row) steps
         for _ in range(int((hi - lo).max()).bit_length()):
@@ -131,9 +129,7 @@ class Oriented:
             hi = torch.where(live & ~less, mid, hi)
         pos = lo.clamp(max=nnz - 1)
         found = (lo < end) & (self.dst.index_select(0, pos) == o)
-        return found, torch.where(
-            found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device)
-        )
+        return found, torch.where(found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device))
 
     def nbytes(self) -> int:
         return sum(x.element_size() * x.numel() for x in (self.src, self.dst, self.conf, self.ptr))
@@ -224,7 +220,6 @@ def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, t
     in shared (col) and its position in the runs' concatenation (pos)."""
     if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
         return _shared_keys_torch(runs)
-
     # numpy's stable sort is a timsort: on a few concatenated sorted runs, a linear merge; equal keys of
     # different runs land next to each other, in run order
     cat = np.concatenate([r.numpy() for r in runs])
@@ -328,9 +323,7 @@ class Adjacency:
     diag_grad: ConfGrad | None = field(default=None, compare=False, repr=False)
     # memo of derived arrays (relation slices filtered by alpha, unions of supports); never changes a
     # result. init=False: dataclasses.replace (e.g. new confidences) starts a fresh memo, never a stale one
-    _memo: BytesLRU = field(
-        default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False
-    )
+    _memo: BytesLRU = field(default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False)
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:
