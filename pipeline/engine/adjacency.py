@@ -214,10 +214,10 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
     return torch.from_numpy(union), where
 
 
-def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The keys present in at least two of several sorted, duplicate-free key arrays: shared (K,) ascending
-    (the runs' dtype), and for each of their occurrences (T,) the run it is in (part), its key's position
-    in shared (col) and its position in the runs' concatenation (pos)."""
+    (the runs' dtype), and for each run the position (K,) int64 of each shared key in that run (-1 where
+    the run lacks it)."""
     if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
         return _shared_keys_torch(runs)
     # numpy's stable sort is a timsort: on a few concatenated sorted runs, a linear merge; equal keys of
@@ -226,43 +226,41 @@ def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, t
     order = np.argsort(cat, kind="stable")
     ordered = cat[order]
     same = ordered[1:] == ordered[:-1]  # slot i+1 repeats slot i's key
-    if len(runs) == 2:  # a key is at most twice: pairs of slots (i, i+1)
-        first = np.nonzero(same)[0]
-        pos = np.stack([order[first], order[first + 1]], 1).reshape(-1)
-        part = np.tile(np.array([0, 1]), first.size)
-        col = np.repeat(np.arange(first.size), 2)
-        shared = ordered[first]
-    else:
-        new = np.empty(ordered.size, dtype=bool)
-        new[0] = True
-        np.logical_not(same, out=new[1:])
-        gid = np.cumsum(new) - 1
-        size = np.bincount(gid)
-        keep = size >= 2
-        slots = np.nonzero(keep[gid])[0]
-        col = (np.cumsum(keep) - 1)[gid[slots]]
-        pos = order[slots]
-        part = np.searchsorted(np.cumsum([r.numel() for r in runs]), pos, side="right")
-        shared = ordered[new & keep[gid]]
-    as_long = [
-        torch.from_numpy(np.ascontiguousarray(x).astype(np.int64, copy=False)) for x in (part, col, pos)
-    ]
-    return torch.from_numpy(shared), *as_long
+    if len(runs) == 2:  # a key is at most twice, at slots (i, i+1): first run, then second
+        first = np.flatnonzero(same)
+        where = [order[first], order[first + 1] - runs[0].numel()]
+        return torch.from_numpy(ordered[first]), [torch.from_numpy(w.astype(np.int64)) for w in where]
+    new = np.empty(ordered.size, dtype=bool)
+    new[0] = True
+    np.logical_not(same, out=new[1:])
+    gid = np.cumsum(new) - 1
+    keep = np.bincount(gid) >= 2
+    slots = np.flatnonzero(keep[gid])
+    col = (np.cumsum(keep) - 1)[gid[slots]]
+    ends = np.cumsum([r.numel() for r in runs])
+    part = np.searchsorted(ends, order[slots], side="right")
+    shared = ordered[new & keep[gid]]
+    where = []
+    for p in range(len(runs)):
+        w = np.full(shared.size, -1, dtype=np.int64)
+        mine = part == p
+        w[col[mine]] = order[slots[mine]] - (ends[p] - runs[p].numel())
+        where.append(torch.from_numpy(w))
+    return torch.from_numpy(shared), where
 
 
-def _shared_keys_torch(
-    runs: list[torch.Tensor],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """shared_keys by torch.unique (any device; a full sort, no merge of the runs)."""
-    cat = torch.cat(runs)
-    uniq, inv, count = torch.unique(cat, return_inverse=True, return_counts=True)
-    keep = count >= 2
-    at = torch.nonzero(keep.index_select(0, inv), as_tuple=True)[0]
-    col = (torch.cumsum(keep, 0) - 1).index_select(0, inv.index_select(0, at))
-    ends = torch.tensor([r.numel() for r in runs], device=cat.device).cumsum(0)
-    part = torch.searchsorted(ends, at, right=True)
-    order = torch.sort(col * len(runs) + part).indices  # by key, then run: the order of the CPU path
-    return uniq[keep], part[order], col[order], at[order]
+def _shared_keys_torch(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """shared_keys by torch.unique and binary searches (any device; a full sort, no merge of the runs)."""
+    uniq, count = torch.unique(torch.cat(runs), return_counts=True)
+    shared = uniq[count >= 2]
+    where = []
+    for r in runs:
+        if not r.numel():
+            where.append(torch.full(shared.shape, -1, dtype=torch.int64, device=shared.device))
+            continue
+        pos = torch.searchsorted(r, shared).clamp_(max=r.numel() - 1)
+        where.append(torch.where(r.index_select(0, pos) == shared, pos, -1))
+    return shared, where
 
 
 class BytesLRU:
@@ -446,15 +444,15 @@ class Adjacency:
         for from_head, rel in parts:
             ori = self.oriented(not from_head)  # rows by o, sorted by s: o * N + s ascending
             lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
-            keys.append(ori.src[lo:hi].to(kt) * n + ori.dst[lo:hi].to(kt))
+            keys.append(torch.mul(ori.src[lo:hi].to(kt), n).add_(ori.dst[lo:hi]))
             confs.append(ori.conf[lo:hi])
-        shared, part, col, pos = shared_keys(keys)
-        cc = torch.zeros((len(parts), shared.numel()), dtype=torch.float32, device=shared.device)
-        start = 0
-        for p, conf in enumerate(confs):  # torch indexing: differentiable where conf is (calibration L)
-            at = torch.nonzero(part == p, as_tuple=True)[0]
-            cc[p, col.index_select(0, at)] = conf.index_select(0, pos.index_select(0, at) - start)
-            start += conf.numel()
+        shared, where = shared_keys(keys)
+        zero = torch.zeros((), dtype=torch.float32, device=shared.device)
+        rows = []  # torch.where, not a scatter: differentiable where conf is (calibration L's autograd index)
+        for conf, pos in zip(confs, where, strict=True):
+            got = conf.index_select(0, pos.clamp(min=0)) if conf.numel() else zero.expand(pos.shape)
+            rows.append(torch.where(pos >= 0, got, zero))
+        cc = torch.stack(rows)
         idt = self.fwd.src.dtype
         o = shared // n
         return self._remember(key, ((shared - o * n).to(idt), o.to(idt), cc))

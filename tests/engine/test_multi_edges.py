@@ -272,12 +272,15 @@ def test_betas_that_are_not_nonnegative_numbers_take_the_union():
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 30), unique=True), min_size=2, max_size=4))
 def test_shared_keys_merge_equals_the_torch_path(runs):
-    """The CPU merge (two runs, or more) and the any-device torch.unique path give the same arrays."""
+    """The CPU merge (two runs, or more) and the any-device torch.unique path give the same arrays, and
+    they are the keys in >= 2 runs with each run's positions (-1 where absent)."""
     tensors = [torch.tensor(sorted(r), dtype=torch.int32) for r in runs]
-    got = adjacency.shared_keys(tensors)
-    want = adjacency._shared_keys_torch(tensors)
-    for a, b in zip(got, want, strict=True):
-        assert a.tolist() == b.tolist()
-    flat = [k for r in runs for k in sorted(r)]
-    assert got[0].tolist() == sorted(k for k in set(flat) if flat.count(k) >= 2)
-    assert [flat[p] for p in got[3].tolist()] == [got[0].tolist()[c] for c in got[2].tolist()]
+    shared, where = adjacency.shared_keys(tensors)
+    t_shared, t_where = adjacency._shared_keys_torch(tensors)
+    assert shared.tolist() == t_shared.tolist()
+    assert [w.tolist() for w in where] == [w.tolist() for w in t_where]
+    flat = [k for r in runs for k in r]
+    assert shared.tolist() == sorted(k for k in set(flat) if flat.count(k) >= 2)
+    for r, w in zip(runs, where, strict=True):
+        srt = sorted(r)
+        assert w.tolist() == [srt.index(k) if k in r else -1 for k in shared.tolist()]
