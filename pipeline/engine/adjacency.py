@@ -229,7 +229,7 @@ def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tens
     if len(runs) == 2:  # a key is at most twice, at slots (i, i+1): first run, then second
         first = np.flatnonzero(same)
         where = [order[first], order[first + 1] - runs[0].numel()]
-        return torch.from_numpy(ordered[first]), [torch.from_numpy(w.astype(np.int64)) for w in where]
+        return torch.from_numpy(ordered[first]), [torch.from_numpy(w.astype(np.int64, copy=False)) for w in where]
     new = np.empty(ordered.size, dtype=bool)
     new[0] = True
     np.logical_not(same, out=new[1:])
