@@ -432,7 +432,7 @@ class Adjacency:
         """The entries of a multi-edge stored in at least two of its relations: like _union's arrays
         (s, o (I,) sorted by (o, s), each relation's confidence there (P, I), 0 where it has no fact) but
         only where two supports meet, usually far fewer entries than their union. Memoised: it depends on
-        neither alpha, beta nor negation. The split max-plus step (maxplus._split_multi_edge) needs this
+        neither alpha, beta nor negation. The split max-plus step (maxplus._split_multi_edges) needs this
         and the relations' own slices only, never the union."""
         key = ("shared", parts)
         got = self._memo.get(key)
