@@ -5,8 +5,10 @@ memory bound, one calibration-L batch, peak RSS; and the exactness check of the 
         [--engines before,after] [--variants none,D,L,D+L] [--delta 0.1] [--repeat 2] [--threads 1] \
         [--l-train TRAIN_QUERIES [--l-paths N]] [--check N] [--seed 0] [--device cpu|cuda]
 
-"before" is the frozen engine of tests/engine/reference (commit e09fd49), "after" is pipeline.engine;
-runs alternate before/after per variant so both see the same machine load. Variants: none; D (every alpha
+"before" is the frozen engine of tests/engine/reference (commit e09fd49), "after" is pipeline.engine,
+"unsplit" is pipeline.engine with multi-edges through the union of supports (maxplus._SPLIT_MULTI_EDGES
+off: the engine before round 4); runs alternate between engines per variant so all see the same load.
+--check-base unsplit: --check compares after with unsplit on one index (the frozen one needs ~8 GB on CN15k). Variants: none; D (every alpha
 lowered by --delta); L and D+L with an affine calibration L of seeded random weights (std 0.05): its
 cost is that of a trained one (same facts, same index), and no training is needed to time it. The time
 counted is the engine's evaluation of each type's batches of 256 (as `pipeline answer` runs it).
@@ -66,8 +68,18 @@ def engines() -> dict[str, tuple[Callable, Callable]]:
         wide = {k: getattr(graph, k).long() for k in ("head", "rel", "tail")}
         return ref_adj.Adjacency.from_graph(dataclasses.replace(graph, **wide))
 
+    def unsplit_evaluate(queries, adj):  # this engine with multi-edges through the union (issue 14, round 4)
+        import pipeline.engine.maxplus as mp
+
+        old, mp._SPLIT_MULTI_EDGES = mp._SPLIT_MULTI_EDGES, False
+        try:
+            return after.evaluate_batch(queries, adj)
+        finally:
+            mp._SPLIT_MULTI_EDGES = old
+
     return {
         "before": (before_index, ref_eval.evaluate_batch),
+        "unsplit": (after.Adjacency.from_graph, unsplit_evaluate),
         "after": (after.Adjacency.from_graph, after.evaluate_batch),
     }
 
@@ -187,7 +199,16 @@ def union_seconds(index: Callable, graph, pairs: int = 6, repeat: int = 3) -> di
         t0 = time.perf_counter()
         size = sum(adj._union(p)[0].numel() for p in todo)
         best = min(best, time.perf_counter() - t0)
-    return {"pairs": len(todo), "entries": size, "seconds": best}
+    out = {"pairs": len(todo), "entries": size, "seconds": best}
+    if hasattr(adj, "shared_facts"):  # the split path's only per-pair array: entries in both relations
+        best = float("inf")
+        for _ in range(repeat):
+            adj._memo.clear()
+            t0 = time.perf_counter()
+            shared = sum(adj.shared_facts(p)[0].numel() for p in todo)
+            best = min(best, time.perf_counter() - t0)
+        out.update(shared_entries=shared, shared_seconds=best)
+    return out
 
 
 def l_batch_seconds(
@@ -279,6 +300,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--check", type=int, default=0, help="random queries per type for the exactness check")
+    ap.add_argument(
+        "--check-base", default="before", help="the engine --check compares with: before (frozen) or unsplit"
+    )
     ap.add_argument("--l-train", default=None, help="a train query set (alpha zero): time one L batch")
     ap.add_argument(
         "--l-paths", type=int, default=0, help="with --l-train: N alternating L steps, autograd vs spliced"
@@ -350,6 +374,12 @@ def main() -> None:
                     f"\nunion of supports ({name}): {u['pairs']} relation pairs, {u['entries']:,} entries in "
                     f"{u['seconds'] * 1e3:.0f} ms"
                 )
+                if "shared_seconds" in u:
+                    result.setdefault(f"shared_s_{name}", []).append(u["shared_seconds"])
+                    print(
+                        f"shared entries ({name}): {u['shared_entries']:,} entries in "
+                        f"{u['shared_seconds'] * 1e3:.0f} ms"
+                    )
     if args.l_train and args.l_paths:
         train = read_query_set(args.l_train).queries()
         got = l_paths(engines()["after"][0](graph), graph, train, args.seed, args.l_paths)
@@ -372,8 +402,9 @@ def main() -> None:
             print(f"\ncalibration L, one batch of 64 alpha-0 train queries ({name}): {sec:.2f} s")
     if args.check:
         rng = np.random.default_rng(args.seed)
-        (bi, be), (ai, ae) = engines()["before"], engines()["after"]
-        before, after = bi(graph), ai(graph)
+        (bi, be), (ai, ae) = engines()[args.check_base], engines()["after"]
+        before = bi(graph)
+        after = before if args.check_base == "unsplit" else ai(graph)  # one index serves both
         worst: dict[str, float] = {}
         for t in QUERY_TYPES:
             qq = random_queries(graph, t, args.check, rng)

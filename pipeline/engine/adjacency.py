@@ -214,6 +214,55 @@ def merge_sorted_runs(runs: list[torch.Tensor], bound: int) -> tuple[torch.Tenso
     return torch.from_numpy(union), where
 
 
+def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The keys present in at least two of several sorted, duplicate-free key arrays: shared (K,) ascending
+    (the runs' dtype), and for each run the position (K,) int64 of each shared key in that run (-1 where
+    the run lacks it)."""
+    if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
+        return _shared_keys_torch(runs)
+    # numpy's stable sort is a timsort: on a few concatenated sorted runs, a linear merge; equal keys of
+    # different runs land next to each other, in run order
+    cat = np.concatenate([r.numpy() for r in runs])
+    order = np.argsort(cat, kind="stable")
+    ordered = cat[order]
+    same = ordered[1:] == ordered[:-1]  # slot i+1 repeats slot i's key
+    if len(runs) == 2:  # a key is at most twice, at slots (i, i+1): first run, then second
+        first = np.flatnonzero(same)
+        where = [order[first], order[first + 1] - runs[0].numel()]
+        return torch.from_numpy(ordered[first]), [torch.from_numpy(w.astype(np.int64, copy=False)) for w in where]
+    new = np.empty(ordered.size, dtype=bool)
+    new[0] = True
+    np.logical_not(same, out=new[1:])
+    gid = np.cumsum(new) - 1
+    keep = np.bincount(gid) >= 2
+    slots = np.flatnonzero(keep[gid])
+    col = (np.cumsum(keep) - 1)[gid[slots]]
+    ends = np.cumsum([r.numel() for r in runs])
+    part = np.searchsorted(ends, order[slots], side="right")
+    shared = ordered[new & keep[gid]]
+    where = []
+    for p in range(len(runs)):
+        w = np.full(shared.size, -1, dtype=np.int64)
+        mine = part == p
+        w[col[mine]] = order[slots[mine]] - (ends[p] - runs[p].numel())
+        where.append(torch.from_numpy(w))
+    return torch.from_numpy(shared), where
+
+
+def _shared_keys_torch(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """shared_keys by torch.unique and binary searches (any device; a full sort, no merge of the runs)."""
+    uniq, count = torch.unique(torch.cat(runs), return_counts=True)
+    shared = uniq[count >= 2]
+    where = []
+    for r in runs:
+        if not r.numel():
+            where.append(torch.full(shared.shape, -1, dtype=torch.int64, device=shared.device))
+            continue
+        pos = torch.searchsorted(r, shared).clamp_(max=r.numel() - 1)
+        where.append(torch.where(r.index_select(0, pos) == shared, pos, -1))
+    return shared, where
+
+
 class BytesLRU:
     """A memo bounded by bytes: the least recently used entries leave first when a new one needs room, so
     an answering run builds each relation pair's union of supports (16 B per entry: 5-10M entries on a
@@ -376,6 +425,37 @@ class Adjacency:
         idt = self.fwd.src.dtype
         o = keys // n
         return (keys - o * n).to(idt), o.to(idt), torch.stack(cc)
+
+    def shared_facts(
+        self, parts: tuple[tuple[bool, int], ...]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The entries of a multi-edge stored in at least two of its relations: like _union's arrays
+        (s, o (I,) sorted by (o, s), each relation's confidence there (P, I), 0 where it has no fact) but
+        only where two supports meet, usually far fewer entries than their union. Memoised: it depends on
+        neither alpha, beta nor negation. The split max-plus step (maxplus._split_multi_edges) needs this
+        and the relations' own slices only, never the union."""
+        key = ("shared", parts)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        n = self.n_entities
+        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
+        keys, confs = [], []
+        for from_head, rel in parts:
+            ori = self.oriented(not from_head)  # rows by o, sorted by s: o * N + s ascending
+            lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
+            keys.append(torch.mul(ori.src[lo:hi].to(kt), n).add_(ori.dst[lo:hi]))
+            confs.append(ori.conf[lo:hi])
+        shared, where = shared_keys(keys)
+        zero = torch.zeros((), dtype=torch.float32, device=shared.device)
+        rows = []  # torch.where, not a scatter: differentiable where conf is (calibration L's autograd index)
+        for conf, pos in zip(confs, where, strict=True):
+            got = conf.index_select(0, pos.clamp(min=0)) if conf.numel() else zero.expand(pos.shape)
+            rows.append(torch.where(pos >= 0, got, zero))
+        cc = torch.stack(rows)
+        idt = self.fwd.src.dtype
+        o = shared // n
+        return self._remember(key, ((shared - o * n).to(idt), o.to(idt), cc))
 
     def _union(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The union of the relations' supports sorted by (o, s) (s on the head side when from_head):

@@ -100,18 +100,17 @@ def test_bytes_lru_evicts_least_recently_used():
     assert lru.used == 100 and lru.get(("a",)) is c and ("c",) in lru
 
 
-def test_union_of_a_relation_pair_is_built_once_per_run(monkeypatch):
-    """2m batches over one relation pair with other anchor alphas and betas reuse the pair's union of
-    supports (it depends on neither): one merge for the whole run, and the answers equal those of a
-    fresh index per batch. With alpha > 0 on a multi-edge atom no union is built at all (the filtered
-    support of that atom bounds the finite entries)."""
+def test_shared_entries_of_a_relation_pair_are_built_once_per_run(monkeypatch):
+    """2m batches over one relation pair with other anchor alphas and betas reuse the pair's entries stored
+    in both relations (they depend on neither; the split multi-edge step needs no union of supports): one
+    merge for the whole run, and the answers equal those of a fresh index per batch. With alpha > 0 on a
+    multi-edge atom neither is built (the filtered support of that atom bounds the finite entries)."""
     graph = export_like(n=50, r=2, density=0.4, seed=2)
     adj = Adjacency.from_graph(graph)
     merges = []
-    real = adjacency.merge_sorted_runs
-    monkeypatch.setattr(
-        adjacency, "merge_sorted_runs", lambda runs, bound: merges.append(1) or real(runs, bound)
-    )
+    real = adjacency.shared_keys
+    monkeypatch.setattr(adjacency, "shared_keys", lambda runs: merges.append(1) or real(runs))
+    monkeypatch.setattr(adjacency, "merge_sorted_runs", None)  # no union of supports at all
     rng = np.random.default_rng(0)
     heads = graph.head.numpy()
     for edge_alpha, anchor_alpha in ((0.0, 0.0), (0.0, 0.3), (0.0, 0.6), (0.5, 0.0)):
@@ -127,7 +126,7 @@ def test_union_of_a_relation_pair_is_built_once_per_run(monkeypatch):
             built = len(merges) - before
             fresh = evaluate_batch(qs, Adjacency.from_graph(graph))
         first = edge_alpha == 0.0 and anchor_alpha == 0.0
-        assert built == (1 if first else 0)  # the run's one union, at its first batch
+        assert built == (1 if first else 0)  # the run's one merge, at its first batch
         assert len(merges) - before == built + (1 if edge_alpha == 0.0 else 0)  # a fresh index's own
         assert torch.equal(got, fresh)
 
