@@ -65,14 +65,15 @@ def plot(rows: dict[str, dict[str, float]], out: str | Path, title: str) -> Path
     names = list(rows)
     x = np.arange(len(SETTINGS))
     width = 0.8 / max(1, len(names))
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = plt.subplots(figsize=(9.5, 3.5))
     for i, name in enumerate(names):
         vals = [rows[name].get(s, np.nan) for s in SETTINGS]
         ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=name)
     ax.set_xticks(x, [f"alpha {a}\nbeta {b}" for a, b in SETTINGS.values()])
     ax.set_ylabel("mean NDCG x100")
     ax.set_title(title)
-    ax.legend(fontsize="small")
+    # beside the axes: with several baseline rows a legend inside covers the bars
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     from pipeline.evaluate import save_figure
 
     return save_figure(fig, out)
