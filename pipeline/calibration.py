@@ -22,8 +22,6 @@ the time of a CN15k batch (docs/benchmarks.md, issue 14, third round).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -540,11 +538,6 @@ def fit_affine(
 
 
 # ------------------------------------------------------------------------------------- saved calibrations
-
-
-def cache_key(parts: dict[str, Any]) -> str:
-    """A content key for a fitted calibration (model hash, export threshold, query set checksums, config)."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> None:

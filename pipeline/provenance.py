@@ -73,6 +73,12 @@ def provenance(
     }
 
 
+def stable_key(**parts: Any) -> str:
+    """A 16-hex content key of named parts (JSON with sorted keys, str() for other values): the key of a
+    reproduction stage or a saved calibration. Equal parts give equal keys on every run and machine."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def digest(meta: dict[str, Any]) -> str:
     """A content digest of a metadata document (without its own ``digest`` key)."""
     body = {k: v for k, v in meta.items() if k != "digest"}

@@ -11,7 +11,6 @@ Evaluation is cheap and always runs.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any
 
 from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS, L_VERSION
+from pipeline.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
@@ -75,7 +75,7 @@ class ReproduceConfig:
     def key(self, *fields: str, **more: Any) -> str:
         d = asdict(self)
         parts = {f: d[f] for f in fields} | more
-        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return stable_key(**parts)
 
 
 class Stages:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
+from pipeline.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
 BIG_TYPES = ("1p", "2p", "2i")
@@ -66,10 +67,6 @@ def qe_settings(model: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return {**COMMON, **PER_MODEL.get(model, {}), **flat, **mine}
 
 
-def _key(**parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def _checksum(path: str | Path) -> str:
     from pipeline.formats.queryset import checksum, read_query_set
 
@@ -103,7 +100,7 @@ def sample_train_stage(ctx: Any, types: tuple[str, ...], per_type: int, folder: 
         )
         return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
 
-    key = _key(
+    key = stable_key(
         dataset=cfg.dataset,
         alpha=cfg.alpha,
         beta=cfg.beta,
@@ -152,7 +149,7 @@ def train_qe_stage(ctx: Any, model: str, settings: dict[str, Any], train_sets: l
             "_paths": [str(run_dir / "model.pt")],
         }
 
-    key = _key(
+    key = stable_key(
         config=dataclasses.asdict(qe_cfg),
         data=ctx.data_key,
         sets=[_checksum(p) for p in [*train_sets, valid]],
@@ -178,7 +175,7 @@ def answer_qe_stage(ctx: Any, model: str, run_dir: Path, test: str) -> str:
             "_paths": [rep["path"]],
         }
 
-    key = _key(model=_file_digest(run_dir / "model.pt"), test=_checksum(test), device=ctx.cfg.device)
+    key = stable_key(model=_file_digest(run_dir / "model.pt"), test=_checksum(test), device=ctx.cfg.device)
     return str(ctx.stages.run(f"answer {model}", key, run, ctx.log)["path"])
 
 

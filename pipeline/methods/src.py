@@ -17,11 +17,12 @@ from typing import Any, ClassVar
 import torch
 
 from pipeline import atomic
-from pipeline.calibration import CALIBRATIONS, DELTA_GRID, L_VERSION, cache_key, lower_alphas
+from pipeline.calibration import CALIBRATIONS, DELTA_GRID, L_VERSION, lower_alphas
 from pipeline.engine import Adjacency, as_adjacency, evaluate_batch
 from pipeline.errors import ArtifactError, PipelineError
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import Method
+from pipeline.provenance import stable_key
 from pipeline.query.model import Query
 
 
@@ -236,7 +237,7 @@ def _fit_l(
         l_select="max-over-delta-grid" if uses_delta else "delta-0",
         l_version=L_VERSION,
     )
-    l_key = cache_key(key_parts)
+    l_key = stable_key(**key_parts)
     adj = method.adjacency
     tables = feature_tables(model, adj.device)
     calib = load_affine(calib_dir / f"L-{l_key}", tables[0].shape[1], tables[1].shape[1], adj.device)
@@ -269,7 +270,7 @@ def _choose_delta(
     from pipeline.answer import answer_query_set, selection_score
     from pipeline.calibration import choose_delta
 
-    d_key = cache_key({**key_parts, "l_key": method.info.get("l_key"), "grid": DELTA_GRID})
+    d_key = stable_key(**{**key_parts, "l_key": method.info.get("l_key"), "grid": DELTA_GRID})
     d_file = calib_dir / f"D-{d_key}.json" if calib_dir is not None else None
     if d_file is not None and d_file.exists():
         try:

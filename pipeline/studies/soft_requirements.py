@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pipeline.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
 SETTINGS = {
@@ -128,7 +129,6 @@ def run_study(
     Stages are recorded in OUT/stages.json and skipped when their inputs are unchanged (see
     pipeline.reproduce.Stages), so an interrupted study resumes. Writes OUT/soft_requirements.{json,md,png}
     and, with docs, docs/soft_requirements_<dataset>.png and a section of docs/results.md."""
-    import hashlib
 
     from loaders import load
     from pipeline.models import load_run
@@ -141,9 +141,6 @@ def run_study(
     kg = kg if kg is not None else load(dataset)
     stages = Stages(out)
     data_key = json.dumps(kg.checksums, sort_keys=True)
-
-    def key(**parts: Any) -> str:
-        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     store_holder: dict[str, Any] = {}
 
@@ -162,7 +159,7 @@ def run_study(
 
             return {"report": str(ingest(kg, store(), progress=progress))}
 
-        stages.run("ingest", key(data=data_key, store=store_uri, sampling=SAMPLING_VERSION), do_ingest, log)
+        stages.run("ingest", stable_key(data=data_key, store=store_uri, sampling=SAMPLING_VERSION), do_ingest, log)
         for name, (alpha, beta) in SETTINGS.items():
 
             def do_sample(alpha=alpha, beta=beta) -> dict[str, Any]:
@@ -183,7 +180,7 @@ def run_study(
                 )
                 return {"file": rep["file"], "_paths": [rep["file"]]}
 
-            k = key(data=data_key, alpha=alpha, beta=beta, per_type=per_type, types=types, seed=seed, sampling=SAMPLING_VERSION)
+            k = stable_key(data=data_key, alpha=alpha, beta=beta, per_type=per_type, types=types, seed=seed, sampling=SAMPLING_VERSION)
             sets[name] = stages.run(f"sample test {name}", k, do_sample, log)["file"]
     finally:
         if "s" in store_holder:
@@ -198,7 +195,7 @@ def run_study(
         man = export_adjacency(run_dir, threshold, out / "exports" / run_dir.name, progress=progress)
         return {"path": man["path"], "_paths": [man["path"]]}
 
-    export = stages.run("export", key(model_hash=model_hash, threshold=threshold), do_export, log)
+    export = stages.run("export", stable_key(model_hash=model_hash, threshold=threshold), do_export, log)
 
     src: dict[str, dict[str, Any]] = {}
     for name, path in sets.items():
@@ -213,7 +210,7 @@ def run_study(
 
         from pipeline.reproduce import _file_checksum
 
-        k = key(model_hash=model_hash, threshold=threshold, queries=_file_checksum(path))
+        k = stable_key(model_hash=model_hash, threshold=threshold, queries=_file_checksum(path))
         answers = stages.run(f"answer {name}", k, do_answer, log)["path"]
         src[name] = mean_ndcg(answers)
 
