@@ -185,10 +185,8 @@ def calibrated_adjacency(
     A training batch reads a few relations, so this skips the other facts (most of a CN15k export: 84M
     facts at threshold 0.1); answers over those relations are exactly those of the full calibration."""
     if not torch.is_grad_enabled():
-        with torch.no_grad():
-            rels = None if relations is None else sorted({int(r) for r in relations})
-            proj = calib.projections(tables)
-            fwd, bwd, diag = _calibrated_conf(adj, proj, rels)
+        rels = None if relations is None else sorted({int(r) for r in relations})
+        fwd, bwd, diag = _calibrated_conf(adj, calib.projections(tables), rels)
         return replace(adj, fwd=replace(adj.fwd, conf=fwd), bwd=replace(adj.bwd, conf=bwd), diag_conf=diag)
     n = adj.n_entities
     proj = calib.projections(tables)
@@ -273,9 +271,8 @@ def training_adjacency(
     proj = calib.projections(tables)  # (n_entities, 2) and (n_relations, 2): cheap, with autograd
     with torch.no_grad():
         fwd, bwd, diag = _calibrated_conf(adj, tuple(p.detach() for p in proj), rels, buffers)
-    calibrated = torch.ones(adj.n_relations, dtype=torch.bool, device=adj.device)
+    calibrated = torch.full((adj.n_relations,), rels is None, dtype=torch.bool, device=adj.device)
     if rels is not None:
-        calibrated[:] = False
         calibrated[torch.tensor(rels, dtype=torch.int64, device=adj.device)] = True
 
     def source(raw: torch.Tensor, heads: torch.Tensor, tails: torch.Tensor, starts: torch.Tensor) -> Any:
