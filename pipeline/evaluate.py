@@ -22,7 +22,7 @@ from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS
 from pipeline.errors import PipelineError
 from pipeline.formats.answers import find_answer_files, read_answers
-from pipeline.metrics import METRICS
+from pipeline.metrics import METRICS, metric_columns
 from pipeline.provenance import provenance
 from pipeline.query.types import QUERY_TYPES
 
@@ -58,14 +58,18 @@ def query_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     ranks = truth["rank"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
     by_query = dict(zip(ids[starts], np.split(ranks, starts[1:]), strict=True)) if len(ids) else {}
-    rows = []
-    for qid, qtype in zip(queries["query_id"], queries["type"], strict=True):
-        r = by_query.get(qid, np.zeros(0, dtype=np.int64))
-        row: dict[str, Any] = {"query_id": qid, "type": qtype, "n_answers": len(r)}
-        for name, m in METRICS.items():
-            row[name] = m(r) if len(r) else math.nan
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["query_id", "type", "n_answers", *METRICS])
+    empty = np.zeros(0, dtype=np.int64)
+    per = [by_query.get(qid, empty) for qid in queries["query_id"]]
+    cols = metric_columns(per)  # all queries at once (grouped by their number of answers)
+    return pd.DataFrame(
+        {
+            "query_id": queries["query_id"].to_numpy(),
+            "type": queries["type"].to_numpy(),
+            "n_answers": np.fromiter((len(r) for r in per), dtype=np.int64, count=len(per)),
+            **cols,
+        },
+        columns=["query_id", "type", "n_answers", *METRICS],
+    )
 
 
 def ordered_types(types: list[str] | set[str]) -> list[str]:

@@ -15,6 +15,7 @@ Values are in natural units (NDCG 1 = perfect); tables multiply by 100.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -149,6 +150,12 @@ class Metric:
     def compute(self, ranks: np.ndarray | list[int]) -> float:
         raise NotImplementedError
 
+    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
+        """(Q,) the metric of Q queries with the same number n >= min_answers of answers at once: ranks
+        (Q, n) float64, each row's ranks distinct (see metric_columns). Equal to compute row by row up to
+        float summation order; subclasses vectorise it."""
+        return np.array([self.compute(r) for r in ranks], dtype=np.float64)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -163,6 +170,12 @@ class NDCG(Metric):
     def compute(self, ranks: np.ndarray | list[int]) -> float:
         return ndcg(ranks)
 
+    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
+        n = ranks.shape[1]
+        discount = 1.0 / np.log2(np.arange(2, n + 2))
+        ideal = np.sum(discount / np.arange(1, n + 1))
+        return np.sum(discount / ranks, axis=1) / ideal
+
 
 class MAP(Metric):
     name = "map"
@@ -173,6 +186,20 @@ class MAP(Metric):
 
     def compute(self, ranks: np.ndarray | list[int]) -> float:
         return average_precision(ranks)
+
+    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
+        q, n = ranks.shape
+        ks = np.arange(1, n + 1, dtype=np.float64)
+        # #ranks <= k and < k per row by one searchsorted over the rows laid end to end (row i shifted by
+        # i * span, so the flat array stays sorted); distinct ranks: hit_k = the difference of the two
+        span = float(ranks.max()) + n + 1.0
+        shift = np.arange(q, dtype=np.float64)[:, None] * span
+        flat = (np.sort(ranks, axis=1) + shift).ravel()
+        at = (ks[None, :] + shift).ravel()
+        base = (np.arange(q) * n)[:, None]
+        upto = np.searchsorted(flat, at, side="right").reshape(q, n) - base
+        below = np.searchsorted(flat, at, side="left").reshape(q, n) - base
+        return np.sum((upto > below) * upto / ks, axis=1) / n
 
 
 class KendallTau(Metric):
@@ -186,6 +213,18 @@ class KendallTau(Metric):
     def compute(self, ranks: np.ndarray | list[int]) -> float:
         return kendall_tau(ranks)
 
+    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
+        q, n = ranks.shape
+        i, j = np.triu_indices(n, k=1)
+        pairs = n * (n - 1) / 2
+        out = np.empty(q, dtype=np.float64)
+        step = max(1, (1 << 22) // max(1, i.size))  # rows per chunk: at most ~4M pair signs at once
+        for lo in range(0, q, step):
+            r = ranks[lo : lo + step]
+            # distinct ranks: no tied pair, so tau-b's denominator is the number of pairs (as compute)
+            out[lo : lo + step] = np.sum(np.sign(r[:, j] - r[:, i]), axis=1) / math.sqrt(pairs * pairs)
+        return out
+
 
 class SpearmanRho(Metric):
     name = "rho"
@@ -197,6 +236,17 @@ class SpearmanRho(Metric):
 
     def compute(self, ranks: np.ndarray | list[int]) -> float:
         return spearman_rho(ranks)
+
+    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
+        q, n = ranks.shape
+        a = np.arange(1, n + 1, dtype=np.float64)
+        b = np.empty_like(ranks)  # distinct ranks: the average ranks are the positions in sorted order
+        np.put_along_axis(b, np.argsort(ranks, axis=1), a[None, :].repeat(q, 0), axis=1)
+        b = b - b.mean(axis=1, keepdims=True)
+        a = a - a.mean()
+        denom = np.sqrt(np.sum(a * a) * np.sum(b * b, axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(denom == 0.0, math.nan, np.sum(a[None, :] * b, axis=1) / denom)
 
 
 # The paper's column order: tau, rho, MAP, NDCG.
@@ -215,6 +265,31 @@ METRICS: Registry[Metric] = Registry(
 def get_metric(name: str) -> Metric:
     """A registered metric by name or synonym (case-insensitive); unknown names raise UnknownNameError."""
     return METRICS.get(name)
+
+
+def metric_columns(ranks: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Every registered metric of many queries at once: {name: (Q,) float64, NaN where undefined}, equal to
+    calling each metric query by query (up to float summation order). Queries with the same number of
+    answers go through the metric's compute_rows together; a query with a repeated rank (never from
+    rank_entities, which ranks every entity once) through compute."""
+    out = {name: np.full(len(ranks), math.nan) for name in METRICS.names()}
+    by_n: dict[int, list[int]] = {}
+    for q, r in enumerate(ranks):
+        by_n.setdefault(len(r), []).append(q)
+    for n, rows in by_n.items():
+        if n == 0:
+            continue
+        block = np.stack([_as_ranks(ranks[q]) for q in rows])
+        distinct = (np.diff(np.sort(block, axis=1), axis=1) > 0).all(axis=1)
+        fast, slow = np.asarray(rows)[distinct], np.asarray(rows)[~distinct]
+        for name, m in METRICS.items():
+            if n < m.min_answers:
+                continue
+            if fast.size:
+                out[name][fast] = m.compute_rows(block[distinct])
+            for q in slow:
+                out[name][q] = m.compute(ranks[q])
+    return out
 
 
 def evaluate_ranks(ranks: np.ndarray | list[int]) -> dict[str, float]:

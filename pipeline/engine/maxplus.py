@@ -426,18 +426,34 @@ def _outside_support(
 def _max_off_column(
     state: torch.Tensor, sel: torch.Tensor, pb: torch.Tensor, po: torch.Tensor, m: Matrix
 ) -> torch.Tensor:
-    """(P,): for pairs (row pb, column po), max of state[pb] over s with (s, po) not stored, by masking
-    the column's support in a copy of the row (chunked: at most ~16M floats at once)."""
+    """(P,): for pairs (row pb, column po), max of state[pb] over s with (s, po) not stored. That is the
+    entry of row pb's best-first order at the smallest position no member of column po's support holds
+    (the mex of the support's positions): each involved row is sorted once and each pair reads only its
+    column's support (hub columns hold thousands of a row's top entries; no copy of a row per pair)."""
     n = state.shape[1]
-    out = torch.empty(pb.numel(), dtype=state.dtype, device=state.device)
-    step = max(1, (1 << 24) // n)
+    dev = state.device
+    rows, inv = torch.unique(pb, return_inverse=True)
+    vals, order = torch.sort(state.index_select(0, rows), dim=1, descending=True)
+    pos = torch.empty_like(order)
+    pos.scatter_(1, order, torch.arange(n, device=dev).expand_as(order))  # position of s in its row's order
+    pair, s = m.column(sel[pb], po)  # a multi-edge's parts may list an s twice (harmless below)
+    p = pos.view(-1).index_select(0, inv.index_select(0, pair) * n + s)  # flat gathers: ~4x faster
+    # The mex of a pair is at most its support's size: only positions below the largest size + 1 matter,
+    # marked in a (pairs x width) table whose first free cell per row is the mex (chunked by pairs).
+    width = min(n, int(torch.bincount(pair, minlength=pb.numel()).max()) + 1) if pair.numel() else 1
+    keep = p < width
+    pair, p = pair[keep], p[keep]
+    mex = torch.empty(pb.numel(), dtype=torch.int64, device=dev)
+    step = max(1, (1 << 24) // width)
     for lo in range(0, pb.numel(), step):
-        b, o = pb[lo : lo + step], po[lo : lo + step]
-        rows = state[b]  # advanced indexing: already a copy
-        pair, s = m.column(sel[b], o)
-        rows[pair, s] = NEG_INF
-        out[lo : lo + step] = rows.amax(dim=1)
-    return out
+        hi = min(lo + step, pb.numel())
+        inside = (pair >= lo) & (pair < hi)
+        taken = torch.zeros((hi - lo, width), dtype=torch.bool, device=dev)
+        taken.view(-1)[(pair[inside] - lo) * width + p[inside]] = True
+        free = ~taken
+        mex[lo:hi] = torch.where(free.any(1), free.to(torch.uint8).argmax(1), n)  # argmax: the first free
+    got = vals[inv, mex.clamp(max=n - 1)]
+    return torch.where(mex < n, got, torch.full_like(got, NEG_INF))
 
 
 def _extend(

@@ -118,31 +118,38 @@ def rows_from_utilities(
     top = torch.topk(-ranks, k, dim=-1).indices.cpu().numpy()  # the k smallest ranks, best first
     u_cpu = utility.float().cpu().numpy()
     r_cpu = ranks.cpu().numpy()
-    parts = []
-    for b, (qid, qtype) in enumerate(zip(query_ids, types, strict=True)):
-        t_ent, t_util = (np.asarray(x) for x in truth[b])
-        t_ent = t_ent.astype(np.int64)
-        extra = np.setdiff1d(t_ent, top[b], assume_unique=False)
-        ents = np.concatenate([top[b], extra])
+    if not query_ids:
+        return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
+    # Per query only the entity list and the truth's positions in it; the frame is built once for the
+    # batch (a DataFrame per query cost ~1 ms each: most of the time of answering a valid set).
+    ents_l, rank_l, util_l = [], [], []
+    for b in range(len(query_ids)):
+        t_ent = np.asarray(truth[b][0]).astype(np.int64)
+        t_util = np.asarray(truth[b][1], dtype=np.float64)
+        # the truths outside the top k, sorted (np.setdiff1d's result; sets are ~10x faster at these sizes)
+        extra = sorted(set(t_ent.tolist()).difference(top[b].tolist()))
+        ents = np.concatenate([top[b], np.asarray(extra, dtype=np.int64)])
         truth_rank = np.zeros(len(ents), dtype=np.int32)
         truth_util = np.full(len(ents), np.nan)
-        pos = {int(e): i for i, e in enumerate(ents)}
-        for j, (e, v) in enumerate(zip(t_ent, t_util, strict=True)):
-            truth_rank[pos[int(e)]] = j + 1
-            truth_util[pos[int(e)]] = v
-        parts.append(
-            pd.DataFrame(
-                {
-                    "query_id": qid,
-                    "type": qtype,
-                    "entity": ents,
-                    "utility": u_cpu[b, ents].astype(np.float32),
-                    "rank": r_cpu[b, ents].astype(np.int64),
-                    "truth_utility": truth_util,
-                    "truth_rank": truth_rank,
-                }
-            )
-        )
-    if not parts:
-        return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
-    return pd.concat(parts, ignore_index=True)
+        if len(t_ent):  # where each true answer sits in ents (ents holds no entity twice)
+            order = np.argsort(ents, kind="stable")
+            at = order[np.searchsorted(ents, t_ent, sorter=order)]
+            truth_rank[at] = np.arange(1, len(t_ent) + 1, dtype=np.int32)  # a repeated answer: the last wins
+            truth_util[at] = t_util
+        ents_l.append(ents)
+        rank_l.append(truth_rank)
+        util_l.append(truth_util)
+    counts = np.fromiter((len(e) for e in ents_l), dtype=np.int64, count=len(ents_l))
+    row = np.repeat(np.arange(len(query_ids)), counts)
+    ents = np.concatenate(ents_l)
+    return pd.DataFrame(
+        {
+            "query_id": np.repeat(np.asarray(query_ids, dtype=object), counts),
+            "type": np.repeat(np.asarray(types, dtype=object), counts),
+            "entity": ents,
+            "utility": u_cpu[row, ents].astype(np.float32),
+            "rank": r_cpu[row, ents].astype(np.int64),
+            "truth_utility": np.concatenate(util_l),
+            "truth_rank": np.concatenate(rank_l),
+        }
+    )

@@ -71,13 +71,18 @@ class QuerySet:
     frame: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    # the parsed queries of `frame` (that very object: a frame replaced is parsed again); calibration
+    # answers one valid set many times (every delta of every epoch)
+    _parsed: tuple[pd.DataFrame, list] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.frame)
 
     def queries(self) -> list:
-        """The rows as ``pipeline.query.Query`` objects (same order as ``frame``)."""
-        return [records_to_query(list(a)) for a in self.frame["atoms"]]
+        """The rows as ``pipeline.query.Query`` objects (same order as ``frame``; immutable, parsed once)."""
+        if self._parsed is None or self._parsed[0] is not self.frame:
+            self._parsed = (self.frame, [records_to_query(list(a)) for a in self.frame["atoms"]])
+        return list(self._parsed[1])
 
 
 def write_query_set(rows: list[dict[str, Any]], path: str | Path, meta: dict[str, Any]) -> Path:

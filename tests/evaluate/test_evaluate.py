@@ -200,3 +200,38 @@ def test_rows_then_metrics_agree_with_direct_ranks(seed: int, b: int, n: int, k:
             expected = m(ranks) if len(ranks) else math.nan
             got = per_query.loc[f"q{i}", name]
             assert (math.isnan(expected) and math.isnan(got)) or got == pytest.approx(expected), name
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 4), st.integers(1, 30), st.integers(1, 40))
+def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, k: int) -> None:
+    """answer_rows builds the batch's frame at once; here each row is built on its own from the numpy rank
+    oracle: the k best entities by rank, then the truths not among them (by id), with their true rank
+    (position in the truth list) and utility. Same rows, values and dtypes."""
+    from pipeline.metrics import ranks_of
+
+    rng = np.random.default_rng(seed)
+    util = rng.choice([-math.inf, 0.0, 0.2, 0.5, 0.7, 1.0], size=(b, n)).astype(np.float32)
+    truth = []
+    for _ in range(b):
+        ents = rng.choice(n, size=rng.integers(0, min(n, 6) + 1), replace=False)
+        truth.append((ents, np.sort(rng.uniform(0.1, 1, len(ents)))[::-1]))
+    ids, types = [f"q{i}" for i in range(b)], [str(rng.choice(["1p", "2p"])) for _ in range(b)]
+    frame = answer_rows(ids, types, torch.from_numpy(util), truth, k=k)
+    rows = []
+    for i in range(b):
+        rank = ranks_of(util[i], np.arange(n))
+        top = [int(e) for e in np.argsort(rank)[: min(k, n)]]
+        true = {int(e): j for j, e in enumerate(truth[i][0])}
+        for e in top + sorted(set(true) - set(top)):
+            j = true.get(e)
+            rows.append(
+                (ids[i], types[i], e, util[i, e], rank[e], math.nan if j is None else truth[i][1][j], 0 if j is None else j + 1)
+            )
+    expected = pd.DataFrame(rows, columns=list(frame.columns)).astype(
+        {"entity": np.int64, "utility": np.float32, "rank": np.int64, "truth_utility": np.float64, "truth_rank": np.int32}
+    )
+    if b == 0:
+        assert frame.empty and list(frame.columns) == list(expected.columns)
+    else:
+        pd.testing.assert_frame_equal(frame, expected)

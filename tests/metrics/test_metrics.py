@@ -20,6 +20,7 @@ from pipeline.metrics import (
     evaluate_ranks,
     get_metric,
     kendall_tau,
+    metric_columns,
     ndcg,
     rank_entities,
     ranks_of,
@@ -206,3 +207,30 @@ def test_ls_metrics_lists_the_registry() -> None:
     assert result.exit_code == 0, result.output
     names = [line.split()[0] for line in result.output.splitlines()[2:]]
     assert names == ["tau", "rho", "map", "ndcg"]
+
+
+def test_hand_computed_all_at_once() -> None:
+    """metric_columns (the vectorised path of the tables) on every hand-computed case together."""
+    got = metric_columns([np.asarray(r) for r, _ in HAND])
+    for q, (_, expected) in enumerate(HAND):
+        for name, value in expected.items():
+            if math.isnan(value):
+                assert math.isnan(got[name][q]), name
+            else:
+                assert got[name][q] == pytest.approx(value, abs=1e-12), (q, name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.just([]), distinct_ranks, tied_ranks), min_size=0, max_size=12))
+def test_metric_columns_equal_query_by_query(many: list[list[int]]) -> None:
+    """Two implementations: the rows of one length at once (searchsorted, pair signs, argsort ranks) and
+    each metric query by query, on mixes of lengths 0..n, distinct and tied ranks (the latter take the
+    per-query path)."""
+    got = metric_columns([np.asarray(r, dtype=np.int64) for r in many])
+    for q, ranks in enumerate(many):
+        for name, m in METRICS.items():
+            expected = m(ranks) if len(ranks) else math.nan
+            if math.isnan(expected):
+                assert math.isnan(got[name][q]), (name, ranks)
+            else:
+                assert got[name][q] == pytest.approx(expected, abs=1e-12), (name, ranks)
