@@ -179,6 +179,16 @@ def test_cli_evaluate_bad_input_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no such answers file" in res.output
 
 
+def _random_batch(rng: np.random.Generator, b: int, n: int) -> tuple[np.ndarray, list]:
+    """b utility rows over n entities (ties and -inf) and up to 6 true answers each, best first."""
+    util = rng.choice([-math.inf, 0.0, 0.2, 0.5, 0.7, 1.0], size=(b, n)).astype(np.float32)
+    truth = []
+    for _ in range(b):
+        ents = rng.choice(n, size=rng.integers(0, min(n, 6) + 1), replace=False)
+        truth.append((ents, np.sort(rng.uniform(0.1, 1, len(ents)))[::-1]))
+    return util, truth
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 4), st.integers(3, 30), st.integers(1, 5))
 def test_rows_then_metrics_agree_with_direct_ranks(seed: int, b: int, n: int, k: int) -> None:
@@ -187,11 +197,7 @@ def test_rows_then_metrics_agree_with_direct_ranks(seed: int, b: int, n: int, k:
     from pipeline.metrics import METRICS, ranks_of
 
     rng = np.random.default_rng(seed)
-    util = rng.choice([-math.inf, 0.0, 0.2, 0.5, 0.7, 1.0], size=(b, n)).astype(np.float32)
-    truth = []
-    for _ in range(b):
-        ents = rng.choice(n, size=rng.integers(0, min(n, 6) + 1), replace=False)
-        truth.append((ents, np.sort(rng.uniform(0.1, 1, len(ents)))[::-1]))
+    util, truth = _random_batch(rng, b, n)
     frame = answer_rows([f"q{i}" for i in range(b)], ["1p"] * b, torch.from_numpy(util), truth, k=k)
     per_query = query_metrics(frame).set_index("query_id")
     for i in range(b):
@@ -211,11 +217,7 @@ def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, 
     from pipeline.metrics import ranks_of
 
     rng = np.random.default_rng(seed)
-    util = rng.choice([-math.inf, 0.0, 0.2, 0.5, 0.7, 1.0], size=(b, n)).astype(np.float32)
-    truth = []
-    for _ in range(b):
-        ents = rng.choice(n, size=rng.integers(0, min(n, 6) + 1), replace=False)
-        truth.append((ents, np.sort(rng.uniform(0.1, 1, len(ents)))[::-1]))
+    util, truth = _random_batch(rng, b, n)
     ids, types = [f"q{i}" for i in range(b)], [str(rng.choice(["1p", "2p"])) for _ in range(b)]
     frame = answer_rows(ids, types, torch.from_numpy(util), truth, k=k)
     rows = []
