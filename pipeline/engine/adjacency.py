@@ -388,12 +388,7 @@ class Adjacency:
         (the other atoms' confidences found by binary search), never the union of whole relations (5-10M
         entries per CN15k pair, ~1 s each). The same arrays as filtering the union, in the same order."""
         n = self.n_entities
-        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
-        slices = []
-        for from_head, rel, _, _ in parts:
-            ori = self.oriented(not from_head)  # rows by o, sorted by s: o * N + s ascending
-            lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
-            slices.append((ori.src[lo:hi].to(kt) * n + ori.dst[lo:hi].to(kt), ori.conf[lo:hi]))
+        slices = [self._column_keys(from_head, rel) for from_head, rel, _, _ in parts]
         required = [i for i, p in enumerate(parts) if not p[2] and p[3] > 0]
         first = required[0]
         key, conf = slices[first]
@@ -426,6 +421,15 @@ class Adjacency:
         o = keys // n
         return (keys - o * n).to(idt), o.to(idt), torch.stack(cc)
 
+    def _column_keys(self, from_head: bool, rel: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A relation's facts as keys o * N + s, ascending (rows by o, sorted by s; s on the head side when
+        from_head), int32 where N * N fits, and their confidences: slices of the index, no sort."""
+        n = self.n_entities
+        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
+        ori = self.oriented(not from_head)
+        lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
+        return torch.mul(ori.src[lo:hi].to(kt), n).add_(ori.dst[lo:hi]), ori.conf[lo:hi]
+
     def shared_facts(
         self, parts: tuple[tuple[bool, int], ...]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -439,14 +443,8 @@ class Adjacency:
         if got is not None:
             return got
         n = self.n_entities
-        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
-        keys, confs = [], []
-        for from_head, rel in parts:
-            ori = self.oriented(not from_head)  # rows by o, sorted by s: o * N + s ascending
-            lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
-            keys.append(torch.mul(ori.src[lo:hi].to(kt), n).add_(ori.dst[lo:hi]))
-            confs.append(ori.conf[lo:hi])
-        shared, where = shared_keys(keys)
+        keys, confs = zip(*(self._column_keys(from_head, rel) for from_head, rel in parts), strict=True)
+        shared, where = shared_keys(list(keys))
         zero = torch.zeros((), dtype=torch.float32, device=shared.device)
         rows = []  # torch.where, not a scatter: differentiable where conf is (calibration L's autograd index)
         for conf, pos in zip(confs, where, strict=True):
@@ -465,22 +463,16 @@ class Adjacency:
         if got is not None:
             return got
         n = self.n_entities
-        spans = []
-        for from_head, rel in parts:
-            ori = self.oriented(not from_head)  # rows by o: (o, s) sorted
-            lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
-            spans.append((ori, lo, hi))
         if len(parts) == 1:  # slices of the index: nothing to build or remember
-            ori, lo, hi = spans[0]
+            ori = self.oriented(not parts[0][0])
+            lo, hi = int(ori.ptr[parts[0][1] * n]), int(ori.ptr[(parts[0][1] + 1) * n])
             return ori.dst[lo:hi], ori.src[lo:hi], ori.conf[lo:hi][None, :]
-        # o * N + s is sorted within a relation's slice (rows by o, sorted by s); 32-bit when it fits
-        kt = torch.int32 if n * n <= 1 << 31 else torch.int64
-        keys = [ori.src[lo:hi].to(kt) * n + ori.dst[lo:hi].to(kt) for ori, lo, hi in spans]
-        union, where = merge_sorted_runs(keys, n * n)
+        keys, confs = zip(*(self._column_keys(from_head, rel) for from_head, rel in parts), strict=True)
+        union, where = merge_sorted_runs(list(keys), n * n)
         del keys
         conf = torch.zeros((len(parts), union.numel()), dtype=torch.float32, device=union.device)
-        for p, (ori, lo, hi) in enumerate(spans):
-            conf[p, where[p]] = ori.conf[lo:hi]  # torch indexing: differentiable in conf (calibration L)
+        for p, c in enumerate(confs):
+            conf[p, where[p]] = c  # torch indexing: differentiable in conf (calibration L)
         idt = self.fwd.src.dtype
         o = union // n
         s = (union - o * n).to(idt)

@@ -113,13 +113,13 @@ def rows_from_utilities(
     utility: (B, n_entities) float predicted utilities (-inf = fails), any device.
     truth: per query, (entities (n,) int64, utilities (n,) float64) of the ground-truth answers, best first.
     Returns one row per (query, entity) for the k best-ranked entities and every ground-truth answer."""
+    if not query_ids:
+        return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
     ranks = rank_entities(utility)
     k = min(k, utility.shape[-1])
     top = torch.topk(-ranks, k, dim=-1).indices.cpu().numpy()  # the k smallest ranks, best first
     u_cpu = utility.float().cpu().numpy()
     r_cpu = ranks.cpu().numpy()
-    if not query_ids:
-        return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
     # Per query only the entity list and the truth's positions in it; the frame is built once for the
     # batch (a DataFrame per query cost ~1 ms each: most of the time of answering a valid set).
     ents_l, rank_l, util_l = [], [], []
