@@ -16,6 +16,8 @@ import torch
 
 from pipeline.kg import GraphTensors
 
+NEG_INF = float("-inf")
+
 _MEMO_BYTES = 512 << 20  # derived arrays kept per Adjacency (least recently used dropped first)
 
 # positions (P,) int64 of an array of stored confidences -> their values (P,), differentiable (calibration L)
@@ -118,7 +120,9 @@ class Oriented:
         lo, end = self.ptr[k], self.ptr[k + 1]
         nnz = self.dst.numel()
         if nnz == 0 or k.numel() == 0:
-            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(k.shape, device=k.device)
+            return torch.zeros(k.shape, dtype=torch.bool, device=k.device), torch.zeros(
+                k.shape, device=k.device
+            )
         hi = end.clone()
         # lower bound of o in [lo, hi): the first position whose dst >= o; log2(longest row) steps
         for _ in range(int((hi - lo).max()).bit_length()):
@@ -129,7 +133,9 @@ class Oriented:
             hi = torch.where(live & ~less, mid, hi)
         pos = lo.clamp(max=nnz - 1)
         found = (lo < end) & (self.dst.index_select(0, pos) == o)
-        return found, torch.where(found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device))
+        return found, torch.where(
+            found, take_conf(self.conf, pos, self.grad), torch.zeros((), device=k.device)
+        )
 
     def nbytes(self) -> int:
         return sum(x.element_size() * x.numel() for x in (self.src, self.dst, self.conf, self.ptr))
@@ -229,7 +235,9 @@ def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tens
     if len(runs) == 2:  # a key is at most twice, at slots (i, i+1): first run, then second
         first = np.flatnonzero(same)
         where = [order[first], order[first + 1] - runs[0].numel()]
-        return torch.from_numpy(ordered[first]), [torch.from_numpy(w.astype(np.int64, copy=False)) for w in where]
+        return torch.from_numpy(ordered[first]), [
+            torch.from_numpy(w.astype(np.int64, copy=False)) for w in where
+        ]
     new = np.empty(ordered.size, dtype=bool)
     new[0] = True
     np.logical_not(same, out=new[1:])
@@ -261,6 +269,43 @@ def _shared_keys_torch(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[tor
         pos = torch.searchsorted(r, shared).clamp_(max=r.numel() - 1)
         where.append(torch.where(r.index_select(0, pos) == shared, pos, -1))
     return shared, where
+
+
+def _pareto_front(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(K,) int64: positions of the points (x, y) that form each group's Pareto front: no other point of
+    the group is >= in both coordinates (one of equal points kept). x, y >= 0 float32, group ids >= 0
+    below 2^31."""
+    if not group.numel():
+        return group
+    n = int(group.max()) + 1
+    x, y = x + 0.0, y + 0.0  # -0.0 -> +0.0: the bit patterns of floats >= +0, read as int32, order them
+    # Cheap cut first: with X = the group's largest x and Y the largest y among the points at X, the
+    # point (X, Y) beats every point with y <= Y (likewise (X', Y') with the roles swapped), so only
+    # points above both, and the two corner points, can be on the front.
+    cand = torch.ones(group.numel(), dtype=torch.bool, device=group.device)
+    for u, v in ((x, y), (y, x)):
+        top_u = torch.full((n,), NEG_INF, device=u.device).scatter_reduce_(0, group, u, "amax")
+        at = u == top_u.index_select(0, group)
+        v_at = torch.full((n,), NEG_INF, device=u.device).scatter_reduce_(0, group[at], v[at], "amax")
+        cand &= (v > v_at.index_select(0, group)) | (at & (v == v_at.index_select(0, group)))
+    pos = torch.nonzero(cand, as_tuple=True)[0]
+    group, xb, yb = (
+        group.index_select(0, pos),
+        *(v.index_select(0, pos).view(torch.int32).long() for v in (x, y)),
+    )
+    top = (1 << 31) - 1
+    # order by (group, x desc, y desc): a stable sort by y desc, then by (group, x desc) packed in int64
+    order = torch.sort(top - yb, stable=True)[1]
+    order = order.index_select(
+        0, torch.sort((group * (1 << 31) + top - xb).index_select(0, order), stable=True)[1]
+    )
+    g, yv = group.index_select(0, order), yb.index_select(0, order)
+    # x never increases along a group, so a point is on the front iff its y beats every earlier y of the
+    # group: a segmented running maximum, one cummax of (group, y) packed in int64 (groups ascending)
+    key = g * (1 << 31) + yv
+    keep = torch.ones(order.numel(), dtype=torch.bool, device=order.device)
+    keep[1:] = (g[1:] != g[:-1]) | (key[1:] > torch.cummax(key, 0).values[:-1])
+    return pos.index_select(0, order[keep])
 
 
 class BytesLRU:
@@ -321,7 +366,9 @@ class Adjacency:
     diag_grad: ConfGrad | None = field(default=None, compare=False, repr=False)
     # memo of derived arrays (relation slices filtered by alpha, unions of supports); never changes a
     # result. init=False: dataclasses.replace (e.g. new confidences) starts a fresh memo, never a stale one
-    _memo: BytesLRU = field(default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False)
+    _memo: BytesLRU = field(
+        default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:
@@ -442,6 +489,10 @@ class Adjacency:
         got = self._memo.get(key)
         if got is not None:
             return got
+        return self._remember(key, self._shared(parts))
+
+    def _shared(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """shared_facts' arrays, built (not memoised)."""
         n = self.n_entities
         keys, confs = zip(*(self._column_keys(from_head, rel) for from_head, rel in parts), strict=True)
         shared, where = shared_keys(list(keys))
@@ -453,7 +504,50 @@ class Adjacency:
         cc = torch.stack(rows)
         idt = self.fwd.src.dtype
         o = shared // n
-        return self._remember(key, ((shared - o * n).to(idt), o.to(idt), cc))
+        return (shared - o * n).to(idt), o.to(idt), cc
+
+    def column_front(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """For a sum of one or two relations (parts: (from_head, relation) each, s on the head side when
+        from_head), points (c_1, ..., c_P) per column o that cover the column's stored entries (s, o), with
+        c_p = 0 where relation p has no fact: every entry is <= some listed point in every coordinate and
+        every listed point is <= some entry. So a function that never decreases in any coordinate has the
+        same column maximum over the listed points as over the entries (maxplus._floor_rows), and they are
+        few: each relation's largest confidence per column, plus the Pareto front of the entries stored in
+        both. Returns o (F,) int64 and the confidences (P, F) float32. Memoised: it depends on neither
+        alpha, beta nor negation."""
+        if len(parts) > 2:
+            raise ValueError(f"column_front covers one or two relations, not {len(parts)}")
+        key = ("front", parts)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        cols, confs = [], []
+        for p, (from_head, rel) in enumerate(parts):
+            o, best = self._column_max(from_head, rel)
+            c = torch.zeros((len(parts), o.numel()), dtype=torch.float32, device=o.device)
+            c[p] = best
+            cols.append(o)
+            confs.append(c)
+        if len(parts) == 2:  # built, not memoised: only the (small) front is kept
+            _, o, cc = self.shared_facts(parts) if ("shared", parts) in self._memo else self._shared(parts)
+            o, cc = o.long(), cc.detach()
+            keep = _pareto_front(o, cc[0], cc[1])
+            cols.append(o.index_select(0, keep))
+            confs.append(cc.index_select(1, keep))
+        return self._remember(key, (torch.cat(cols), torch.cat(confs, 1)))
+
+    def _column_max(self, from_head: bool, rel: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A relation's columns o (K,) int64 with a fact (s on the head side when from_head) and each
+        column's largest confidence (K,) float32."""
+        n = self.n_entities
+        ori = self.oriented(not from_head)
+        lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
+        best = torch.full((n,), NEG_INF, dtype=torch.float32, device=ori.conf.device)
+        best.scatter_reduce_(
+            0, ori.src[lo:hi].long(), ori.conf[lo:hi].detach(), reduce="amax", include_self=True
+        )
+        cols = torch.nonzero(torch.isfinite(best), as_tuple=True)[0]
+        return cols, best.index_select(0, cols)
 
     def _union(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The union of the relations' supports sorted by (o, s) (s on the head side when from_head):

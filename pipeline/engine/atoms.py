@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.adjacency import Adjacency, merge_keys
+from pipeline.engine.adjacency import NEG_INF, Adjacency, merge_keys
 from pipeline.query.model import Atom
 
-NEG_INF = float("-inf")
+# entries of a matrix's rows: (pair (T,), o (T,), the atoms listed, their confidences (len(atoms), T))
+Piece = tuple[torch.Tensor, torch.Tensor, tuple[int, ...], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,12 @@ class RelationMatrix:
         pair, o, conf = self.ori.rows(self.params.rel[b], s, self.adj.n_entities)
         return pair, o, self.params.value(conf, b[pair])
 
+    def cover(self, b: torch.Tensor, s: torch.Tensor) -> list[Piece]:
+        """Stored entries of rows (b[i], s[i]) with their confidence, as SumMatrix.cover's one piece:
+        [(pair (T,), o (T,), (0,), conf (1, T))]."""
+        pair, o, conf = self.ori.rows(self.params.rel[b], s, self.adj.n_entities)
+        return [(pair, o, (0,), conf[None, :])]
+
     def contains(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
         return self.ori.lookup(self.params.rel[b], s, o, self.adj.n_entities)[0]
 
@@ -101,6 +108,20 @@ class SumMatrix:
             lo += val.numel()
             total = x if total is None else total.add_(x)
         return pair, union - pair * self.n, total
+
+    def cover(self, b: torch.Tensor, s: torch.Tensor) -> list[Piece]:
+        """The union of the parts' supports in rows (b[i], s[i]) with every part's confidence, as one
+        piece (pair (T,), o (T,), (0, ..., P-1), conf (P, T), 0 where a part has no fact), grouped by
+        pair, o sorted: SumMatrix.rows' entries before the values (one merge of the parts' rows)."""
+        got = [p.ori.rows(p.params.rel.index_select(0, b), s, self.n) for p in self.parts]
+        union, inv = merge_keys([pair * self.n + o for pair, o, _ in got], b.numel() * self.n)
+        pair = union // self.n
+        conf = torch.zeros((len(self.parts), union.numel()), dtype=torch.float32, device=union.device)
+        lo = 0
+        for i, (_, _, c) in enumerate(got):
+            conf[i, inv[lo : lo + c.numel()]] = c
+            lo += c.numel()
+        return [(pair, union - pair * self.n, tuple(range(len(self.parts))), conf)]
 
     def column(self, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Union of the parts' column supports (repeats allowed): (pair (T,), s (T,))."""

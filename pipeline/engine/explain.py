@@ -93,8 +93,10 @@ def explain(
         ks = [k for k in range(n_ans) if best[k][0] == bi]
         if not ks:
             continue
-        got = [known[bi][k] for k in ks] if bi in known else _uses(
-            conj, adj, [{**best[k][1], FREE: answers[k]} for k in ks]
+        got = (
+            [known[bi][k] for k in ks]
+            if bi in known
+            else _uses(conj, adj, [{**best[k][1], FREE: answers[k]} for k in ks])
         )
         for k, u in zip(ks, got, strict=True):
             uses[k] = u

@@ -10,7 +10,12 @@ Split by whether (s, o) is stored:
                  transposed batch when many rows share a relation (see _dense_rows, _stream_wide);
   * not stored:  d_b + max over s outside column o's support of C[b, s]. That maximum is C's best entry
                  unless (best, o) is stored, then the second best, ... so it is found by walking C's
-                 top entries, and only for the few columns that hold all of them.
+                 top entries, and only for the few columns that hold all of them. Where no stored value
+                 is below the default (positive atoms, betas >= 0: _stored_dominate) d_b + C's best entry
+                 serves every column, no walk.
+A state that is a constant floor with few entries above it (alpha 0 upstream: an anchor's row over 0)
+needs neither the stream nor the rows of every entity: the floor plus each column's best stored value
+(a few points per column, Adjacency.column_front) and the rows of the entries above it (_floor_rows).
 No dense |E| x |E| matrix is formed; the work is the stored entries touched plus O(B * N).
 """
 
@@ -23,6 +28,7 @@ from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 
 Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
+_FLOOR_COST = 16  # a fact gathered by _floor_rows costs about this many facts streamed (measured)
 _DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
 _WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
 _WIDE_BLOCK = 1 << 19  # floats gathered per block of entries (_stream_wide): 2 MiB, about the L2 cache
@@ -30,6 +36,8 @@ _WALK = 8  # top entries walked per column before a column is finished exactly (
 _GRAD_ENTRIES = 1 << 22  # stored entries examined at once when routing gradients (_attach_grad)
 _DENSE_WINNERS = True  # route the gradients of everywhere-finite rows by streaming (_dense_winners)
 _SPLIT_MULTI_EDGES = True  # alpha-0 positive multi-edges: no union of supports (_split_multi_edges)
+_DOMINATE = True  # no default walk where no stored entry is below the default (_stored_dominate)
+_FLOOR = True  # floor states with few entries above: column fronts, not the relation (_floor_rows)
 
 
 def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
@@ -216,29 +224,40 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     dev = state.device
 
     # Stored entries: only rows with a finite state can contribute. A nearly everywhere finite state is
-    # better served by streaming its relation's facts once (no ragged gather, no per-fact parameters).
-    if bool(torch.isfinite(state.amin(dim=1)).all()):  # finite everywhere (alpha 0 upstream): one cheap pass
-        finite, dense = None, torch.ones(bsz, dtype=torch.bool, device=dev)
+    # better served by streaming its relation's facts once (no ragged gather, no per-fact parameters),
+    # unless it is a constant floor with few entries above it (_floor_rows: alpha 0 upstream).
+    low = state.amin(dim=1)
+    floor = _floor_ready(m) & torch.isfinite(low) & _FLOOR
+    if bool(floor.any()):
+        floor &= _floor_pays(state, m, low, floor)
+    if bool(torch.isfinite(low).all()):  # finite everywhere: no sparse gather
+        finite, dense = None, ~floor
     else:
         finite = torch.isfinite(state)
-        dense = finite.sum(1) > _DENSE_FRACTION * n
-    n_dense = int(dense.sum())
+        dense = ~floor & (finite.sum(1) > _DENSE_FRACTION * n)
     out = None
-    if n_dense:
+    if bool(dense.any()):
         out = _dense_rows(state, m, torch.nonzero(dense, as_tuple=True)[0])
-        finite = None if n_dense == bsz else finite & ~dense[:, None]
     if out is None:
         out = torch.full((bsz, n), NEG_INF, dtype=torch.float32, device=dev)
+    if bool(floor.any()):
+        _floor_rows(state, m, torch.nonzero(floor, as_tuple=True)[0], low, out)
     if finite is not None:
-        b, s = torch.nonzero(finite, as_tuple=True)
+        b, s = torch.nonzero(finite & ~(dense | floor)[:, None], as_tuple=True)
         if b.numel():
             pair, o, val = m.rows(b, s)
             cand = state.reshape(-1).index_select(0, (b * n + s).index_select(0, pair)) + val
             out.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
 
     # Entries not stored take the default; only batch elements with a finite default need it. Column o
-    # gets d + (best state entry), except the few columns whose support holds that entry (pb, po).
-    sel = torch.nonzero(torch.isfinite(m.default), as_tuple=True)[0]
+    # gets d + (best state entry), except the few columns whose support holds that entry (pb, po); where
+    # no stored entry is below the default (_stored_dominate) no column needs the exception.
+    fin_d = torch.isfinite(m.default)
+    dom = fin_d & _stored_dominate(m) & _DOMINATE
+    if bool(dom.any()):
+        _add_best(state, m.default, dom, out)
+        fin_d &= ~dom
+    sel = torch.nonzero(fin_d, as_tuple=True)[0]
     if not sel.numel():
         return out
     whole = sel.numel() == bsz  # the common all-or-nothing batch: no row copies
@@ -252,6 +271,127 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
         return rows
     out[sel] = rows
     return out
+
+
+def _floor_ready(m: Matrix) -> torch.Tensor:
+    """(B,) bool: whether a batch element's matrix suits _floor_rows: every atom positive with beta a
+    finite number >= +0 (its value c >= alpha ? beta * c : -inf never decreases as c grows), one or two
+    atoms (Adjacency.column_front, SumMatrix.cover)."""
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
+    out = torch.full(m.default.shape, len(parts) <= 2, dtype=torch.bool, device=m.default.device)
+    for p in parts:
+        a = p.params
+        out &= ~a.neg & torch.isfinite(a.beta) & ~torch.signbit(a.beta)
+    return out
+
+
+def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: the rows (among ready) for which _floor_rows reads fewer bytes than the stream: the
+    facts of the rows of the entries above the floor, at _FLOOR_COST stream facts each, fewer than the
+    facts of the row's relations (what _dense_rows streams)."""
+    n = state.shape[1]
+    b, s = torch.nonzero((state > low[:, None]) & ready[:, None], as_tuple=True)
+    gathered = torch.zeros(state.shape[0], dtype=torch.int64, device=state.device)
+    streamed = torch.zeros_like(gathered)
+    for p in m.parts if isinstance(m, SumMatrix) else [m]:
+        ptr, rel = p.ori.ptr, p.params.rel
+        k = rel.index_select(0, b) * n + s
+        gathered.index_add_(0, b, ptr.index_select(0, k + 1) - ptr.index_select(0, k))
+        streamed += ptr.index_select(0, (rel + 1) * n) - ptr.index_select(0, rel * n)
+    return ready & (gathered * _FLOOR_COST < streamed)
+
+
+def _floor_rows(
+    state: torch.Tensor, m: Matrix, rows: torch.Tensor, low: torch.Tensor, out: torch.Tensor
+) -> None:
+    """The stored part of the product for rows whose state is a floor low[b] (its minimum, finite) with
+    few entries above it, into out's rows (still -inf there). For such a row, max over stored (s, o) of
+    state[s] + V(s, o) is the max of
+      * the entries above the floor: their rows' stored entries, gathered (few rows);
+      * low + max over s of V(s, o): every s counted at the floor (an entry above it is only undercounted,
+        and the first term counts it at its true value). V(s, o) never decreases in any atom's confidence
+        (_floor_ready), nor does the sum low + V as the engine computes it (fused multiply-adds of
+        betas >= 0, then the alpha tests), so the column maximum is taken on the column's Pareto front
+        of confidence points (Adjacency.column_front): a few points per column, not the relation.
+    Both terms use the stream's arithmetic (low or state[s], then one fused multiply-add per atom in
+    order), so each value is that of _dense_rows bit for bit while the work drops from the relation's
+    facts per row to its columns plus the rows of the entries above the floor."""
+    n = state.shape[1]
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
+    adj = parts[0].adj
+    sub, base = state.index_select(0, rows), low.index_select(0, rows)
+    res = torch.full(sub.shape, NEG_INF, dtype=torch.float32, device=state.device)
+    params = [(p.params.beta.index_select(0, rows), p.params.alpha.index_select(0, rows)) for p in parts]
+    groups: dict[tuple, list[int]] = {}
+    rels = [p.params.rel.index_select(0, rows).tolist() for p in parts]
+    for i in range(rows.numel()):
+        groups.setdefault(tuple((p.from_head, r[i]) for p, r in zip(parts, rels, strict=True)), []).append(i)
+    for key, members in groups.items():
+        fo, fc = adj.column_front(key)
+        if not fo.numel():
+            continue
+        at = torch.tensor(members, device=state.device)
+        g = base.index_select(0, at)[:, None].expand(len(members), fo.numel()).clone()
+        g = _add_atoms(
+            g, [(b.index_select(0, at)[:, None], a.index_select(0, at)[:, None]) for b, a in params], fc
+        )
+        got = torch.full((len(members), n), NEG_INF, dtype=torch.float32, device=state.device)
+        got.scatter_reduce_(1, fo.expand(len(members), -1), g, reduce="amax", include_self=True)
+        res.index_copy_(0, at, got)
+    b, s = torch.nonzero(sub > base[:, None], as_tuple=True)
+    if b.numel():
+        flat = sub.reshape(-1)
+        at = b * n + s
+        for pair, o, atoms, conf in m.cover(rows.index_select(0, b), s):
+            # an atom a piece does not list adds beta * 0 and passes its alpha test (cover lists an
+            # atom's own facts only where the other's default is finite): skipped, as the stream adds 0
+            bp = b.index_select(0, pair)
+            g = flat.index_select(0, at.index_select(0, pair))
+            g = _add_atoms(
+                g, [(params[i][0].index_select(0, bp), params[i][1].index_select(0, bp)) for i in atoms], conf
+            )
+            res.view(-1).scatter_reduce_(0, bp * n + o, g, reduce="amax", include_self=True)
+    out.index_copy_(0, rows, res)
+
+
+def _add_atoms(
+    g: torch.Tensor, params: list[tuple[torch.Tensor, torch.Tensor]], conf: torch.Tensor
+) -> torch.Tensor:
+    """g + sum_p beta_p * conf[p] with one fused multiply-add per atom in order (as _stream), -inf where
+    some conf[p] < alpha_p (compared in float32, as finite_facts); params: (beta, alpha) per atom,
+    broadcastable against g, conf (P, ...) against g's trailing shape."""
+    keep = None
+    for (beta, alpha), c in zip(params, conf, strict=True):
+        g.addcmul_(beta, c)
+        ok = c >= alpha
+        keep = ok if keep is None else keep & ok
+    return g.masked_fill_(~keep, NEG_INF)
+
+
+def _stored_dominate(m: Matrix) -> torch.Tensor:
+    """(B,) bool: whether no stored entry of a batch element's matrix is below its default: every atom
+    positive with alpha <= 0 and beta a finite number >= +0 (stored confidences are >= 0, so each stored
+    value beta * c passes the alpha test and is >= beta * 0, the default; a multi-edge's sums of such terms
+    are >= the sum of defaults). Then for every column o the default's term max over s outside o's support
+    of state[s] + d may take the max over all s instead: a term state[s] + d with s inside the support is
+    <= state[s] + V(s, o) (float addition is monotone), which the stored part already counts. The product's
+    values are unchanged, bit for bit, and no column needs the walk of _outside_support."""
+    out = None
+    for p in m.parts if isinstance(m, SumMatrix) else [m]:
+        a = p.params
+        ok = ~a.neg & (a.alpha <= 0) & torch.isfinite(a.beta) & ~torch.signbit(a.beta)
+        out = ok if out is None else out & ok
+    return out
+
+
+def _add_best(state: torch.Tensor, default: torch.Tensor, rows: torch.Tensor, out: torch.Tensor) -> None:
+    """out[b, :] = max(out[b, :], default[b] + max(state[b])) in place for the rows where rows (B,) holds."""
+    if bool(rows.all()):
+        torch.maximum(out, (state.amax(dim=1) + default)[:, None], out=out)
+        return
+    b = torch.nonzero(rows, as_tuple=True)[0]
+    top = state.index_select(0, b).amax(dim=1) + default.index_select(0, b)
+    out[b] = torch.maximum(out.index_select(0, b), top[:, None])
 
 
 def _dense_rows(state: torch.Tensor, m: Matrix, rows: torch.Tensor) -> torch.Tensor | None:
@@ -354,7 +494,10 @@ def _split_multi_edges(
     for key, rows, betas in groups:
         for atom, beta in zip(key, betas, strict=True):
             alone.setdefault(atom, []).append((rows, beta))
-    jobs = [(torch.cat([r for r, _ in got]), [torch.cat([b for _, b in got])], (atom,)) for atom, got in alone.items()]
+    jobs = [
+        (torch.cat([r for r, _ in got]), [torch.cat([b for _, b in got])], (atom,))
+        for atom, got in alone.items()
+    ]
     jobs += [(rows, betas, key) for key, rows, betas in groups]
     for rows, betas, atoms in jobs:  # the arrays of one job at a time (shared entries are built lazily)
         if len(atoms) == 1:

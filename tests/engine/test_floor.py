@@ -1,0 +1,157 @@
+"""Floor states and dominated defaults (issue 14, sixth round): a max-plus step whose matrix never stores
+a value below its default skips the default's walk, and a state that is a constant floor with few
+entries above it (alpha 0 upstream) reads its relations' column fronts instead of streaming them
+(maxplus._floor_rows). Bit for bit the values of the same engine with both off and of the frozen engine,
+and the brute-force oracle's."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pipeline.engine.maxplus as mp
+import tests.engine.reference.adjacency as ref_adj
+import tests.engine.reference.evaluate as ref_eval
+from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine.adjacency import _pareto_front
+from pipeline.query import Atom, Conjunction, Const, Query, Var
+from tests.engine.oracle import dense_conf, oracle
+from tests.engine.test_multi_edges import atom, graphs
+from tests.engine.test_oracle import assert_same, graph_of
+
+X, Y = Var("x"), Var("y")
+
+
+@st.composite
+def shape(draw, n, r):
+    """Chains and multi-edges whose child state is a floor: 2p, 2m, im, a leaf multi-edge, a 3-atom
+    multi-edge (never a floor: the stream), in drawn orientations."""
+    kind = draw(st.sampled_from(["2p", "2m", "im", "leaf", "three"]))
+    e1, e2 = Const(draw(st.integers(0, n - 1))), Const(draw(st.integers(0, n - 1)))
+    k = {"2p": 1, "three": 3}.get(kind, 2)
+    edge = [(X, Y) if draw(st.booleans()) else (Y, X) for _ in range(k)]
+    anchors = {"im": [(e1, X), (e2, X)], "leaf": []}.get(kind, [(e1, X)])
+    return anchors + edge
+
+
+@st.composite
+def floor_batch(draw, n, r):
+    pairs = draw(shape(n, r))
+    negation = draw(st.booleans())
+    return [
+        Query((Conjunction(tuple(atom(draw, h, t, r, negation) for h, t in pairs)),))
+        for _ in range(draw(st.integers(1, 9)))
+    ]
+
+
+def with_paths(
+    queries: list[Query], adj: Adjacency, floor: bool, dominate: bool, cost: int = 0
+) -> torch.Tensor:
+    old = mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST
+    mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST = (
+        floor,
+        dominate,
+        cost,
+    )  # cost 0: every ready row on the floor path
+    try:
+        with torch.no_grad():
+            return evaluate_batch(queries, adj)
+    finally:
+        mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST = old
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from([1, 8]))
+def test_floor_and_dominance_equal_the_stream_reference_and_oracle(data, wide):
+    n, r, facts = data.draw(graphs())
+    queries = data.draw(floor_batch(n, r))
+    graph = graph_of(n, r, facts)
+    adj = Adjacency.from_graph(graph)
+    old = mp._WIDE
+    mp._WIDE = wide
+    try:
+        fast = with_paths(queries, adj, floor=True, dominate=True)
+        off = with_paths(queries, adj, floor=False, dominate=False)
+        gated = with_paths(queries, adj, floor=True, dominate=True, cost=mp._FLOOR_COST)
+        with torch.no_grad():
+            ref = ref_eval.evaluate_batch(queries, ref_adj.Adjacency.from_graph(graph))
+    finally:
+        mp._WIDE = old
+    assert torch.equal(fast, off)
+    assert torch.equal(fast, gated)
+    assert torch.equal(fast, ref)
+    conf = dense_conf(n, r, facts)
+    for q, u in zip(queries, fast, strict=True):
+        assert_same(u, oracle(q, conf))
+
+
+def test_floor_path_runs_and_reads_no_relation(monkeypatch):
+    """2p at alpha 0 from an anchor: the state is 0 except on the anchor's row, so the step takes the
+    floor path (and never streams the relation); u(y) by hand."""
+    # r0: 0 -> 1 (0.5), 0 -> 2 (0.25); r1: 1 -> 3 (1.0), 2 -> 3 (0.5), 4 -> 3 (0.75), 4 -> 0 (0.5)
+    facts = [(0, 0, 1, 0.5), (0, 0, 2, 0.25), (1, 1, 3, 1.0), (2, 1, 3, 0.5), (4, 1, 3, 0.75), (4, 1, 0, 0.5)]
+    adj = Adjacency.from_graph(graph_of(5, 2, facts))
+    q = Query((Conjunction((Atom(Const(0), 0, X, 0.0, 1.0), Atom(X, 1, Y, 0.0, 1.0))),))
+    calls = []
+    real = mp._floor_rows
+    monkeypatch.setattr(mp, "_floor_rows", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(mp, "_dense_rows", lambda *a: (_ for _ in ()).throw(AssertionError("streamed")))
+    got = with_paths([q], adj, floor=True, dominate=True)[0]
+    # y = 3: x = 1 gives 0.5 + 1.0 = 1.5 (x = 4 at the floor: 0 + 0.75); y = 0: x = 4 gives 0.5;
+    # elsewhere the best x alone: 0.5 (x = 1) + 0 (no fact)
+    assert calls and got.tolist() == [0.5, 0.5, 0.5, 1.5, 0.5]
+
+
+def test_column_front_by_hand():
+    """Column y = 1 holds (c_r0, c_r1) = (0.5, 0.5) [both], (0.7, 0) [r0 alone], (0, 0.6) [r1 alone] and
+    (0.25, 0.25) [both]: the listed points are each relation's best, (0.7, 0) and (0, 0.6), and the
+    shared front (0.5, 0.5); (0.25, 0.25) is beaten by (0.5, 0.5)."""
+    facts = [(0, 0, 1, 0.5), (0, 1, 1, 0.5), (2, 0, 1, 0.7), (3, 1, 1, 0.6), (4, 0, 1, 0.25), (4, 1, 1, 0.25)]
+    adj = Adjacency.from_graph(graph_of(5, 2, facts))
+    o, c = adj.column_front(((True, 0), (True, 1)))
+    assert sorted(zip(o.tolist(), c[0].tolist(), c[1].tolist(), strict=True)) == [
+        (1, 0.0, 0.6000000238418579),
+        (1, 0.5, 0.5),
+        (1, 0.699999988079071, 0.0),
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3), st.sampled_from([0.0, 0.25, 0.5, 1.0]), st.sampled_from([0.0, 0.25, 0.5, 1.0])
+        ),
+        max_size=30,
+    )
+)
+def test_pareto_front_is_the_brute_force_front(points):
+    """One point per distinct front position: no group's point beaten or matched by another in both
+    coordinates, and every point of the group matched or beaten by a kept one."""
+    points = sorted(points, key=lambda p: p[0])
+    g = torch.tensor([p[0] for p in points], dtype=torch.int64)
+    x = torch.tensor([p[1] for p in points], dtype=torch.float32)
+    y = torch.tensor([p[2] for p in points], dtype=torch.float32)
+    kept = [points[i] for i in _pareto_front(g, x, y).tolist()]
+    want = {
+        p
+        for p in points
+        if not any(q[0] == p[0] and q != p and q[1] >= p[1] and q[2] >= p[2] for q in points)
+    }
+    assert sorted(kept) == sorted(want)
+
+
+def test_negated_atom_keeps_the_walk():
+    """Where a stored value can be below the default (negation: beta * (1 - c) <= beta), the default's
+    walk stays: u(y) by hand with the best x stored in y's column, every combination of the paths."""
+    # x: anchor row 0 -> {0: 1.0, 1: 0.5}; r1 facts 0 -> 0 (1.0)
+    adj = Adjacency.from_graph(graph_of(2, 2, [(0, 0, 0, 1.0), (0, 0, 1, 0.5), (0, 1, 0, 1.0)]))
+    q = Query((Conjunction((Atom(Const(0), 0, X, 0.0, 1.0), Atom(X, 1, Y, 0.0, 1.0, True))),))
+    got = with_paths([q], adj, floor=True, dominate=True)[0]
+    # y = 0: x = 0 gives 1.0 + (1 - 1.0) = 1.0, x = 1 gives 0.5 + 1 = 1.5; y = 1: x = 0 gives 1.0 + 1 = 2.0
+    assert got.tolist() == [1.5, 2.0]
+    for flags in itertools.product([False, True], repeat=2):
+        assert torch.equal(with_paths([q], adj, *flags)[0], got)
