@@ -95,24 +95,18 @@ class SumMatrix:
     def rows(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Entries of the union of the parts' supports: (pair (T,), o (T,), value (T,)), grouped by pair, o
         sorted; each value is the sum, in part order, of every part's stored value or its default."""
-        got = [p.rows(b, s) for p in self.parts]
-        # One sort of all the parts' keys finds the union and where each part's entries fall in it (a
-        # merge; two searchsorted passes per part cost more than this one sort).
-        union, inv = merge_keys([pair * self.n + o for pair, o, _ in got], b.numel() * self.n)
-        pair = union // self.n
-        bu = b[pair]
-        total, lo = None, 0
-        for p, (_, _, val) in zip(self.parts, got, strict=True):
-            x = p.default[bu]
-            x[inv[lo : lo + val.numel()]] = val
-            lo += val.numel()
-            total = x if total is None else total.add_(x)
-        return pair, union - pair * self.n, total
+        ((pair, o, _, conf),) = self.cover(b, s)
+        bp = b[pair]
+        total = self.parts[0].params.value(conf[0], bp)
+        for p, c in zip(self.parts[1:], conf[1:], strict=True):
+            total = total.add_(p.params.value(c, bp))  # a missing fact: value(0), the part's default
+        return pair, o, total
 
     def cover(self, b: torch.Tensor, s: torch.Tensor) -> list[Piece]:
         """The union of the parts' supports in rows (b[i], s[i]) with every part's confidence, as one
         piece (pair (T,), o (T,), (0, ..., P-1), conf (P, T), 0 where a part has no fact), grouped by
-        pair, o sorted: SumMatrix.rows' entries before the values (one merge of the parts' rows)."""
+        pair, o sorted: rows' entries before the values. One sort of all the parts' keys finds the union
+        and where each part's entries fall in it (a merge; two searchsorted passes per part cost more)."""
         got = [p.ori.rows(p.params.rel.index_select(0, b), s, self.n) for p in self.parts]
         union, inv = merge_keys([pair * self.n + o for pair, o, _ in got], b.numel() * self.n)
         pair = union // self.n
