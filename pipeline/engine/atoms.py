@@ -14,9 +14,6 @@ import torch
 from pipeline.engine.adjacency import NEG_INF, Adjacency, merge_keys
 from pipeline.query.model import Atom
 
-# entries of a matrix's rows: (pair (T,), o (T,), the atoms listed, their confidences (len(atoms), T))
-Piece = tuple[torch.Tensor, torch.Tensor, tuple[int, ...], torch.Tensor]
-
 
 @dataclass(frozen=True)
 class AtomParams:
@@ -62,11 +59,11 @@ class RelationMatrix:
         pair, o, conf = self.ori.rows(self.params.rel[b], s, self.adj.n_entities)
         return pair, o, self.params.value(conf, b[pair])
 
-    def cover(self, b: torch.Tensor, s: torch.Tensor) -> list[Piece]:
-        """Stored entries of rows (b[i], s[i]) with their confidence, as SumMatrix.cover's one piece:
-        [(pair (T,), o (T,), (0,), conf (1, T))]."""
+    def confs(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Stored entries of rows (b[i], s[i]) with their confidence, as SumMatrix.confs for one atom:
+        (pair (T,), o (T,), conf (1, T))."""
         pair, o, conf = self.ori.rows(self.params.rel[b], s, self.adj.n_entities)
-        return [(pair, o, (0,), conf[None, :])]
+        return pair, o, conf[None, :]
 
     def contains(self, b: torch.Tensor, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
         return self.ori.lookup(self.params.rel[b], s, o, self.adj.n_entities)[0]
@@ -95,17 +92,17 @@ class SumMatrix:
     def rows(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Entries of the union of the parts' supports: (pair (T,), o (T,), value (T,)), grouped by pair, o
         sorted; each value is the sum, in part order, of every part's stored value or its default."""
-        ((pair, o, _, conf),) = self.cover(b, s)
+        pair, o, conf = self.confs(b, s)
         bp = b[pair]
         total = self.parts[0].params.value(conf[0], bp)
         for p, c in zip(self.parts[1:], conf[1:], strict=True):
             total = total.add_(p.params.value(c, bp))  # a missing fact: value(0), the part's default
         return pair, o, total
 
-    def cover(self, b: torch.Tensor, s: torch.Tensor) -> list[Piece]:
-        """The union of the parts' supports in rows (b[i], s[i]) with every part's confidence, as one
-        piece (pair (T,), o (T,), (0, ..., P-1), conf (P, T), 0 where a part has no fact), grouped by
-        pair, o sorted: rows' entries before the values. One sort of all the parts' keys finds the union
+    def confs(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The union of the parts' supports in rows (b[i], s[i]) with every part's confidence: (pair (T,),
+        o (T,), conf (P, T), 0 where a part has no fact), grouped by pair, o sorted: rows' entries before
+        the values. One sort of all the parts' keys finds the union
         and where each part's entries fall in it (a merge; two searchsorted passes per part cost more)."""
         got = [p.ori.rows(p.params.rel.index_select(0, b), s, self.n) for p in self.parts]
         union, inv = merge_keys([pair * self.n + o for pair, o, _ in got], b.numel() * self.n)
@@ -115,7 +112,7 @@ class SumMatrix:
         for i, (_, _, c) in enumerate(got):
             conf[i, inv[lo : lo + c.numel()]] = c
             lo += c.numel()
-        return [(pair, union - pair * self.n, tuple(range(len(self.parts))), conf)]
+        return pair, union - pair * self.n, conf
 
     def column(self, b: torch.Tensor, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Union of the parts' column supports (repeats allowed): (pair (T,), s (T,))."""

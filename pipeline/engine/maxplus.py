@@ -273,16 +273,21 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     return out
 
 
-def _floor_ready(m: Matrix) -> torch.Tensor:
-    """(B,) bool: whether a batch element's matrix suits _floor_rows: every atom positive with beta a
-    finite number >= +0 (its value c >= alpha ? beta * c : -inf never decreases as c grows), one or two
-    atoms (Adjacency.column_front, SumMatrix.cover)."""
-    parts = m.parts if isinstance(m, SumMatrix) else [m]
-    out = torch.full(m.default.shape, len(parts) <= 2, dtype=torch.bool, device=m.default.device)
-    for p in parts:
+def _monotone(m: Matrix) -> torch.Tensor:
+    """(B,) bool: whether every atom of a batch element's matrix is positive with beta a finite number
+    >= +0: its value c >= alpha ? beta * c : -inf never decreases as the confidence c grows."""
+    out = None
+    for p in m.parts if isinstance(m, SumMatrix) else [m]:
         a = p.params
-        out &= ~a.neg & torch.isfinite(a.beta) & ~torch.signbit(a.beta)
+        ok = ~a.neg & torch.isfinite(a.beta) & ~torch.signbit(a.beta)
+        out = ok if out is None else out & ok
     return out
+
+
+def _floor_ready(m: Matrix) -> torch.Tensor:
+    """(B,) bool: whether a batch element's matrix suits _floor_rows: _monotone, one or two atoms
+    (Adjacency.column_front)."""
+    return _monotone(m) & (not isinstance(m, SumMatrix) or len(m.parts) <= 2)
 
 
 def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.Tensor) -> torch.Tensor:
@@ -340,17 +345,11 @@ def _floor_rows(
         res.index_copy_(0, at, got)
     b, s = torch.nonzero(sub > base[:, None], as_tuple=True)
     if b.numel():
-        flat = sub.reshape(-1)
-        at = b * n + s
-        for pair, o, atoms, conf in m.cover(rows.index_select(0, b), s):
-            # an atom a piece does not list adds beta * 0 and passes its alpha test (cover lists an
-            # atom's own facts only where the other's default is finite): skipped, as the stream adds 0
-            bp = b.index_select(0, pair)
-            g = flat.index_select(0, at.index_select(0, pair))
-            g = _add_atoms(
-                g, [(params[i][0].index_select(0, bp), params[i][1].index_select(0, bp)) for i in atoms], conf
-            )
-            res.view(-1).scatter_reduce_(0, bp * n + o, g, reduce="amax", include_self=True)
+        pair, o, conf = m.confs(rows.index_select(0, b), s)
+        bp = b.index_select(0, pair)
+        g = sub.reshape(-1).index_select(0, (b * n + s).index_select(0, pair))
+        g = _add_atoms(g, [(beta.index_select(0, bp), a.index_select(0, bp)) for beta, a in params], conf)
+        res.view(-1).scatter_reduce_(0, bp * n + o, g, reduce="amax", include_self=True)
     out.index_copy_(0, rows, res)
 
 
@@ -369,18 +368,16 @@ def _add_atoms(
 
 
 def _stored_dominate(m: Matrix) -> torch.Tensor:
-    """(B,) bool: whether no stored entry of a batch element's matrix is below its default: every atom
-    positive with alpha <= 0 and beta a finite number >= +0 (stored confidences are >= 0, so each stored
-    value beta * c passes the alpha test and is >= beta * 0, the default; a multi-edge's sums of such terms
-    are >= the sum of defaults). Then for every column o the default's term max over s outside o's support
-    of state[s] + d may take the max over all s instead: a term state[s] + d with s inside the support is
-    <= state[s] + V(s, o) (float addition is monotone), which the stored part already counts. The product's
-    values are unchanged, bit for bit, and no column needs the walk of _outside_support."""
-    out = None
+    """(B,) bool: whether no stored entry of a batch element's matrix is below its default: _monotone
+    with every alpha <= 0 (stored confidences are >= 0, so each stored value beta * c passes the alpha
+    test and is >= beta * 0, the default; a multi-edge's sums of such terms are >= the sum of defaults).
+    Then for every column o the default's term max over s outside o's support of state[s] + d may take
+    the max over all s instead: a term state[s] + d with s inside the support is <= state[s] + V(s, o)
+    (float addition is monotone), which the stored part already counts. The product's values are
+    unchanged, bit for bit, and no column needs the walk of _outside_support."""
+    out = _monotone(m)
     for p in m.parts if isinstance(m, SumMatrix) else [m]:
-        a = p.params
-        ok = ~a.neg & (a.alpha <= 0) & torch.isfinite(a.beta) & ~torch.signbit(a.beta)
-        out = ok if out is None else out & ok
+        out = out & (p.params.alpha <= 0)
     return out
 
 
