@@ -931,7 +931,9 @@ def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--lr", type=float, default=1e-4, show_default=True)
 @click.option("--gamma", type=float, default=12.0, show_default=True, help="Margin of the scores.")
 @click.option("--batch-size", type=int, default=256, show_default=True)
-@click.option("--negatives", type=int, default=128, show_default=True, help="Sampled negatives per query.")
+@click.option("--negatives", type=int, default=128, show_default=True, help="Uniformly sampled negatives per query.")
+@click.option("--batch-negatives", type=int, default=0, show_default=True,
+              help="More negatives per query drawn from the other answers of its batch (pushes away entities that answer many queries).")
 @click.option("--max-answers", type=int, default=32, show_default=True, help="Answers scored per query and step (random subset).")
 @click.option("--loss", type=click.Choice(["weighted", "listwise", "weighted+listwise"]), default="weighted", show_default=True)
 @click.option("--tnorm", type=click.Choice(["product", "godel", "lukasiewicz"]), default="product", show_default=True,
@@ -945,8 +947,8 @@ def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the results document.")
 @_friendly
 def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], valid_queries: str, dim: int, hidden: int,
-                 epochs: int, lr: float, gamma: float, batch_size: int, negatives: int, max_answers: int, loss: str, tnorm: str,
-                 eval_every: int, max_valid: int, seed: int, device: str | None, threads: int | None, out_dir: str,
+                 epochs: int, lr: float, gamma: float, batch_size: int, negatives: int, batch_negatives: int, max_answers: int,
+                 loss: str, tnorm: str, eval_every: int, max_valid: int, seed: int, device: str | None, threads: int | None, out_dir: str,
                  as_json: bool) -> None:
     """Train a query-embedding baseline (LogicE+NE or ConE+NE) on query sets; resumable."""
     import torch
@@ -957,7 +959,7 @@ def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], 
         torch.set_num_threads(threads)
     cfg = QEConfig(dataset=dataset, model=model_name, train_queries=tuple(train_queries), valid_queries=valid_queries,
                    dim=dim, hidden=hidden, gamma=gamma, lr=lr, epochs=epochs, batch_size=batch_size,
-                   negatives=negatives, max_answers=max_answers, loss=loss, tnorm=tnorm, eval_every=eval_every, max_valid=max_valid, seed=seed)
+                   negatives=negatives, batch_negatives=batch_negatives, max_answers=max_answers, loss=loss, tnorm=tnorm, eval_every=eval_every, max_valid=max_valid, seed=seed)
     results = train_qe(cfg, out_dir, device=device, progress=not as_json, log=lambda m: click.echo(m, err=True))
     if as_json:
         echo_json(results)

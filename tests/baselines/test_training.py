@@ -198,7 +198,9 @@ def test_union_mode_is_chosen_when_answering(toy: tuple[Path, Path], tmp_path: P
         "valid.LogicE+NE.parquet",
     ]
     train_qe(_cfg(toy, "cone_ne", 1), tmp_path / "cone", device="cpu", progress=False)
-    res = CliRunner().invoke(cli, ["answer", str(toy[1]), "--model", str(tmp_path / "cone"), "--union", "conorm"])
+    res = CliRunner().invoke(
+        cli, ["answer", str(toy[1]), "--model", str(tmp_path / "cone"), "--union", "conorm"]
+    )
     assert res.exit_code == 2 and "--union conorm: ConE+NE has no 'conorm' union" in res.output
 
 
@@ -225,3 +227,76 @@ class TestConENEMethod(_BaselineMethodCase):
         train_qe(_cfg(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
         with pytest.raises(ArtifactError, match="a logice_ne run, not cone_ne"):
             METHODS["cone_ne"].build(tmp_path / "run", "cpu")
+
+
+# ------------------------------------------------------------------------------------- in-batch negatives
+def _batch(answers: list[list[int]], utils: list[list[float]]) -> Any:
+    from pipeline.baselines.plan import PlanParams
+    from pipeline.baselines.training import PlanBatchData
+
+    a = torch.tensor(answers, dtype=torch.long)
+    u = torch.tensor(utils)
+    n = a.shape[0]
+    params = PlanParams(
+        torch.arange(n).unsqueeze(1), torch.zeros(n, 1, dtype=torch.long), torch.zeros(n, 1), torch.ones(n, 1)
+    )
+    return PlanBatchData(params, a, u, u > 0)
+
+
+def test_batch_negatives_are_drawn_from_the_answers_of_the_batch() -> None:
+    from pipeline.baselines.training import batch_negatives
+
+    data = _batch([[5, 6, 0], [5, 0, 0], [7, 0, 0]], [[1.0, 0.5, 0.0], [0.9, 0.0, 0.0], [0.3, 0.0, 0.0]])
+    draws = batch_negatives(data, 4000, torch.Generator().manual_seed(0))
+    assert draws.shape == (3, 4000)
+    values, counts = torch.unique(draws, return_counts=True)
+    assert values.tolist() == [5, 6, 7]  # never the padding id 0
+    # entity 5 answers two of the batch's queries: drawn twice as often as 6 or 7 (4 answers in the pool)
+    share = counts.double() / draws.numel()
+    assert share.tolist() == pytest.approx([0.5, 0.25, 0.25], abs=0.02)
+
+
+def test_a_negative_that_answers_its_query_is_masked_even_when_not_scored() -> None:
+    from pipeline.baselines.models import LogicENE
+    from pipeline.baselines.training import step_loss
+
+    torch.manual_seed(0)
+    model = LogicENE(20, 2, dim=8, hidden=16)
+    plan = group_by_plan([Query.of([Atom(Const(0), 0, Y)])], ["q"]).popitem()[0]
+    full = _batch([[5, 6]], [[1.0, 0.5]])  # both answers of the query
+    scored = _batch([[5]], [[1.0]])  # the step scores only the first (max_answers = 1)
+    with torch.no_grad():
+        masked = step_loss(model, plan, scored, torch.tensor([[6, 9]]), "listwise", answers=full)
+        without = step_loss(model, plan, scored, torch.tensor([[9]]), "listwise", answers=full)
+        unmasked = step_loss(model, plan, scored, torch.tensor([[6, 9]]), "listwise")
+    assert masked.item() == without.item()  # 6 is an answer: it is no negative
+    assert unmasked.item() != masked.item()  # with only the scored answers it would be taken for one
+
+
+def test_training_with_batch_negatives_and_resuming_an_older_run(
+    toy: tuple[Path, Path], tmp_path: Path
+) -> None:
+    import dataclasses
+    import json
+
+    from pipeline.errors import ArtifactError
+
+    cfg = dataclasses.replace(_cfg(toy, "logice_ne", 12, "listwise"), batch_negatives=8)
+    res = train_qe(cfg, tmp_path / "run", device="cpu", progress=False)
+    losses = [h["loss"] for h in res["history"]]
+    assert losses[-1] < 0.8 * losses[0]
+    # a run made before the setting existed has no batch_negatives in its config: it resumes at the default
+    old = _cfg(toy, "logice_ne", 1, "listwise")
+    train_qe(old, tmp_path / "old", device="cpu", progress=False)
+    doc = json.loads((tmp_path / "old" / "config.json").read_text())
+    assert "batch_negatives" not in doc  # written as before the setting existed
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["batch_negatives"] == 8
+    resumed = train_qe(dataclasses.replace(old, epochs=2), tmp_path / "old", device="cpu", progress=False)
+    assert resumed["epochs_run"] == 2
+    with pytest.raises(ArtifactError, match="another configuration"):
+        train_qe(
+            dataclasses.replace(old, epochs=3, batch_negatives=4),
+            tmp_path / "old",
+            device="cpu",
+            progress=False,
+        )
