@@ -5,11 +5,11 @@
         --train-queries q/train_small/ppi5k_train_hybrid_random.parquet \
         --test-queries q/ppi5k_test_hybrid_random.parquet [--models logice_ne,cone_ne] [--steps 40] \
         [--dim 128] [--hidden 256] [--batch-size 256] [--negatives 64] [--max-answers 32] [--threads 1] \
-        [--device cpu] [--per-type 50] [--seed 0]
+        [--batch-negatives 64] [--device cpu] [--per-type 50] [--seed 0]
 
 Training: a fresh model (seeded) takes --steps optimiser steps of the trainer's own loop
-(``pipeline.baselines.training``: shuffled same-plan batches, answer subsampling, negatives, the listwise
-loss, Adam) after 3 warm-up steps; steps/s is measured, s/epoch is the number of steps of one epoch over
+(``pipeline.baselines.training``: shuffled same-plan batches, answer subsampling, uniform and in-batch
+negatives, the listwise loss, Adam) after 3 warm-up steps; steps/s is measured, s/epoch is the number of steps of one epoch over
 the train sets divided by it (an extrapolation from a short run, not a full epoch). Answering: the same
 model scores every entity for the first --per-type test queries of each type, batched by type as
 ``pipeline answer`` does (the time of the model's scoring only; answering speed does not depend on the
@@ -28,7 +28,13 @@ import torch
 from loaders import get_spec
 from pipeline.answer import answer_query_set
 from pipeline.baselines.models import get_qe_model_class
-from pipeline.baselines.training import epoch_batches, step_loss, subsample_answers, train_tensors
+from pipeline.baselines.training import (
+    batch_negatives,
+    epoch_batches,
+    step_loss,
+    subsample_answers,
+    train_tensors,
+)
 from pipeline.config import select_device
 from pipeline.evaluate import ordered_types
 from pipeline.formats.queryset import read_query_set
@@ -36,7 +42,7 @@ from pipeline.methods.qe import QueryEmbedding
 
 
 def train_speed(
-    model, data, batch_size: int, negatives: int, max_answers: int, steps: int, seed: int
+    model, data, batch_size: int, negatives: int, in_batch: int, max_answers: int, steps: int, seed: int
 ) -> dict:
     """{steps_per_s, steps_per_epoch, s_per_epoch} of the trainer's step on this model (3 warm-up steps)."""
     dev = next(model.parameters()).device
@@ -52,9 +58,12 @@ def train_speed(
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             t0 = time.perf_counter()
-        batch = subsample_answers(data[plan].take(idx.to(dev)), max_answers, gen)
+        full = data[plan].take(idx.to(dev))
+        batch = subsample_answers(full, max_answers, gen)
         neg = torch.randint(0, model.n_entities, (len(idx), negatives), generator=gen).to(dev)
-        loss = step_loss(model, plan, batch, neg, "listwise")
+        if in_batch:
+            neg = torch.cat([neg, batch_negatives(full, in_batch, gen)], dim=1)
+        loss = step_loss(model, plan, batch, neg, "listwise", answers=full)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -75,6 +84,9 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--negatives", type=int, default=64)
+    ap.add_argument(
+        "--batch-negatives", type=int, default=64, help="in-batch negatives per query (the defaults')"
+    )
     ap.add_argument("--max-answers", type=int, default=32)
     ap.add_argument("--per-type", type=int, default=50, help="test queries per type answered (0 = all)")
     ap.add_argument("--device", default=None)
@@ -101,7 +113,14 @@ def main() -> None:
             spec.n_entities, spec.n_relations, dim=args.dim, hidden=args.hidden
         ).to(dev)
         training[name] = train_speed(
-            model, data, args.batch_size, args.negatives, args.max_answers, args.steps, args.seed
+            model,
+            data,
+            args.batch_size,
+            args.negatives,
+            args.batch_negatives,
+            args.max_answers,
+            args.steps,
+            args.seed,
         )
         method = QueryEmbedding(model, {"dataset": dataset, "model": name}, "")
         _, stats = answer_query_set(test, method, progress=False)
@@ -109,7 +128,8 @@ def main() -> None:
 
     print(
         f"\n{dataset}: {n_train:,} train queries ({len(data)} plans), d = {args.dim}, hidden {args.hidden}, "
-        f"batch {args.batch_size}, {args.negatives} negatives, {args.max_answers} answers per query; device {dev}; "
+        f"batch {args.batch_size}, {args.negatives} + {args.batch_negatives} in-batch negatives, "
+        f"{args.max_answers} answers per query; device {dev}; "
         f"{platform.processor() or platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} "
         f"threads; {args.steps} timed steps; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
     )

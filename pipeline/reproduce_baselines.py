@@ -43,7 +43,7 @@ COMMON = {
 }
 PER_MODEL = {
     "logice_ne": {"lr": 1e-3, "batch_size": 256, "batch_negatives": 64, "epochs": 60, "eval_every": 2},
-    "cone_ne": {"lr": 1e-3, "batch_size": 256, "epochs": 8, "eval_every": 2},
+    "cone_ne": {"lr": 1e-3, "batch_size": 256, "batch_negatives": 64, "epochs": 60, "eval_every": 2},
 }
 _COUNTS = ("train_per_type", "small_per_type")
 

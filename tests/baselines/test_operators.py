@@ -141,3 +141,45 @@ def test_half_angle_distance_equals_the_direct_one(seed: int, weight: float) -> 
     fast = cone.distance_from_halves(tuple(h.unsqueeze(0) for h in cone.half_angles(ent)), axis, arg, weight)
     assert direct.shape == fast.shape == (3, 7)
     assert torch.allclose(direct, fast, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(0.0, 0.5), st.integers(1, 9))
+def test_fused_point_distance_equals_the_direct_one_with_its_gradients(
+    seed: int, weight: float, b: int
+) -> None:
+    """The train step's fused distance (chunked forward, hand-written backward) against autograd over the
+    direct formula: the same values and the same gradients for the entities' raw parameters and the
+    cones' axes and apertures (float64; raw values far into tanh's tails, apertures from 0 to pi)."""
+    gen = torch.Generator().manual_seed(seed)
+    raw = (torch.randn(b, 6, 5, generator=gen, dtype=torch.float64) * 2).requires_grad_()
+    axis = ((torch.rand(b, 5, generator=gen, dtype=torch.float64) * 2 - 1) * PI).requires_grad_()
+    arg = (torch.rand(b, 5, generator=gen, dtype=torch.float64) * PI).requires_grad_()
+    upstream = torch.randn(b, 6, generator=gen, dtype=torch.float64)
+    results = []
+    for fused in (False, True):
+        if fused:
+            dist = cone.point_distance(raw, axis, arg, weight)
+        else:
+            dist = cone.distance(cone.to_axis(raw), axis.unsqueeze(1), arg.unsqueeze(1), weight)
+        grads = torch.autograd.grad((dist * upstream).sum(), (raw, axis, arg))
+        results.append((dist, *grads))
+    for direct, fused in zip(*results):
+        assert torch.allclose(direct, fused, atol=1e-12)
+
+
+def test_fused_point_distance_chunks_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows split over several cache-sized chunks give the values and gradients of one pass."""
+    gen = torch.Generator().manual_seed(3)
+    raw = torch.randn(40, 30, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    axis = ((torch.rand(40, 8, generator=gen, dtype=torch.float64) * 2 - 1) * PI).requires_grad_()
+    arg = (torch.rand(40, 8, generator=gen, dtype=torch.float64) * PI).requires_grad_()
+    whole = cone.point_distance(raw, axis, arg)
+    whole_grads = torch.autograd.grad(whole.sum(), (raw, axis, arg))
+    chunks = cone._row_chunks
+    assert len(chunks(raw, elements=1000)) == 10  # 4 rows of 240 values per chunk
+    monkeypatch.setattr(cone, "_row_chunks", lambda x: chunks(x, elements=1000))
+    split = cone.point_distance(raw, axis, arg)
+    assert torch.equal(split, whole)
+    for a, b in zip(torch.autograd.grad(split.sum(), (raw, axis, arg)), whole_grads):
+        assert torch.equal(a, b)

@@ -74,6 +74,20 @@ def test_all_entity_scores_equal_candidate_scores(name: str) -> None:
         assert torch.allclose(full, model.logits(plan, params, cand), atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["logice_ne", "cone_ne"])
+def test_all_entity_scores_over_many_cache_blocks(name: str) -> None:
+    """All-entity scoring in cache-sized blocks (here 2 blocks of queries x 12 of entities, the last ones
+    partial) equals the gathered-candidates path on every entity."""
+    torch.manual_seed(1)
+    model = get_qe_model_class(name)(n_entities=3000, n_relations=3, dim=64, hidden=16)
+    qs = [Query.of([Atom(Const(e), e % 3, Y, 0.1 * (e % 5), 0.5)]) for e in range(20)]
+    ((plan, (_, params)),) = group_by_plan(qs).items()
+    full = model.logits(plan, params)
+    cand = torch.arange(3000).expand(20, 3000)
+    assert full.shape == (20, 3000)
+    assert torch.allclose(full, model.logits(plan, params, cand), atol=1e-4)
+
+
 def test_alpha_and_beta_change_the_projection() -> None:
     torch.manual_seed(0)
     model = ConENE(n_entities=10, n_relations=2, dim=8, hidden=8)

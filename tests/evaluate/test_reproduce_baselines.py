@@ -69,7 +69,7 @@ def test_reproduce_with_baselines_runs_then_resumes(fresh_store, tmp_path: Path)
     assert run_cfg["lr"] == 0.01 and run_cfg["dim"] == 8 and len(run_cfg["train_queries"]) == 2
     logice_cfg = json.loads((work / "runs" / "toy-logice_ne-s0" / "config.json").read_text())
     assert (logice_cfg["lr"], logice_cfg["batch_negatives"]) == (1e-3, 64)  # LogicE+NE's own defaults
-    assert "batch_negatives" not in run_cfg  # ConE+NE's is 0: left out, as in runs made before it existed
+    assert (run_cfg["batch_negatives"], run_cfg["epochs"]) == (64, 2)  # ConE+NE's default, QE's epochs
 
     results = json.loads((docs / "results.json").read_text())
     assert set(results["toy"]) == {"LogicE+NE", "ConE+NE"}
