@@ -164,7 +164,7 @@ def test_fused_point_distance_equals_the_direct_one_with_its_gradients(
             dist = cone.distance(cone.to_axis(raw), axis.unsqueeze(1), arg.unsqueeze(1), weight)
         grads = torch.autograd.grad((dist * upstream).sum(), (raw, axis, arg))
         results.append((dist, *grads))
-    for direct, fused in zip(*results):
+    for direct, fused in zip(*results, strict=True):
         assert torch.allclose(direct, fused, atol=1e-12)
 
 
@@ -181,5 +181,5 @@ def test_fused_point_distance_chunks_rows(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(cone, "_row_chunks", lambda x: chunks(x, elements=1000))
     split = cone.point_distance(raw, axis, arg)
     assert torch.equal(split, whole)
-    for a, b in zip(torch.autograd.grad(split.sum(), (raw, axis, arg)), whole_grads):
+    for a, b in zip(torch.autograd.grad(split.sum(), (raw, axis, arg)), whole_grads, strict=True):
         assert torch.equal(a, b)
