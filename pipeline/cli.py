@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 import click
@@ -387,6 +388,18 @@ def query_cmd(
 
 
 # --------------------------------------------------------------------------- backbones: train and export
+def _refuse_to_start_over(run_dir: str | Path) -> None:
+    """A PipelineError when RUN_DIR holds a run's checkpoint or model, which a fresh run would delete."""
+    from pipeline.models.runs import CHECKPOINT_FILE, MODEL_FILE
+
+    held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (Path(run_dir) / name).exists()]
+    if held:
+        raise PipelineError(
+            f"{run_dir} holds a run ({', '.join(held)}): --resume continues it, --overwrite starts over "
+            "(deleting it), or give another --out"
+        )
+
+
 @cli.command("train")
 @click.argument("dataset")
 @click.option("--model", "model_name", default=None, type=RegistryChoice("models"), help="Backbone (`pipeline ls models`).")
@@ -417,6 +430,11 @@ def query_cmd(
 @click.option("--seed", type=int, default=None, help="Random seed (default 0, or the --config file's).")
 @click.option("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when present).")
 @click.option("--resume", is_flag=True, help="Continue from the run directory's checkpoint.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Start over in a run directory that holds a run (its checkpoint and model are deleted).",
+)
 @click.option("--source", default=None, help="Local folder holding the data set's files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results document.")
 @_friendly
@@ -436,10 +454,14 @@ def train_cmd(
     seed: int | None,
     device: str | None,
     resume: bool,
+    overwrite: bool,
     source: str | None,
     as_json: bool,
 ) -> None:
-    """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE."""
+    """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE.
+
+    A run directory that already holds a run is never started over silently: --resume continues it,
+    --overwrite deletes it first."""
     from loaders import load
     from pipeline import config
     from pipeline.atomic import check_folder
@@ -462,8 +484,12 @@ def train_cmd(
         seed=seed,
         device=device,
     )
+    if resume and overwrite:
+        raise click.UsageError("--resume and --overwrite exclude each other")
     kg = load(cfg.dataset, source=source)
     out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}"
+    if not (resume or overwrite):
+        _refuse_to_start_over(out)
     res = train(kg, cfg, out, resume=resume)
     out = str(out)
     if as_json:

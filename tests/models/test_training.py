@@ -212,6 +212,12 @@ def test_cli_train_twice_gives_the_same_run(ppi5k, tmp_path: Path) -> None:
     assert docs[0]["model_hash"] == docs[1]["model_hash"]
     assert docs[0]["test"] == docs[1]["test"] and docs[0]["test"]["n"] == len(ppi5k.split_facts("test"))
     assert (tmp_path / "a" / "model.pt").exists() and (tmp_path / "a" / "checkpoint.pt").exists()
+    # the same command again into a finished run is refused; --overwrite starts over to the same model
+    again = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a")])
+    assert again.exit_code == 2 and "--overwrite" in again.output
+    again = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a"), "--overwrite"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["model_hash"] == docs[0]["model_hash"]
 
 
 @pytest.mark.gpu
@@ -222,6 +228,25 @@ def test_cuda_training_matches_cpu(tmp_path: Path) -> None:
     gpu = train(kg, cfg_for("ukge_logi", 3, device="cuda"), tmp_path / "gpu", progress=False)
     # same seeds, same negatives (drawn on the CPU generator); kernels differ only in rounding
     assert gpu["device"] == "cuda" and gpu["test"]["mse"] == pytest.approx(cpu["test"]["mse"], rel=1e-3)
+
+
+def test_cli_train_never_starts_over_a_run_silently(tmp_path: Path) -> None:
+    """A run directory holding a checkpoint (an interrupted run) or a model is refused without --resume or
+    --overwrite, in one line naming the directory, and its files are left as they were."""
+    from pipeline.cli import cli
+
+    for held in ("checkpoint.pt", "model.pt"):
+        run = tmp_path / held.split(".")[0]
+        run.mkdir()
+        (run / held).write_bytes(b"twelve epochs of training")
+        res = CliRunner().invoke(cli, ["train", "ppi5k", "--model", "ukge_logi", "--out", str(run)])
+        assert res.exit_code == 2, res.output
+        line = res.output.strip()
+        assert "\n" not in line and str(run) in line and held in line
+        assert "--resume" in line and "--overwrite" in line
+        assert (run / held).read_bytes() == b"twelve epochs of training"
+    res = CliRunner().invoke(cli, ["train", "ppi5k", "--model", "ukge_logi", "--resume", "--overwrite"])
+    assert res.exit_code == 2 and "exclude each other" in res.output
 
 
 def test_train_config_replays_a_saved_config(tmp_path: Path) -> None:
