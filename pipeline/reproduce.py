@@ -303,7 +303,7 @@ def reproduce(
         from pipeline.reproduce_baselines import qe_settings
 
         for b in cfg.baselines:
-            qe_settings(b, cfg.qe)
+            qe_settings(b, cfg.qe, cfg.dataset)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -431,7 +431,7 @@ def _baseline_counts(cfg: ReproduceConfig) -> str:
 
     parts = []
     for m in cfg.baselines:
-        st = qe_settings(m, cfg.qe)
+        st = qe_settings(m, cfg.qe, cfg.dataset)
         parts.append(
             f"{m}: {st['train_per_type']} per {'/'.join(BIG_TYPES)} and {st['small_per_type']} per "
             f"{'/'.join(SMALL_TYPES)} ({cfg.alpha} alpha)"

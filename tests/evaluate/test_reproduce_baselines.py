@@ -114,6 +114,14 @@ def test_unknown_baseline_settings_fail_before_any_work(tmp_path: Path) -> None:
 
     assert qe_settings("cone_ne", {"epochs": 3, "logice_ne": {"lr": 5.0}})["lr"] == 1e-3
     assert qe_settings("logice_ne", {"epochs": 3, "logice_ne": {"lr": 5.0}})["lr"] == 5.0
+    # a data set's own defaults sit between the model's and the overrides
+    ppi, cn = qe_settings("logice_ne", {}), qe_settings("logice_ne", {}, "cn15k")
+    assert (ppi["lr"], ppi["batch_negatives"], ppi["train_per_type"]) == (1e-3, 64, 35_000)
+    assert (cn["lr"], cn["batch_negatives"], cn["train_per_type"], cn["small_per_type"]) == (1e-2, 0, 53_000, 5_300)
+    assert qe_settings("logice_ne", {"train_per_type": 7, "logice_ne": {"lr": 5.0}}, "cn15k")["lr"] == 5.0
+    assert qe_settings("cone_ne", {"train_per_type": 7}, "cn15k")["train_per_type"] == 7
+    assert qe_settings("cone_ne", {}, "cn15k")["batch_negatives"] == 0
+    assert qe_settings("cone_ne", {}, "my_kg") == qe_settings("cone_ne", {})
     with pytest.raises(PipelineError, match="baseline setting.s. epoch unknown"):
         qe_settings("cone_ne", {"epoch": 3})
     with pytest.raises(UnknownNameError, match="cone_ne"):
