@@ -53,7 +53,15 @@ PER_DATASET: dict[str, dict[str, Any]] = {
     "cn15k": {
         "train_per_type": 53_000,
         "small_per_type": 5_300,
-        "logice_ne": {"lr": 1e-2, "batch_size": 64, "batch_negatives": 0, "epochs": 10, "eval_every": 1},
+        "logice_ne": {
+            "dim": 400,
+            "hidden": 800,
+            "lr": 1e-2,
+            "batch_size": 64,
+            "batch_negatives": 0,
+            "epochs": 8,
+            "eval_every": 1,
+        },
         "cone_ne": {"lr": 3e-3, "batch_size": 256, "batch_negatives": 0, "epochs": 8, "eval_every": 1},
     },
 }
