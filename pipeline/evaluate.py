@@ -324,7 +324,10 @@ def plot_methods(results: dict[str, Summary], out: str | Path, title: str = "") 
         ax.set_xticks(x, types)
         ax.set_ylabel(f"{METRICS[name].label} x100")
         ax.axhline(0, color="black", linewidth=0.5)
-    np.atleast_1d(axes)[0].legend(fontsize="small", ncol=2)
+    # above the first panel, outside the bars (inside, it hid the first types' bars)
+    np.atleast_1d(axes)[0].legend(
+        fontsize="small", ncol=min(len(methods), 6), loc="lower center", bbox_to_anchor=(0.5, 1.02), frameon=False
+    )
     if title:
         fig.suptitle(title)
     return save_figure(fig, out)
