@@ -29,7 +29,7 @@ from loaders import get_spec
 from pipeline.answer import answer_query_set
 from pipeline.baselines.models import get_qe_model_class
 from pipeline.baselines.training import (
-    batch_negatives,
+    draw_negatives,
     epoch_batches,
     step_loss,
     subsample_answers,
@@ -60,9 +60,7 @@ def train_speed(
             t0 = time.perf_counter()
         full = data[plan].take(idx.to(dev))
         batch = subsample_answers(full, max_answers, gen)
-        neg = torch.randint(0, model.n_entities, (len(idx), negatives), generator=gen).to(dev)
-        if in_batch:
-            neg = torch.cat([neg, batch_negatives(full, in_batch, gen)], dim=1)
+        neg = draw_negatives(full, model.n_entities, negatives, in_batch, gen)
         loss = step_loss(model, plan, batch, neg, "listwise", answers=full)
         opt.zero_grad()
         loss.backward()

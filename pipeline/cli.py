@@ -10,7 +10,6 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
-from pathlib import Path
 from typing import Any
 
 import click
@@ -388,18 +387,6 @@ def query_cmd(
 
 
 # --------------------------------------------------------------------------- backbones: train and export
-def _refuse_to_start_over(run_dir: str | Path) -> None:
-    """A PipelineError when RUN_DIR holds a run's checkpoint or model, which a fresh run would delete."""
-    from pipeline.models.runs import CHECKPOINT_FILE, MODEL_FILE
-
-    held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (Path(run_dir) / name).exists()]
-    if held:
-        raise PipelineError(
-            f"{run_dir} holds a run ({', '.join(held)}): --resume continues it, --overwrite starts over "
-            "(deleting it), or give another --out"
-        )
-
-
 @cli.command("train")
 @click.argument("dataset")
 @click.option("--model", "model_name", default=None, type=RegistryChoice("models"), help="Backbone (`pipeline ls models`).")
@@ -488,9 +475,7 @@ def train_cmd(
         raise click.UsageError("--resume and --overwrite exclude each other")
     kg = load(cfg.dataset, source=source)
     out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}"
-    if not (resume or overwrite):
-        _refuse_to_start_over(out)
-    res = train(kg, cfg, out, resume=resume)
+    res = train(kg, cfg, out, resume=resume, overwrite=overwrite)
     out = str(out)
     if as_json:
         echo_json({**res, "run_dir": str(out)})

@@ -200,7 +200,7 @@ def train_stage(ctx: Context, model: str, run_dir: Path, pretrained: bool) -> No
             psl=cfg.psl or None, select_on=cfg.select_on,
         )
         # an interrupted run of the same config resumes; a changed config trains afresh in its place
-        res = train(ctx.kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=ctx.progress)
+        res = train(ctx.kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=ctx.progress, overwrite=True)
         return {"run": str(run_dir), "results": res.get("test"), "_paths": [str(run_dir / "model.pt")]}
 
     # select_on joins the key only when set, so the keys of earlier default runs stay valid

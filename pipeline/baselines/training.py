@@ -149,6 +149,18 @@ def batch_negatives(data: PlanBatchData, k: int, gen: torch.Generator) -> torch.
     return pool[idx]
 
 
+def draw_negatives(
+    data: PlanBatchData, n_entities: int, uniform: int, in_batch: int, gen: torch.Generator
+) -> torch.Tensor:
+    """A step's negatives per query (B, uniform + in_batch): ``uniform`` entities drawn uniformly, then
+    ``in_batch`` :func:`batch_negatives` of the batch's (full) answers."""
+    dev = data.answers.device
+    neg = torch.randint(0, n_entities, (data.answers.shape[0], uniform), generator=gen).to(dev)
+    if in_batch:
+        neg = torch.cat([neg, batch_negatives(data, in_batch, gen)], dim=1)
+    return neg
+
+
 def subsample_answers(data: PlanBatchData, k: int, gen: torch.Generator) -> PlanBatchData:
     """At most k answers per query, drawn uniformly among its real ones (keeps a step's cost bounded while
     every answer is still seen over the epochs); answers stay best first."""
@@ -270,9 +282,7 @@ def train_qe(
         for plan, idx in bar:
             full = data[plan].take(idx.to(dev))
             batch = subsample_answers(full, cfg.max_answers, gen)
-            neg = torch.randint(0, spec.n_entities, (len(idx), cfg.negatives), generator=gen).to(dev)
-            if cfg.batch_negatives:
-                neg = torch.cat([neg, batch_negatives(full, cfg.batch_negatives, gen)], dim=1)
+            neg = draw_negatives(full, spec.n_entities, cfg.negatives, cfg.batch_negatives, gen)
             loss = step_loss(model, plan, batch, neg, cfg.loss, answers=full)
             opt.zero_grad()
             loss.backward()

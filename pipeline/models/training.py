@@ -184,7 +184,7 @@ def _snapshot(model: ConfidenceModel) -> dict[str, Tensor]:
 
 
 def _train(
-    kg, cfg: TrainConfig, run_dir: str | Path, resume: bool = False, progress: bool = True
+    kg, cfg: TrainConfig, run_dir: str | Path, resume: bool, progress: bool, overwrite: bool
 ) -> dict[str, Any]:
     """The body of train(), under deterministic kernels."""
     run_dir = Path(run_dir)
@@ -209,6 +209,12 @@ def _train(
     if resume:
         state = _load_checkpoint(run_dir, cfg, model, opt)
     else:
+        held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists()]
+        if held and not overwrite:
+            raise PipelineError(
+                f"{run_dir} holds a run ({', '.join(held)}): --resume continues it, --overwrite starts over "
+                "(deleting it), or give another --out"
+            )
         # a fresh run: no file of an earlier run in this directory may outlive it
         for name in (CHECKPOINT_FILE, MODEL_FILE, RESULTS_FILE):
             (run_dir / name).unlink(missing_ok=True)
@@ -282,13 +288,20 @@ def _train(
 
 
 def train(
-    kg, cfg: TrainConfig, run_dir: str | Path, resume: bool = False, progress: bool = True
+    kg,
+    cfg: TrainConfig,
+    run_dir: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Train cfg.model on kg's train facts, select the epoch of lowest selection MSE on valid, and write the
     run directory (config.json, metadata.json, checkpoint.pt each epoch, model.pt and results.json at the end).
 
     kg: loaders.KGData. With resume=True, continues from RUN_DIR/checkpoint.pt (same config up to epochs
-    and device). Returns the results document. Runs with deterministic kernels: multi-threaded embedding
+    and device); a fresh run into a RUN_DIR that holds a run (checkpoint or model) is refused unless
+    overwrite=True, which deletes that run first. Returns the results document. Runs with deterministic kernels: multi-threaded embedding
     gradients (index_put with accumulate) otherwise sum in a varying order, and the same seed would not
     give the same weights twice.
     """
@@ -302,7 +315,7 @@ def train(
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = False  # NaN-filling every allocation costs time
     try:
-        return _train(kg, cfg, run_dir, resume, progress)
+        return _train(kg, cfg, run_dir, resume, progress, overwrite)
     finally:
         torch.use_deterministic_algorithms(before, warn_only=before_warn)
         torch.utils.deterministic.fill_uninitialized_memory = fill

@@ -230,6 +230,17 @@ def test_cuda_training_matches_cpu(tmp_path: Path) -> None:
     assert gpu["device"] == "cuda" and gpu["test"]["mse"] == pytest.approx(cpu["test"]["mse"], rel=1e-3)
 
 
+def test_a_fresh_run_never_deletes_an_earlier_run_unless_told(tmp_path: Path) -> None:
+    kg = toy_kg()
+    first = train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False)
+    checkpoint = (tmp_path / "run" / "checkpoint.pt").read_bytes()
+    with pytest.raises(PipelineError, match="holds a run .checkpoint.pt, model.pt.: --resume continues it"):
+        train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False)
+    assert (tmp_path / "run" / "checkpoint.pt").read_bytes() == checkpoint
+    again = train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False, overwrite=True)
+    assert again["model_hash"] == first["model_hash"]
+
+
 def test_cli_train_never_starts_over_a_run_silently(tmp_path: Path) -> None:
     """A run directory holding a checkpoint (an interrupted run) or a model is refused without --resume or
     --overwrite, in one line naming the directory, and its files are left as they were."""
