@@ -28,7 +28,7 @@ def export_adjacency(*args, **kwargs):
 
 def _train(run_dir: Path, model: str = "ukge_rect", seed: int = 0, epochs: int = 3) -> Path:
     cfg = default_config("toy", model, epochs=epochs, dim=8, batch_size=32, lr=0.02, seed=seed)
-    train(toy_kg(), cfg, run_dir, progress=False)
+    train(toy_kg(), cfg, run_dir, progress=False, overwrite=True)  # some tests retrain a run in place
     return run_dir
 
 
