@@ -44,7 +44,8 @@ FACT_BYTES = 12  # src int32, dst int32, conf float32
 
 def multi_edge(q: Query) -> tuple[tuple[int, ...], bool] | None:
     """The relations of a query's multi-edge (two or more atoms between the same two variables) and
-    whether all its atoms are at alpha 0 (then the step's state is finite everywhere); None without one."""
+    whether every atom of the query is at alpha 0 (then the step's state is finite everywhere); None
+    without a multi-edge."""
     by_pair: dict[tuple, list] = {}
     for a in q.atoms:
         if isinstance(a.head, Var) and isinstance(a.tail, Var):
@@ -180,7 +181,8 @@ def main() -> None:
         # the bound of a query set: only the dense steps must read their pair (the others touch few rows)
         ms = sum(f * FACT_BYTES / bw for f in dense) / len(mine) * 1e3
         med = int(statistics.median(dense)) if dense else 0
-        print(f"| {t} | {len(mine)} | {len(dense)} | {med:,} | {ms:.2f} | {1e3 / ms:,.0f} |")
+        qps = f"{1e3 / ms:,.0f}" if ms else "-"  # no dense step: nothing bounds the set
+        print(f"| {t} | {len(mine)} | {len(dense)} | {med:,} | {ms:.2f} | {qps} |")
         summary["types"][t] = {"queries": len(mine), "dense": len(dense), "median_facts": med, "bound_ms": ms}
 
     kernels = numba_kernels()
@@ -188,14 +190,10 @@ def main() -> None:
         t0 = time.perf_counter()
         tiny = np.arange(4, dtype=np.int32)
         kernels[0](tiny, tiny)
-        kernels[1](
-            np.zeros(1, np.float32), 0, 0, np.zeros(2, np.int64), tiny, np.zeros(4, np.float32), 1,
-            np.float32(1), np.float32(1), np.zeros(1, np.float32),
-        )
-        kernels[2](
-            np.zeros(1, np.float32), 0, 0, np.zeros(2, np.int64), tiny, np.zeros(4, np.float32), 1,
-            np.float32(1), np.float32(1), np.zeros(1, np.float32), np.zeros(1, np.float32),
-        )
+        one = np.zeros(1, np.float32)  # a one-entity step, the kernels' argument types
+        tiny_step = (one, 0, 0, np.zeros(2, np.int64), tiny, np.zeros(4, np.float32), 1, np.float32(1), np.float32(1))
+        kernels[1](*tiny_step, one.copy())
+        kernels[2](*tiny_step, one.copy(), one.copy())
         print(f"\nnumba: compiling the three kernels took {time.perf_counter() - t0:.2f} s")
     table = torch.zeros(n * n, dtype=torch.bool) if n * n <= 1 << 32 else None
     head = "| pair | facts | shared | shared_keys ms | byte table ms | numba merge ms | numba step: merge ms | numba step: accumulator ms | bound ms |"
