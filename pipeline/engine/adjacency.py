@@ -274,9 +274,50 @@ def _shared_keys_torch(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[tor
 def _pareto_front(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """(K,) int64: positions of the points (x, y) that form each group's Pareto front: no other point of
     the group is >= in both coordinates (one of equal points kept). x, y >= 0 float32, group ids >= 0
-    below 2^31."""
+    below 2^31. The points are listed by group, x descending, y descending (among equal points, the
+    first one given is kept)."""
     if not group.numel():
         return group
+    if group.device.type == "cpu":
+        g = group.numpy()
+        if bool((g[1:] >= g[:-1]).all()):  # groups contiguous (a relation pair's entries by column)
+            return torch.from_numpy(_pareto_front_runs(g, x.numpy(), y.numpy()))
+    return _pareto_front_torch(group, x, y)
+
+
+def _pareto_front_runs(g: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """_pareto_front for group ids in ascending order (each group one contiguous run), in numpy: the
+    per-group maxima are reductions over runs (np.maximum.reduceat), not scatters, and only the
+    candidates left by the cheap cut are sorted (~3x faster on a PPI5k export's relation pairs)."""
+    new = np.empty(g.size, dtype=bool)
+    new[0] = True
+    np.not_equal(g[1:], g[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, g.size))
+    x, y = x + np.float32(0.0), y + np.float32(0.0)  # -0.0 -> +0.0, as the torch version
+    cand = np.ones(g.size, dtype=bool)
+    for u, v in ((x, y), (y, x)):  # the cheap cut of _pareto_front_torch
+        at = u == np.repeat(np.maximum.reduceat(u, starts), counts)
+        v_at = np.repeat(np.maximum.reduceat(np.where(at, v, np.float32(NEG_INF)), starts), counts)
+        cand &= (v > v_at) | (at & (v == v_at))
+    pos = np.flatnonzero(cand)
+    gc = g[pos].astype(np.int64)
+    xb, yb = (v[pos].view(np.int32).astype(np.int64) for v in (x, y))  # bit patterns order floats >= +0
+    top = (1 << 31) - 1
+    # order by (group, x desc, y desc): a stable sort by y desc, then by (group, x desc) packed in int64
+    # (two integer sorts: np.lexsort on the float keys is ~20x slower)
+    order = np.argsort(top - yb, kind="stable")
+    order = order[np.argsort((gc * (1 << 31) + top - xb)[order], kind="stable")]
+    gs = gc[order]
+    # x never increases along a group: a point is on the front iff its y beats every earlier y of the group
+    key = gs * (1 << 31) + yb[order]
+    keep = np.ones(order.size, dtype=bool)
+    keep[1:] = (gs[1:] != gs[:-1]) | (key[1:] > np.maximum.accumulate(key)[:-1])
+    return pos[order[keep]].astype(np.int64, copy=False)
+
+
+def _pareto_front_torch(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """_pareto_front in torch for any device and any order of the groups."""
     n = int(group.max()) + 1
     x, y = x + 0.0, y + 0.0  # -0.0 -> +0.0: the bit patterns of floats >= +0, read as int32, order them
     # Cheap cut first: with X = the group's largest x and Y the largest y among the points at X, the
@@ -542,6 +583,14 @@ class Adjacency:
         n = self.n_entities
         ori = self.oriented(not from_head)
         lo, hi = int(ori.ptr[rel * n]), int(ori.ptr[(rel + 1) * n])
+        if ori.conf.device.type == "cpu":  # rows are contiguous runs of the slice: a reduction per run
+            start = ori.ptr[rel * n : (rel + 1) * n]
+            cols = torch.nonzero(ori.ptr[rel * n + 1 : (rel + 1) * n + 1] > start, as_tuple=True)[0]
+            if not cols.numel():
+                return cols, torch.zeros(0, dtype=torch.float32)
+            conf = ori.conf[lo:hi].detach().numpy()
+            best = np.maximum.reduceat(conf, (start.index_select(0, cols) - lo).numpy())
+            return cols, torch.from_numpy(best)
         best = torch.full((n,), NEG_INF, dtype=torch.float32, device=ori.conf.device)
         best.scatter_reduce_(
             0, ori.src[lo:hi].long(), ori.conf[lo:hi].detach(), reduce="amax", include_self=True

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.adjacency import NEG_INF, Adjacency, merge_keys
+from pipeline.engine.adjacency import NEG_INF, Adjacency, merge_keys, shared_keys
 from pipeline.query.model import Atom
 
 
@@ -98,6 +98,58 @@ class SumMatrix:
         for p, c in zip(self.parts[1:], conf[1:], strict=True):
             total = total.add_(p.params.value(c, bp))  # a missing fact: value(0), the part's default
         return pair, o, total
+
+    def finite_rows(
+        self, b: torch.Tensor, s: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The entries of rows (b[i], s[i]) as rows() gives them, less entries whose value is -inf: (pair (T,),
+        o (T,), value (T,)) in no particular order (the product's stored part takes their maximum). In a row
+        where every part's default is -inf (a positive atom with alpha > 0) and every beta is finite, an
+        entry missing from some part is -inf, so the finite entries are those stored in every part with
+        each value finite: the intersection of the parts' gathered rows after the alpha tests, found by
+        one linear merge of far fewer keys than their union (PPI5k export, 100 test 2m queries: 290k
+        keys merged instead of 555k, 110k entries valued instead of 329k). Each value is the same sum, in
+        part order, as rows() makes. The other rows go through rows()."""
+        fin = torch.ones(b.shape, dtype=torch.bool, device=b.device)
+        for p in self.parts:
+            fin &= torch.isinf(p.default.index_select(0, b)) & torch.isfinite(
+                p.params.beta.index_select(0, b)
+            )
+        if not bool(fin.any()):
+            return self.rows(b, s)
+        out = []
+        rest = torch.nonzero(~fin, as_tuple=True)[0]
+        if rest.numel():
+            pair, o, val = self.rows(b.index_select(0, rest), s.index_select(0, rest))
+            out.append((rest.index_select(0, pair), o, val))
+        at = torch.nonzero(fin, as_tuple=True)[0]
+        bb, ss = b.index_select(0, at), s.index_select(0, at)
+        n, keys, vals = self.n, [], []
+        kt = torch.int32 if at.numel() * n <= 1 << 31 else torch.int64
+        for p in self.parts:
+            pair, o, conf = p.ori.rows(p.params.rel.index_select(0, bb), ss, n)
+            v = p.params.value(conf, bb.index_select(0, pair))
+            keep = torch.nonzero(torch.isfinite(v), as_tuple=True)[0]  # sorted runs stay sorted
+            keys.append(pair.index_select(0, keep).to(kt).mul_(n).add_(o.index_select(0, keep)))
+            vals.append(v.index_select(0, keep))
+        if any(not k.numel() for k in keys):
+            both = keys[0][:0]
+        else:
+            both, where = shared_keys(keys)
+            if len(keys) > 2:  # entries stored in every part, not merely in two
+                every = torch.stack(where).ge(0).all(0)
+                both, where = both[every], [w[every] for w in where]
+        pair = both.long() // n
+        total = None
+        for v, w in zip(vals, where if both.numel() else [], strict=False):
+            got = v.index_select(0, w)
+            total = got if total is None else total.add_(got)
+        if total is None:
+            total = torch.zeros(0, dtype=torch.float32, device=b.device)
+        out.append((at.index_select(0, pair), both.long() - pair * n, total))
+        if len(out) == 1:
+            return out[0]
+        return tuple(torch.cat(x) for x in zip(*out, strict=True))  # type: ignore[return-value]
 
     def confs(self, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The union of the parts' supports in rows (b[i], s[i]) with every part's confidence: (pair (T,),

@@ -245,7 +245,7 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     if finite is not None:
         b, s = torch.nonzero(finite & ~(dense | floor)[:, None], as_tuple=True)
         if b.numel():
-            pair, o, val = m.rows(b, s)
+            pair, o, val = m.finite_rows(b, s) if isinstance(m, SumMatrix) else m.rows(b, s)
             cand = state.reshape(-1).index_select(0, (b * n + s).index_select(0, pair)) + val
             out.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
 
