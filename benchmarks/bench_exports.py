@@ -11,7 +11,9 @@ off: the engine before round 4); runs alternate between engines per variant so a
 --check-base unsplit: --check compares after with unsplit on one index (the frozen one needs ~8 GB on CN15k). Variants: none; D (every alpha
 lowered by --delta); L and D+L with an affine calibration L of seeded random weights (std 0.05): its
 cost is that of a trained one (same facts, same index), and no training is needed to time it. The time
-counted is the engine's evaluation of each type's batches of 256 (as `pipeline answer` runs it).
+counted is the engine's evaluation of each type's batches of 256 (as `pipeline answer` runs it), each
+run on a fresh index (nothing memoised), after one untimed pass per engine on a throwaway index (the
+process's first calls: lazy initialisation, the allocator's first pages).
 --check N: also evaluate N random queries per type (hybrid alpha, random beta, relations and anchors
 drawn from the export) with both engines and print the largest difference per variant (0 = bit-for-bit).
 --l-train: time one calibration-L batch (64 alpha-0 train queries: calibrated index, forward, backward).
@@ -325,6 +327,8 @@ def main() -> None:
     types = args.types.split(",") if args.types else ordered_types(set(qs.frame["type"]))
     by_type = {t: [parsed[i] for i in np.nonzero((qs.frame["type"] == t).to_numpy())[0]] for t in types}
     calib, tables = random_l(graph, args.seed)
+    for index, evaluate in eng.values():  # untimed: the process's first calls, not an engine's cost
+        time_types(evaluate, index(graph), by_type, 0.0)
     table: dict[str, dict[str, dict[str, float]]] = {}
     for variant in args.variants.split(","):
         delta = args.delta if "D" in variant else 0.0

@@ -577,6 +577,10 @@ class Adjacency:
             confs.append(cc.index_select(1, keep))
         return self._remember(key, (torch.cat(cols), torch.cat(confs, 1)))
 
+    def has_front(self, parts: tuple[tuple[bool, int], ...]) -> bool:
+        """Whether column_front(parts) is memoised (free to read now)."""
+        return ("front", parts) in self._memo
+
     def _column_max(self, from_head: bool, rel: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A relation's columns o (K,) int64 with a fact (s on the head side when from_head) and each
         column's largest confidence (K,) float32."""

@@ -29,6 +29,7 @@ from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
 _FLOOR_COST = 16  # a fact gathered by _floor_rows costs about this many facts streamed (measured)
+_FRONT_COST = 2.0  # building a relation pair's column front costs about this many rows streamed (measured)
 _DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
 _WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
 _WIDE_BLOCK = 1 << 19  # floats gathered per block of entries (_stream_wide): 2 MiB, about the L2 cache
@@ -293,17 +294,39 @@ def _floor_ready(m: Matrix) -> torch.Tensor:
 def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.Tensor) -> torch.Tensor:
     """(B,) bool: the rows (among ready) for which _floor_rows reads fewer bytes than the stream: the
     facts of the rows of the entries above the floor, at _FLOOR_COST stream facts each, fewer than the
-    facts of the row's relations (what _dense_rows streams)."""
+    facts of the row's relations (what _dense_rows streams). A multi-edge's column front not yet built
+    costs about _FRONT_COST rows streamed (its column maxima and the Pareto front of its shared entries),
+    shared by the rows that read it: a relation pair's rows take the floor path together, only where
+    their gathered facts and that build cost less than streaming them all."""
     n = state.shape[1]
+    parts = m.parts if isinstance(m, SumMatrix) else [m]
     b, s = torch.nonzero((state > low[:, None]) & ready[:, None], as_tuple=True)
     gathered = torch.zeros(state.shape[0], dtype=torch.int64, device=state.device)
     streamed = torch.zeros_like(gathered)
-    for p in m.parts if isinstance(m, SumMatrix) else [m]:
+    for p in parts:
         ptr, rel = p.ori.ptr, p.params.rel
         k = rel.index_select(0, b) * n + s
         gathered.index_add_(0, b, ptr.index_select(0, k + 1) - ptr.index_select(0, k))
         streamed += ptr.index_select(0, (rel + 1) * n) - ptr.index_select(0, rel * n)
-    return ready & (gathered * _FLOOR_COST < streamed)
+    pays = ready & (gathered * _FLOOR_COST < streamed)
+    if len(parts) < 2 or not bool(pays.any()):
+        return pays  # one relation's front is its column maxima: one cheap pass, no build cost counted
+    rows = torch.nonzero(pays, as_tuple=True)[0]
+    rels = [p.params.rel.index_select(0, rows).tolist() for p in parts]
+    groups: dict[tuple, list[int]] = {}
+    for i, row in enumerate(rows.tolist()):
+        key = tuple((p.from_head, r[i]) for p, r in zip(parts, rels, strict=True))
+        groups.setdefault(key, []).append(row)
+    adj = parts[0].adj
+    cost = (gathered * _FLOOR_COST).tolist()
+    full = streamed.tolist()
+    for key, members in groups.items():
+        if adj.has_front(key):
+            continue
+        floor = sum(cost[i] for i in members) + _FRONT_COST * full[members[0]]
+        if floor >= sum(full[i] for i in members):
+            pays[members] = False
+    return pays
 
 
 def _floor_rows(

@@ -48,19 +48,17 @@ def floor_batch(draw, n, r):
 
 
 def with_paths(
-    queries: list[Query], adj: Adjacency, floor: bool, dominate: bool, cost: int = 0
+    queries: list[Query], adj: Adjacency, floor: bool, dominate: bool, cost: int = 0, front: float = 0.0
 ) -> torch.Tensor:
-    old = mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST
-    mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST = (
-        floor,
-        dominate,
-        cost,
-    )  # cost 0: every ready row on the floor path
+    """The engine's values with the floor path and the dominated defaults on or off; cost and front:
+    maxplus's _FLOOR_COST and _FRONT_COST (both 0: every ready row on the floor path)."""
+    old = mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST, mp._FRONT_COST
+    mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST, mp._FRONT_COST = floor, dominate, cost, front
     try:
         with torch.no_grad():
             return evaluate_batch(queries, adj)
     finally:
-        mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST = old
+        mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST, mp._FRONT_COST = old
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -75,7 +73,7 @@ def test_floor_and_dominance_equal_the_stream_reference_and_oracle(data, wide):
     try:
         fast = with_paths(queries, adj, floor=True, dominate=True)
         off = with_paths(queries, adj, floor=False, dominate=False)
-        gated = with_paths(queries, adj, floor=True, dominate=True, cost=mp._FLOOR_COST)
+        gated = with_paths(queries, adj, floor=True, dominate=True, cost=mp._FLOOR_COST, front=mp._FRONT_COST)
         with torch.no_grad():
             ref = ref_eval.evaluate_batch(queries, ref_adj.Adjacency.from_graph(graph))
     finally:
@@ -155,3 +153,28 @@ def test_negated_atom_keeps_the_walk():
     assert got.tolist() == [1.5, 2.0]
     for flags in itertools.product([False, True], repeat=2):
         assert torch.equal(with_paths([q], adj, *flags)[0], got)
+
+
+def test_a_cold_front_goes_floor_only_where_its_rows_pay_for_it(monkeypatch):
+    """2m at alpha 0: r1 and r2 hold 41 facts each (rows 10..19 -> 0..3, and 5 -> 6), the anchor's row in
+    r0 one entry above the floor (x = 5, one fact in each relation). Gathered 2 facts x 16 = 32 < 82
+    streamed, but the pair's front, not built yet, costs 2 x 82 more: the row streams (split path). Once
+    the front is memoised the same row takes the floor path. Values equal either way."""
+    facts = [(0, 0, 5, 0.5), (5, 1, 6, 0.5), (5, 2, 6, 0.25)]
+    facts += [(s, r, o, 0.75) for r in (1, 2) for s in range(10, 20) for o in range(4)]
+    adj = Adjacency.from_graph(graph_of(20, 3, facts))
+    q = Query(
+        (Conjunction((Atom(Const(0), 0, X, 0.0, 1.0), Atom(X, 1, Y, 0.0, 1.0), Atom(X, 2, Y, 0.0, 1.0))),)
+    )
+    calls = []
+    real = mp._floor_rows
+    monkeypatch.setattr(mp, "_floor_rows", lambda *a: calls.append(1) or real(*a))
+    with torch.no_grad():
+        cold = evaluate_batch([q], adj)
+        assert calls == []
+        adj.column_front(((True, 1), (True, 2)))
+        warm = evaluate_batch([q], adj)
+    assert calls == [1]
+    assert torch.equal(cold, warm)
+    # y = 6: 0.5 + 0.5 + 0.25; y in 0..3: 0 (floor) + 0.75 + 0.75; elsewhere 0.5 (x = 5 adds its default)
+    assert cold[0, 6].item() == 1.25 and cold[0, 0].item() == 1.5 and cold[0, 7].item() == 0.5
