@@ -271,82 +271,51 @@ def _shared_keys_torch(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[tor
     return shared, where
 
 
-def _pareto_front(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """(K,) int64: positions of the points (x, y) that form each group's Pareto front: no other point of
-    the group is >= in both coordinates (one of equal points kept). x, y >= 0 float32, group ids >= 0
-    below 2^31. The points are listed by group, x descending, y descending (among equal points, the
-    first one given is kept)."""
+def _front_cover(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(K,) int64, ascending: positions of points (x, y) that cover each group's Pareto front. With X the
+    group's largest x and Y_X the largest y among its points at X, the corner point (X, Y_X) is >= in both
+    coordinates every point with y <= Y_X (likewise the corner (X_Y, Y) with the roles swapped): a point
+    is kept unless one of the two corners beats it, and the corners are kept. So every point of the group
+    is <= some kept point in both coordinates, every kept point is one of the points, and the front is
+    among them (equal points all kept). Sorting out the exact front (no kept point beaten by another)
+    would list 1.1-1.8x fewer points on the exports' relation pairs at 1.4-2.5x the cost (measured in
+    docs/benchmarks.md, issue 14, ninth round); the floor path evaluates these few points per query, so
+    the cut alone is kept. x, y >= 0 float32, group ids >= 0."""
     if not group.numel():
         return group
     if group.device.type == "cpu":
         g = group.numpy()
         if bool((g[1:] >= g[:-1]).all()):  # groups contiguous (a relation pair's entries by column)
-            return torch.from_numpy(_pareto_front_runs(g, x.numpy(), y.numpy()))
-    return _pareto_front_torch(group, x, y)
+            return torch.from_numpy(_front_cover_runs(g, x.numpy(), y.numpy()))
+    return _front_cover_torch(group, x, y)
 
 
-def _pareto_front_runs(g: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """_pareto_front for group ids in ascending order (each group one contiguous run), in numpy: the
-    per-group maxima are reductions over runs (np.maximum.reduceat), not scatters, and only the
-    candidates left by the cheap cut are sorted (~3x faster on a PPI5k export's relation pairs)."""
+def _front_cover_runs(g: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """_front_cover for group ids in ascending order (each group one contiguous run), in numpy: the
+    per-group maxima are reductions over runs (np.maximum.reduceat), not scatters."""
     new = np.empty(g.size, dtype=bool)
     new[0] = True
     np.not_equal(g[1:], g[:-1], out=new[1:])
     starts = np.flatnonzero(new)
     counts = np.diff(np.append(starts, g.size))
-    x, y = x + np.float32(0.0), y + np.float32(0.0)  # -0.0 -> +0.0, as the torch version
-    cand = np.ones(g.size, dtype=bool)
-    for u, v in ((x, y), (y, x)):  # the cheap cut of _pareto_front_torch
+    keep = np.ones(g.size, dtype=bool)
+    for u, v in ((x, y), (y, x)):
         at = u == np.repeat(np.maximum.reduceat(u, starts), counts)
         v_at = np.repeat(np.maximum.reduceat(np.where(at, v, np.float32(NEG_INF)), starts), counts)
-        cand &= (v > v_at) | (at & (v == v_at))
-    pos = np.flatnonzero(cand)
-    gc = g[pos].astype(np.int64)
-    xb, yb = (v[pos].view(np.int32).astype(np.int64) for v in (x, y))  # bit patterns order floats >= +0
-    top = (1 << 31) - 1
-    # order by (group, x desc, y desc): a stable sort by y desc, then by (group, x desc) packed in int64
-    # (two integer sorts: np.lexsort on the float keys is ~20x slower)
-    order = np.argsort(top - yb, kind="stable")
-    order = order[np.argsort((gc * (1 << 31) + top - xb)[order], kind="stable")]
-    gs = gc[order]
-    # x never increases along a group: a point is on the front iff its y beats every earlier y of the group
-    key = gs * (1 << 31) + yb[order]
-    keep = np.ones(order.size, dtype=bool)
-    keep[1:] = (gs[1:] != gs[:-1]) | (key[1:] > np.maximum.accumulate(key)[:-1])
-    return pos[order[keep]].astype(np.int64, copy=False)
+        keep &= (v > v_at) | (at & (v == v_at))
+    return np.flatnonzero(keep).astype(np.int64, copy=False)
 
 
-def _pareto_front_torch(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """_pareto_front in torch for any device and any order of the groups."""
+def _front_cover_torch(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """_front_cover in torch, for any device and any order of the groups (scatters by group id)."""
     n = int(group.max()) + 1
-    x, y = x + 0.0, y + 0.0  # -0.0 -> +0.0: the bit patterns of floats >= +0, read as int32, order them
-    # Cheap cut first: with X = the group's largest x and Y the largest y among the points at X, the
-    # point (X, Y) beats every point with y <= Y (likewise (X', Y') with the roles swapped), so only
-    # points above both, and the two corner points, can be on the front.
-    cand = torch.ones(group.numel(), dtype=torch.bool, device=group.device)
+    keep = torch.ones(group.numel(), dtype=torch.bool, device=group.device)
     for u, v in ((x, y), (y, x)):
         top_u = torch.full((n,), NEG_INF, device=u.device).scatter_reduce_(0, group, u, "amax")
         at = u == top_u.index_select(0, group)
         v_at = torch.full((n,), NEG_INF, device=u.device).scatter_reduce_(0, group[at], v[at], "amax")
-        cand &= (v > v_at.index_select(0, group)) | (at & (v == v_at.index_select(0, group)))
-    pos = torch.nonzero(cand, as_tuple=True)[0]
-    group, xb, yb = (
-        group.index_select(0, pos),
-        *(v.index_select(0, pos).view(torch.int32).long() for v in (x, y)),
-    )
-    top = (1 << 31) - 1
-    # order by (group, x desc, y desc): a stable sort by y desc, then by (group, x desc) packed in int64
-    order = torch.sort(top - yb, stable=True)[1]
-    order = order.index_select(
-        0, torch.sort((group * (1 << 31) + top - xb).index_select(0, order), stable=True)[1]
-    )
-    g, yv = group.index_select(0, order), yb.index_select(0, order)
-    # x never increases along a group, so a point is on the front iff its y beats every earlier y of the
-    # group: a segmented running maximum, one cummax of (group, y) packed in int64 (groups ascending)
-    key = g * (1 << 31) + yv
-    keep = torch.ones(order.numel(), dtype=torch.bool, device=order.device)
-    keep[1:] = (g[1:] != g[:-1]) | (key[1:] > torch.cummax(key, 0).values[:-1])
-    return pos.index_select(0, order[keep])
+        keep &= (v > v_at.index_select(0, group)) | (at & (v == v_at.index_select(0, group)))
+    return torch.nonzero(keep, as_tuple=True)[0]
 
 
 class BytesLRU:
@@ -553,8 +522,8 @@ class Adjacency:
         c_p = 0 where relation p has no fact: every entry is <= some listed point in every coordinate and
         every listed point is <= some entry. So a function that never decreases in any coordinate has the
         same column maximum over the listed points as over the entries (maxplus._floor_rows), and they are
-        few: each relation's largest confidence per column, plus the Pareto front of the entries stored in
-        both. Returns o (F,) int64 and the confidences (P, F) float32. Memoised: it depends on neither
+        few: each relation's largest confidence per column, plus the entries stored in both that cover
+        their column's Pareto front (_front_cover). Returns o (F,) int64 and the confidences (P, F) float32. Memoised: it depends on neither
         alpha, beta nor negation."""
         if len(parts) > 2:
             raise ValueError(f"column_front covers one or two relations, not {len(parts)}")
@@ -572,7 +541,7 @@ class Adjacency:
         if len(parts) == 2:  # built, not memoised: only the (small) front is kept
             _, o, cc = self.shared_facts(parts) if ("shared", parts) in self._memo else self._shared(parts)
             o, cc = o.long(), cc.detach()
-            keep = _pareto_front(o, cc[0], cc[1])
+            keep = _front_cover(o, cc[0], cc[1])
             cols.append(o.index_select(0, keep))
             confs.append(cc.index_select(1, keep))
         return self._remember(key, (torch.cat(cols), torch.cat(confs, 1)))

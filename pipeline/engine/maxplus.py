@@ -29,7 +29,7 @@ from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
 _FLOOR_COST = 16  # a fact gathered by _floor_rows costs about this many facts streamed (measured)
-_FRONT_COST = 2.0  # building a relation pair's column front costs about this many rows streamed (measured)
+_FRONT_COST = 1.0  # building a relation pair's column front costs about this many rows streamed (measured)
 _DENSE_FRACTION = 0.05  # a state finite on more entities than this reads its relation whole (see _dense_rows)
 _WIDE = 8  # from this many rows of one relation on, stream the facts over the transposed state
 _WIDE_BLOCK = 1 << 19  # floats gathered per block of entries (_stream_wide): 2 MiB, about the L2 cache
@@ -295,7 +295,7 @@ def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.
     """(B,) bool: the rows (among ready) for which _floor_rows reads fewer bytes than the stream: the
     facts of the rows of the entries above the floor, at _FLOOR_COST stream facts each, fewer than the
     facts of the row's relations (what _dense_rows streams). A multi-edge's column front not yet built
-    costs about _FRONT_COST rows streamed (its column maxima and the Pareto front of its shared entries),
+    costs about _FRONT_COST rows streamed (its column maxima and the cover of its shared entries' front),
     shared by the rows that read it: a relation pair's rows take the floor path together, only where
     their gathered facts and that build cost less than streaming them all."""
     n = state.shape[1]
@@ -339,8 +339,8 @@ def _floor_rows(
       * low + max over s of V(s, o): every s counted at the floor (an entry above it is only undercounted,
         and the first term counts it at its true value). V(s, o) never decreases in any atom's confidence
         (_floor_ready), nor does the sum low + V as the engine computes it (fused multiply-adds of
-        betas >= 0, then the alpha tests), so the column maximum is taken on the column's Pareto front
-        of confidence points (Adjacency.column_front): a few points per column, not the relation.
+        betas >= 0, then the alpha tests), so the column maximum is taken on points that cover the
+        column's Pareto front of confidences (Adjacency.column_front): a few per column, not the relation.
     Both terms use the stream's arithmetic (low or state[s], then one fused multiply-add per atom in
     order), so each value is that of _dense_rows bit for bit while the work drops from the relation's
     facts per row to its columns plus the rows of the entries above the floor."""

@@ -2,7 +2,7 @@
 part's default is -inf (a positive atom with alpha > 0), SumMatrix.finite_rows intersects the parts'
 gathered rows after the alpha tests instead of merging their union. Checked against rows() (the union
 path) entry for entry and bit for bit, by hand, and end to end against the brute-force oracle; and the
-numpy column maxima and Pareto fronts of the floor path against their torch versions."""
+numpy column maxima and front covers of the floor path against their torch versions."""
 
 from __future__ import annotations
 
@@ -122,24 +122,23 @@ def test_2m_with_required_atoms_matches_the_oracle(g, data):
         ),
         min_size=1,
         max_size=40,
-    )
+    ),
+    st.randoms(use_true_random=False),
 )
-def test_pareto_front_numpy_equals_torch(points):
-    """The numpy front (groups in runs, the CPU path) lists the same positions in the same order as the
-    torch one (any device, any order), equal points and -0.0 included."""
+def test_front_cover_numpy_equals_torch(points, rnd):
+    """The numpy cover (groups in runs, the CPU path) keeps the same positions as the torch one (any
+    device, any order of the groups), equal points and -0.0 included; shuffled points keep the same."""
     points = sorted(points, key=lambda p: p[0])
     g = torch.tensor([p[0] for p in points], dtype=torch.int64)
     x = torch.tensor([p[1] for p in points], dtype=torch.float32)
     y = torch.tensor([p[2] for p in points], dtype=torch.float32)
-    got = adjacency._pareto_front(g, x, y)
-    assert got.tolist() == adjacency._pareto_front_torch(g, x, y).tolist()
-    # groups out of order (the torch path serves them): the same points kept (equal points: any one)
-    flipped = adjacency._pareto_front(g.flip(0), x.flip(0), y.flip(0))
-    front = sorted((points[i][0], points[i][1] + 0.0, points[i][2]) for i in got.tolist())
-    assert (
-        sorted((points[-1 - i][0], points[-1 - i][1] + 0.0, points[-1 - i][2]) for i in flipped.tolist())
-        == front
-    )
+    got = adjacency._front_cover(g, x, y)
+    assert got.tolist() == adjacency._front_cover_torch(g, x, y).tolist()
+    perm = list(range(len(points)))
+    rnd.shuffle(perm)
+    p = torch.tensor(perm)
+    shuffled = adjacency._front_cover(g[p], x[p], y[p])  # groups out of order: the torch path
+    assert sorted(p[shuffled].tolist()) == got.tolist()
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

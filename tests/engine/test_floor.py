@@ -16,7 +16,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, evaluate_batch
-from pipeline.engine.adjacency import _pareto_front
+from pipeline.engine.adjacency import _front_cover
 from pipeline.query import Atom, Conjunction, Const, Query, Var
 from tests.engine.oracle import dense_conf, oracle
 from tests.engine.test_multi_edges import atom, graphs
@@ -117,6 +117,15 @@ def test_column_front_by_hand():
     ]
 
 
+def test_front_cover_by_hand():
+    """One group: (1.0, 0.1) and (0.1, 1.0) are the corners; (0.05, 0.05) is below a corner and dropped;
+    (0.5, 0.5) is on the front; (0.4, 0.4) is beaten only by (0.5, 0.5), no corner, so the cover keeps it
+    (the exact front would not). A second group of one point keeps it."""
+    pts = [(0, 1.0, 0.1), (0, 0.05, 0.05), (0, 0.5, 0.5), (0, 0.4, 0.4), (0, 0.1, 1.0), (1, 0.3, 0.0)]
+    g, x, y = (torch.tensor(c) for c in zip(*pts, strict=True))
+    assert _front_cover(g, x.float(), y.float()).tolist() == [0, 2, 3, 4, 5]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
@@ -126,20 +135,25 @@ def test_column_front_by_hand():
         max_size=30,
     )
 )
-def test_pareto_front_is_the_brute_force_front(points):
-    """One point per distinct front position: no group's point beaten or matched by another in both
-    coordinates, and every point of the group matched or beaten by a kept one."""
+def test_front_cover_covers_the_brute_force_front(points):
+    """_front_cover keeps only given points, among them every point of each group's Pareto front (no
+    other point of the group >= in both coordinates, equal points aside), and every point of a group is
+    <= some kept point of its group in both coordinates."""
     points = sorted(points, key=lambda p: p[0])
     g = torch.tensor([p[0] for p in points], dtype=torch.int64)
     x = torch.tensor([p[1] for p in points], dtype=torch.float32)
     y = torch.tensor([p[2] for p in points], dtype=torch.float32)
-    kept = [points[i] for i in _pareto_front(g, x, y).tolist()]
-    want = {
+    pos = _front_cover(g, x, y).tolist()
+    assert pos == sorted(set(pos))
+    kept = [points[i] for i in pos]
+    front = {
         p
         for p in points
         if not any(q[0] == p[0] and q != p and q[1] >= p[1] and q[2] >= p[2] for q in points)
     }
-    assert sorted(kept) == sorted(want)
+    assert front <= set(kept)
+    for p in points:
+        assert any(q[0] == p[0] and q[1] >= p[1] and q[2] >= p[2] for q in kept)
 
 
 def test_negated_atom_keeps_the_walk():
@@ -158,7 +172,8 @@ def test_negated_atom_keeps_the_walk():
 def test_a_cold_front_goes_floor_only_where_its_rows_pay_for_it(monkeypatch):
     """2m at alpha 0: r1 and r2 hold 41 facts each (rows 10..19 -> 0..3, and 5 -> 6), the anchor's row in
     r0 one entry above the floor (x = 5, one fact in each relation). Gathered 2 facts x 16 = 32 < 82
-    streamed, but the pair's front, not built yet, costs 2 x 82 more: the row streams (split path). Once
+    streamed, but the pair's front, not built yet, costs 82 more (_FRONT_COST = 1 row streamed): the row
+    streams (split path). Once
     the front is memoised the same row takes the floor path. Values equal either way."""
     facts = [(0, 0, 5, 0.5), (5, 1, 6, 0.5), (5, 2, 6, 0.25)]
     facts += [(s, r, o, 0.75) for r in (1, 2) for s in range(10, 20) for o in range(4)]
