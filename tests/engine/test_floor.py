@@ -173,8 +173,8 @@ def test_a_cold_front_goes_floor_only_where_its_rows_pay_for_it(monkeypatch):
     """2m at alpha 0: r1 and r2 hold 41 facts each (rows 10..19 -> 0..3, and 5 -> 6), the anchor's row in
     r0 one entry above the floor (x = 5, one fact in each relation). Gathered 2 facts x 16 = 32 < 82
     streamed, but the pair's front, not built yet, costs 82 more (_FRONT_COST = 1 row streamed): the row
-    streams (split path). Once
-    the front is memoised the same row takes the floor path. Values equal either way."""
+    streams (split path). Once the front is memoised the same row takes the floor path. Values equal
+    either way."""
     facts = [(0, 0, 5, 0.5), (5, 1, 6, 0.5), (5, 2, 6, 0.25)]
     facts += [(s, r, o, 0.75) for r in (1, 2) for s in range(10, 20) for o in range(4)]
     adj = Adjacency.from_graph(graph_of(20, 3, facts))
