@@ -523,8 +523,8 @@ class Adjacency:
         every listed point is <= some entry. So a function that never decreases in any coordinate has the
         same column maximum over the listed points as over the entries (maxplus._floor_rows), and they are
         few: each relation's largest confidence per column, plus the entries stored in both that cover
-        their column's Pareto front (_front_cover). Returns o (F,) int64 and the confidences (P, F) float32. Memoised: it depends on neither
-        alpha, beta nor negation."""
+        their column's Pareto front (_front_cover). Returns o (F,) int64 and the confidences (P, F)
+        float32. Memoised: it depends on neither alpha, beta nor negation."""
         if len(parts) > 2:
             raise ValueError(f"column_front covers one or two relations, not {len(parts)}")
         key = ("front", parts)
