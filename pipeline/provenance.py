@@ -42,10 +42,15 @@ def git_hash() -> str | None:
 
 @cache
 def versions() -> dict[str, str | None]:
-    """Python and the versions of the packages that shape results."""
+    """Python and the versions of the packages that shape results. torch's is its own version string,
+    which names the build (2.13.0+cpu, 2.13.0+cu130): a wheel's metadata may leave the build out."""
     from importlib import metadata as md
 
     def version(pkg: str) -> str | None:
+        if pkg == "torch":
+            import torch
+
+            return str(torch.__version__)
         try:
             return md.version(pkg)
         except md.PackageNotFoundError:
