@@ -509,6 +509,9 @@ class Adjacency:
         zero = torch.zeros((), dtype=torch.float32, device=shared.device)
         rows = []  # torch.where, not a scatter: differentiable where conf is (calibration L's autograd index)
         for conf, pos in zip(confs, where, strict=True):
+            if len(parts) == 2:  # a key shared by two runs is in both: every position is valid
+                rows.append(conf.index_select(0, pos))
+                continue
             got = conf.index_select(0, pos.clamp(min=0)) if conf.numel() else zero.expand(pos.shape)
             rows.append(torch.where(pos >= 0, got, zero))
         cc = torch.stack(rows)
