@@ -312,21 +312,28 @@ def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.
     if len(parts) < 2 or not bool(pays.any()):
         return pays  # one relation's front is its column maxima: one cheap pass, no build cost counted
     rows = torch.nonzero(pays, as_tuple=True)[0]
-    rels = [p.params.rel.index_select(0, rows).tolist() for p in parts]
-    groups: dict[tuple, list[int]] = {}
-    for i, row in enumerate(rows.tolist()):
-        key = tuple((p.from_head, r[i]) for p, r in zip(parts, rels, strict=True))
-        groups.setdefault(key, []).append(row)
     adj = parts[0].adj
     cost = (gathered * _FLOOR_COST).tolist()
     full = streamed.tolist()
-    for key, members in groups.items():
+    ids = rows.tolist()
+    for key, at in _relation_groups(parts, rows).items():
         if adj.has_front(key):
             continue
+        members = [ids[i] for i in at]
         floor = sum(cost[i] for i in members) + _FRONT_COST * full[members[0]]
         if floor >= sum(full[i] for i in members):
             pays[members] = False
     return pays
+
+
+def _relation_groups(parts: list[RelationMatrix], rows: torch.Tensor) -> dict[tuple, list[int]]:
+    """The given batch rows grouped by their atoms' (from_head, relation), as Adjacency.column_front keys
+    them: key -> positions in rows."""
+    rels = [p.params.rel.index_select(0, rows).tolist() for p in parts]
+    groups: dict[tuple, list[int]] = {}
+    for i in range(rows.numel()):
+        groups.setdefault(tuple((p.from_head, r[i]) for p, r in zip(parts, rels, strict=True)), []).append(i)
+    return groups
 
 
 def _floor_rows(
@@ -350,11 +357,7 @@ def _floor_rows(
     sub, base = state.index_select(0, rows), low.index_select(0, rows)
     res = torch.full(sub.shape, NEG_INF, dtype=torch.float32, device=state.device)
     params = [(p.params.beta.index_select(0, rows), p.params.alpha.index_select(0, rows)) for p in parts]
-    groups: dict[tuple, list[int]] = {}
-    rels = [p.params.rel.index_select(0, rows).tolist() for p in parts]
-    for i in range(rows.numel()):
-        groups.setdefault(tuple((p.from_head, r[i]) for p, r in zip(parts, rels, strict=True)), []).append(i)
-    for key, members in groups.items():
+    for key, members in _relation_groups(parts, rows).items():
         fo, fc = adj.column_front(key)
         if not fo.numel():
             continue
