@@ -814,6 +814,12 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
         click.echo(f"{r['dataset']}  {r['method']}  ({sum(r['counts'].values())} queries: "
                    + ", ".join(f"{t} {n}" for t, n in r["counts"].items()) + ")")
         click.echo(evaluate.text_table(r["summary"]))
+        for name, by in (r.get("undefined") or {}).items():
+            click.echo(f"{name} undefined on {by['all']} queries (one answer, or constant true or predicted utilities)")
+        if r.get("paper_protocol"):
+            avg = {m: v.get("avg") for m, v in r["paper_protocol"].items()}
+            click.echo("paper protocol (ids break ties; comparison only): "
+                       + ", ".join(f"{m} {v:.1f}" for m, v in avg.items() if v == v))
         click.echo()
 
 

@@ -22,7 +22,7 @@ from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS
 from pipeline.errors import PipelineError
 from pipeline.formats.answers import find_answer_files, read_answers
-from pipeline.metrics import METRICS, metric_columns
+from pipeline.metrics import METRICS, Ranked, metric_columns
 from pipeline.provenance import provenance
 from pipeline.query.types import QUERY_TYPES
 
@@ -47,28 +47,43 @@ PAPER: dict[str, dict[str, dict[str, float]]] = {
 Summary = dict[str, dict[str, float]]  # {metric: {type or "avg": value x100}}
 
 
-def query_metrics(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined).
-
-    frame: answers rows (columns query_id, type, entity, rank, truth_rank; see pipeline.formats.answers)."""
+def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ranked]]:
+    """(query ids, types, one :class:`Ranked` per query) of an answers frame (columns query_id, type,
+    utility, rank, rank_first, ties, truth_utility, truth_rank; see pipeline.formats.answers), queries
+    sorted by id; a query without ground-truth answers gets an empty Ranked."""
     queries = frame[["query_id", "type"]].drop_duplicates("query_id").sort_values("query_id")
     truth = frame[frame["truth_rank"] > 0].sort_values(["query_id", "truth_rank"])
-    # One sorted pass: the ranks of each query's true answers, in their true order.
     ids = truth["query_id"].to_numpy()
-    ranks = truth["rank"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
-    by_query = dict(zip(ids[starts], np.split(ranks, starts[1:]), strict=True)) if len(ids) else {}
-    empty = np.zeros(0, dtype=np.int64)
+    cols = {
+        c: np.split(truth[c].to_numpy(dt), starts[1:]) if len(ids) else []
+        for c, dt in (("truth_utility", np.float64), ("utility", np.float64), ("rank_first", np.int64),
+                      ("ties", np.int64), ("rank", np.int64))
+    }
+    by_query = {
+        qid: Ranked(cols["truth_utility"][i], cols["utility"][i], cols["rank_first"][i], cols["ties"][i],
+                    cols["rank"][i])
+        for i, qid in enumerate(ids[starts])
+    } if len(ids) else {}
+    empty = Ranked(*(np.zeros(0),) * 2, *(np.zeros(0, dtype=np.int64),) * 3)
     per = [by_query.get(qid, empty) for qid in queries["query_id"]]
-    cols = metric_columns(per)  # all queries at once (grouped by their number of answers)
+    return queries["query_id"].to_numpy(), queries["type"].to_numpy(), per
+
+
+def query_metrics(frame: pd.DataFrame, paper: bool = False) -> pd.DataFrame:
+    """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined);
+    with paper, also the paper protocol's metrics (``paper_<name>``) and the doubly tied pairs
+    (``tied_pairs``, ``pairs``), see :func:`pipeline.metrics.metric_columns`."""
+    qids, types, per = query_rankings(frame)
+    cols = metric_columns(per, paper=paper)
     return pd.DataFrame(
         {
-            "query_id": queries["query_id"].to_numpy(),
-            "type": queries["type"].to_numpy(),
-            "n_answers": np.fromiter((len(r) for r in per), dtype=np.int64, count=len(per)),
+            "query_id": qids,
+            "type": types,
+            "n_answers": np.fromiter((q.n for q in per), dtype=np.int64, count=len(per)),
             **cols,
         },
-        columns=["query_id", "type", "n_answers", *METRICS],
+        columns=["query_id", "type", "n_answers", *cols],
     )
 
 
@@ -78,19 +93,39 @@ def ordered_types(types: list[str] | set[str]) -> list[str]:
     return known + sorted(set(types) - set(TYPE_ORDER))
 
 
-def summarise(per_query: pd.DataFrame) -> Summary:
-    """{metric: {type: mean x100, ..., "avg": mean over types}}; types with no defined value are left out."""
+def summarise(per_query: pd.DataFrame, prefix: str = "") -> Summary:
+    """{metric: {type: mean x100, ..., "avg": mean over types}}; types with no defined value are left out.
+    prefix: read the columns ``prefix + name`` (``paper_`` for the paper protocol)."""
     out: Summary = {}
     types = ordered_types(set(per_query["type"]))
     for name in METRICS:
         by_type = {}
         for t in types:
-            vals = per_query.loc[per_query["type"] == t, name].dropna()
+            vals = per_query.loc[per_query["type"] == t, prefix + name].dropna()
             if len(vals):
                 by_type[t] = round(float(vals.mean()) * 100.0, 4)
         by_type["avg"] = round(float(np.mean(list(by_type.values()))), 4) if by_type else math.nan
         out[name] = by_type
     return out
+
+
+def undefined_counts(per_query: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """{metric: {type: number of queries with answers where the metric is undefined, "all": total}} for the
+    metrics that can be (tau, rho: one answer, or constant true or predicted utilities)."""
+    kept = per_query[per_query["n_answers"] > 0]
+    out: dict[str, dict[str, int]] = {}
+    for name in METRICS:
+        missing = kept[kept[name].isna()].groupby("type").size().to_dict()
+        if missing:
+            out[name] = {t: int(missing[t]) for t in ordered_types(set(missing))} | {"all": int(sum(missing.values()))}
+    return out
+
+
+def tied_share(per_query: pd.DataFrame) -> dict[str, float]:
+    """The pairs of answers tied in both true and predicted utility: {"tied_pairs", "pairs", "share"} (the
+    share in percent), over every query with answers."""
+    tied, pairs = float(per_query["tied_pairs"].sum()), float(per_query["pairs"].sum())
+    return {"tied_pairs": int(tied), "pairs": int(pairs), "share": round(100.0 * tied / pairs, 4) if pairs else 0.0}
 
 
 def query_counts(per_query: pd.DataFrame) -> dict[str, int]:
@@ -146,9 +181,11 @@ def text_table(summary: Summary) -> str:
 
 
 def evaluate_file(path: str | Path) -> dict[str, Any]:
-    """The report of one answers file: {dataset, method, file, query_set, counts, summary (x100)}."""
+    """The report of one answers file: {dataset, method, file, query_set, counts, summary (x100, tie-aware),
+    undefined (queries per type where tau/rho are undefined), paper_protocol (x100, the paper's evaluation
+    code: ids break ties), doubly_tied (pairs of answers tied on both sides)}."""
     ans = read_answers(path)
-    per_query = query_metrics(ans.frame)
+    per_query = query_metrics(ans.frame, paper=True)
     return {
         "dataset": ans.meta["dataset"],
         "method": ans.method,
@@ -156,6 +193,9 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "query_set": ans.meta.get("query_set"),
         "counts": query_counts(per_query),
         "summary": summarise(per_query),
+        "undefined": undefined_counts(per_query),
+        "paper_protocol": summarise(per_query, prefix="paper_"),
+        "doubly_tied": tied_share(per_query),
     }
 
 
@@ -188,9 +228,34 @@ def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
         + ", ".join(f"{t} {n}" for t, n in report["counts"].items())
         + "\n\n"
         + markdown_table(report["summary"])
-        + "\n"
+        + "\n\n"
+        + protocol_notes(report)
     )
     return js, md
+
+
+def protocol_notes(report: dict[str, Any]) -> str:
+    """Markdown: where tau/rho are undefined, the doubly tied pairs, and the paper protocol's table."""
+    lines = []
+    und = report.get("undefined") or {}
+    for name, by in und.items():
+        lines.append(
+            f"{METRICS[name].label} undefined (one answer, or constant true or predicted utilities) on {by['all']} "
+            "queries: " + ", ".join(f"{t} {n}" for t, n in by.items() if t != "all") + "."
+        )
+    tied = report.get("doubly_tied")
+    if tied:
+        lines.append(
+            f"Answer pairs tied in both true and predicted utility: {tied['tied_pairs']:,} of {tied['pairs']:,} "
+            f"({tied['share']:.1f}%)."
+        )
+    if report.get("paper_protocol"):
+        lines.append(
+            "\nPaper protocol (the authors' released evaluation: truth ties in stored order reversed, predicted "
+            "ties by entity id, single-answer queries counted as 0; for comparison only):\n\n"
+            + markdown_table(report["paper_protocol"])
+        )
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------- docs/results.*
@@ -208,14 +273,22 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
     results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
     counts_path = docs / "results_counts.json"
     counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
+    protocol_path = docs / "results_protocol.json"
+    protocol: dict[str, Any] = json.loads(protocol_path.read_text()) if protocol_path.exists() else {}
     for r in reports:
         results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
         counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
+        protocol.setdefault(r["dataset"], {})[r["method"]] = {
+            k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied")
+        }
     atomic.write_json(js_path, results)
     atomic.write_json(counts_path, counts)
+    atomic.write_json(protocol_path, protocol)
 
     body = [
-        "Metrics x100 per query type and averaged over types (design section 1); paper figures are averages.\n"
+        "Metrics x100 per query type and averaged over types (design section 1: tie-aware, no metric reads an "
+        "entity id; tau/rho left out where undefined); paper figures are averages. The comparison tables add "
+        "the paper protocol (the authors' evaluation code, where entity ids break ties) beside ours.\n"
     ]
     for dataset in sorted(results):
         body.append(f"### {dataset}\n")
@@ -223,7 +296,7 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
             body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
         paper = PAPER.get(dataset, {})
         if paper:
-            body.append(comparison_table(dataset, results[dataset]) + "\n")
+            body.append(comparison_table(dataset, results[dataset], protocol.get(dataset, {})) + "\n")
     count_lines = ["Evaluated queries (with at least one ground-truth answer) per type.\n"]
     for dataset in sorted(counts):
         for method in method_order(counts[dataset]):
@@ -259,20 +332,36 @@ def method_order(methods: Iterable[str]) -> list[str]:
     return sorted(methods, key=key)
 
 
-def comparison_table(dataset: str, methods: dict[str, Summary]) -> str:
-    """Averages of our methods beside the paper's figures (x100)."""
+def comparison_table(dataset: str, methods: dict[str, Summary], protocol: dict[str, Any] | None = None) -> str:
+    """Averages of our methods beside the paper's figures (x100): the tie-aware metrics, then (when known)
+    the same answers under the paper protocol, the share of doubly tied answer pairs and how many queries
+    leave tau undefined."""
     names = list(METRICS)
+    protocol = protocol or {}
+    extra = any(protocol.get(m) for m in methods)
+    head = [METRICS[m].label for m in names]
+    if extra:
+        head += [f"{METRICS[m].label} (paper protocol)" for m in names] + ["doubly tied %", "tau undefined"]
     lines = [
         f"Averages beside the paper ({dataset}):\n",
-        "| method | " + " | ".join(METRICS[m].label for m in names) + " |",
-        "|---|" + "---:|" * len(names),
+        "| method | " + " | ".join(head) + " |",
+        "|---|" + "---:|" * len(head),
     ]
     for method in method_order(methods):
-        lines.append(
-            f"| {method} | " + " | ".join(_fmt(methods[method].get(m, {}).get("avg")) for m in names) + " |"
-        )
+        cells = [_fmt(methods[method].get(m, {}).get("avg")) for m in names]
+        if extra:
+            p = protocol.get(method) or {}
+            pp = p.get("paper_protocol") or {}
+            cells += [_fmt(pp.get(m, {}).get("avg")) for m in names]
+            tied = p.get("doubly_tied") or {}
+            cells.append(_fmt(tied.get("share")))
+            cells.append(str((p.get("undefined") or {}).get("tau", {}).get("all", 0)) if p else "-")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
     for method, figs in PAPER.get(dataset, {}).items():
-        lines.append(f"| paper {method} | " + " | ".join(_fmt(figs.get(m)) for m in names) + " |")
+        cells = [_fmt(figs.get(m)) for m in names]
+        if extra:
+            cells += [_fmt(figs.get(m)) for m in names] + ["-", "-"]
+        lines.append(f"| paper {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

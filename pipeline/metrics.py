@@ -1,14 +1,25 @@
 """Ranking metrics of soft-query answering (design section 1), as classes with metadata and a registry.
 
-Every metric is a pure function of ``ranks``: ``(n,) int64``, the predicted rank among ALL entities
-(1 = best) of each ground-truth answer ``a_1..a_n``, listed best first by true utility. Ranks come from
-:func:`rank_entities` / :func:`ranks_of`: descending predicted utility, ties by entity id, ``-inf`` last.
+Ties decide nothing. Every metric is a pure function of one :class:`Ranked` query: its ground-truth answers
+``a_1..a_n`` with their true utilities ``t``, their predicted utilities ``p`` and, for each answer, the
+predicted tie group it sits in among ALL entities (``first`` = 1 + the number of entities predicted
+strictly better, ``ties`` = the group's size, itself included). No metric reads an entity id, so
+relabelling the graph changes nothing.
 
-- NDCG  = sum_i (1/R_i)/log2(i+1) / sum_i (1/i)/log2(i+1)
-- MAP   = (1/n) sum_{k=1..n} hit_k * (#hits in top k)/k, hit_k = the entity at predicted rank k is an answer
-- tau   = Kendall's tau-b between (1..n) and (R_1..R_n)      (only n > 1)
-- rho   = Spearman's rho between (1..n) and (R_1..R_n)       (only n > 1)
+- NDCG = sum_i E[1/R_i] D_i / sum_i (1/i) D_i. ``E[1/R_i]`` is the mean of 1/r over the ranks
+  ``first..first+ties-1`` of a_i's predicted tie group (the expectation over the group's orders); ``D_i``
+  is the mean of 1/log2(j+1) over the positions j of a_i's tie group among the true answers (the
+  expectation over the truth's tie orders). Without ties anywhere this is the paper's
+  sum_i (1/R_i)/log2(i+1) / sum_i (1/i)/log2(i+1). The denominator is the numerator of the true utilities
+  themselves (and of every ranking consistent with them), so those score exactly 1.
+- MAP = (1/n) sum_{k=1..n} E[hit_k * (#hits in top k)] / k, the expectation over the orders of every
+  predicted tie group (exact, in closed form: see :func:`average_precision`). Constant predictions score
+  the expected AP of a uniformly random ranking.
+- tau = Kendall's tau-b and rho = Spearman's rho (average ranks for ties) between ``t`` and ``p``, for
+  ``n > 1``; undefined (NaN, left out of the averages and counted) where either side is constant.
 
+The paper's own evaluation code (the truth's ties in their stored order reversed, predicted ties by entity
+id, single-answer queries counted as 0) is :func:`paper_protocol`, reported beside, labelled as such.
 Values are in natural units (NDCG 1 = perfect); tables multiply by 100.
 """
 
@@ -16,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -23,16 +35,32 @@ import torch
 
 from pipeline.registry import Registry
 
+# The paper's evaluation truncates the ground truth to its stored top 100 answers.
+PAPER_TOP = 100
+
 # ------------------------------------------------------------------------------------------------- ranking
 
 
+def _nan_as_neginf(u: torch.Tensor) -> torch.Tensor:
+    """NaN -> -inf, everything else (infinities included) kept; nan_to_num alone would also turn -inf
+    into the lowest finite float, splitting one tie group in two."""
+    u = u if u.is_floating_point() else u.float()
+    return torch.where(torch.isnan(u), torch.full_like(u, -math.inf), u)
+
+
+def _np_nan_as_neginf(x: np.ndarray | Sequence[float]) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.isnan(x), -np.inf, x)
+
+
 def rank_entities(utility: torch.Tensor) -> torch.Tensor:
-    """Rank of every entity among all entities, per row.
+    """Rank of every entity among all entities, per row, ties broken by entity id (the listing order of
+    the top answers and the paper protocol's predicted rank; no tie-aware metric reads it).
 
     utility: (n_entities,) or (B, n_entities) float, -inf = the entity fails the query (NaN counts as -inf).
     Returns the same shape, int64, 1 = best; ties broken by entity id (lower id first), -inf last.
     """
-    u = torch.nan_to_num(utility.float(), nan=-math.inf)
+    u = _nan_as_neginf(utility)
     # A stable descending sort keeps equal utilities in entity-id order: exactly the tie rule.
     order = torch.sort(u, dim=-1, descending=True, stable=True).indices
     ranks = torch.empty_like(order)
@@ -41,12 +69,42 @@ def rank_entities(utility: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
+def tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The predicted tie group of every entity, per row: (first, ties), both the shape of utility, int64.
+
+    first = 1 + the number of entities with a strictly larger utility; ties = the number of entities with
+    the same utility (itself included). NaN counts as -inf, and every -inf shares one group at the end."""
+    u = _nan_as_neginf(utility)
+    squeeze = u.dim() == 1
+    if squeeze:
+        u = u[None]
+    b, n = u.shape
+    if n == 0:
+        empty = torch.zeros_like(u, dtype=torch.int64)
+        return (empty[0], empty[0]) if squeeze else (empty, empty)
+    vals, order = torch.sort(u, dim=-1, descending=True)
+    pos = torch.arange(n, device=u.device).expand(b, n)
+    starts = torch.ones_like(vals, dtype=torch.bool)
+    starts[:, 1:] = vals[:, 1:] != vals[:, :-1]
+    ends = torch.ones_like(starts)
+    ends[:, :-1] = starts[:, 1:]
+    # a group's first position carried forward, its last position carried backward
+    first = torch.cummax(torch.where(starts, pos, torch.zeros_like(pos)), dim=-1).values
+    last_rev = torch.cummax(torch.where(ends, n - 1 - pos, torch.zeros_like(pos)).flip(-1), dim=-1).values
+    last = (n - 1 - last_rev).flip(-1)
+    out_first = torch.empty_like(order)
+    out_ties = torch.empty_like(order)
+    out_first.scatter_(-1, order, first + 1)
+    out_ties.scatter_(-1, order, last - first + 1)
+    return (out_first[0], out_ties[0]) if squeeze else (out_first, out_ties)
+
+
 def ranks_of(utility: np.ndarray | torch.Tensor, entities: np.ndarray | list[int]) -> np.ndarray:
-    """Predicted ranks (n,) int64 of the given entity ids under a utility vector (n_entities,).
+    """Predicted ranks (n,) int64 of the given entity ids under a utility vector (n_entities,), ties by id.
 
     An independent numpy implementation of :func:`rank_entities` (a rank is 1 + #strictly better +
     #equal with a lower id), used for single queries and as the oracle in tests."""
-    u = np.nan_to_num(np.asarray(utility, dtype=np.float64), nan=-np.inf)
+    u = _np_nan_as_neginf(utility)
     ent = np.asarray(entities, dtype=np.int64)
     ue = u[ent][:, None]
     better = (u[None, :] > ue).sum(axis=1)
@@ -55,54 +113,157 @@ def ranks_of(utility: np.ndarray | torch.Tensor, entities: np.ndarray | list[int
     return (1 + better + equal_before).astype(np.int64)
 
 
-# ------------------------------------------------------------------------------------------ pure functions
+# -------------------------------------------------------------------------------------------- one query
 
 
-def _as_ranks(ranks: np.ndarray | list[int]) -> np.ndarray:
-    r = np.asarray(ranks, dtype=np.float64).reshape(-1)
-    if r.size and (np.any(r < 1) or np.any(~np.isfinite(r))):
-        raise ValueError(f"ranks must be finite and >= 1, got {r.tolist()[:10]}")
-    return r
+@dataclass(frozen=True)
+class Ranked:
+    """What the metrics read of one query: its n ground-truth answers, best first by true utility.
+
+    truth: (n,) float64 true utilities; predicted: (n,) float64 predicted utilities (-inf = fails);
+    first, ties: (n,) int64, each answer's predicted tie group among ALL entities (:func:`tie_groups`);
+    id_rank: (n,) int64 the predicted rank with ties by entity id, read only by :func:`paper_protocol`."""
+
+    truth: np.ndarray
+    predicted: np.ndarray
+    first: np.ndarray
+    ties: np.ndarray
+    id_rank: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.truth)
+        for name in ("predicted", "first", "ties"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"Ranked.{name} has {len(getattr(self, name))} values for {n} answers")
+        if n and (np.any(np.asarray(self.first) < 1) or np.any(np.asarray(self.ties) < 1)):
+            raise ValueError("Ranked.first and Ranked.ties must be >= 1")
+
+    @property
+    def n(self) -> int:
+        return len(self.truth)
+
+    @classmethod
+    def from_utilities(
+        cls, truth_utility: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor,
+        answers: np.ndarray | Sequence[int],
+    ) -> Ranked:
+        """A query from two utility vectors (n_entities,) and its answer ids (best first by truth_utility):
+        the oracle path of tests and single queries."""
+        p = torch.as_tensor(_np_nan_as_neginf(predicted))
+        ans = np.asarray(answers, dtype=np.int64)
+        first, ties = tie_groups(p)
+        t = np.asarray(truth_utility, dtype=np.float64)[ans]
+        return cls(
+            truth=t, predicted=p.numpy()[ans], first=first.numpy()[ans], ties=ties.numpy()[ans],
+            id_rank=rank_entities(p).numpy()[ans],
+        )
 
 
-def ndcg(ranks: np.ndarray | list[int]) -> float:
-    """NDCG of ranks (n,) of the ground-truth answers in best-first order; in (0, 1], 1 = perfect."""
-    r = _as_ranks(ranks)
-    if r.size == 0:
+def harmonic(x: np.ndarray | float) -> np.ndarray:
+    """H(x) = sum_{k=1..x} 1/k for integers x >= 0 (float64), exact to ~1e-15 through the digamma function."""
+    t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    return (torch.special.digamma(t + 1.0) + 0.5772156649015329).numpy()
+
+
+def expected_inverse_rank(first: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """E[1/R] of an entity placed uniformly among the ranks first..first+ties-1 (its tie group)."""
+    first = np.asarray(first, dtype=np.float64)
+    ties = np.asarray(ties, dtype=np.float64)
+    return (harmonic(first + ties - 1.0) - harmonic(first - 1.0)) / ties
+
+
+def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For values sorted descending: each value's run start and run length (equal values form a run)."""
+    n = len(values)
+    starts = np.r_[True, values[1:] != values[:-1]] if n else np.zeros(0, dtype=bool)
+    idx = np.flatnonzero(starts)
+    lengths = np.diff(np.r_[idx, n])
+    run = np.cumsum(starts) - 1
+    return idx[run], lengths[run]
+
+
+def truth_discounts(truth: np.ndarray) -> np.ndarray:
+    """D_i (n,) for truth utilities best first: the mean of 1/log2(j+1) over the positions j (1-based) of
+    a_i's group of equal true utilities."""
+    t = np.asarray(truth, dtype=np.float64)
+    n = len(t)
+    disc = 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+    start, length = _runs(t)
+    csum = np.r_[0.0, np.cumsum(disc)]
+    return (csum[start + length] - csum[start]) / length
+
+
+def _best_first(q: Ranked) -> Ranked:
+    """The query with its answers sorted by true utility, best first (a stable sort: no-op when stored so)."""
+    order = np.argsort(-np.asarray(q.truth, dtype=np.float64), kind="stable")
+    if np.array_equal(order, np.arange(q.n)):
+        return q
+    pick = lambda a: None if a is None else np.asarray(a)[order]  # noqa: E731
+    return Ranked(pick(q.truth), pick(q.predicted), pick(q.first), pick(q.ties), pick(q.id_rank))
+
+
+def ndcg(q: Ranked) -> float:
+    """Tie-aware NDCG in (0, 1]; 1 = the true utilities or any ranking consistent with them; NaN when n = 0."""
+    if q.n == 0:
         return math.nan
-    discount = 1.0 / np.log2(np.arange(2, r.size + 2))
-    ideal = np.sum(discount / np.arange(1, r.size + 1))
-    return float(np.sum(discount / r) / ideal)
+    q = _best_first(q)
+    d = truth_discounts(q.truth)
+    gain = expected_inverse_rank(q.first, q.ties)
+    ideal = np.sum(d / np.arange(1, q.n + 1))
+    return float(np.sum(gain * d) / ideal)
 
 
-def average_precision(ranks: np.ndarray | list[int]) -> float:
-    """AP over the first n predicted ranks (n = number of answers); in [0, 1], 1 = perfect."""
-    r = _as_ranks(ranks)
-    n = r.size
+def average_precision(q: Ranked) -> float:
+    """Tie-aware AP over the first n predicted ranks, in [0, 1]: the exact expectation over the orders of
+    every predicted tie group.
+
+    A group occupying ranks s..s+m-1 and holding h answers, with A answers ranked before it: its j-th rank
+    is a hit with probability h/m, and given that, the j-1 ranks before it within the group hold
+    (j-1)(h-1)/(m-1) answers on average (hypergeometric). So E[hit_k * hits_in_top_k] = (h/m)(1 + A +
+    (j-1)(h-1)/(m-1)), summed over the group's ranks k <= n divided by k with harmonic numbers."""
+    n = q.n
     if n == 0:
         return math.nan
-    ks = np.arange(1, n + 1)
-    hits = np.isin(ks, r)  # hit_k: the entity at predicted rank k is an answer (ranks are distinct)
-    hits_in_top = (r[None, :] <= ks[:, None]).sum(axis=1)
-    return float(np.sum(hits * hits_in_top / ks) / n)
+    first = np.asarray(q.first, dtype=np.int64)
+    ties = np.asarray(q.ties, dtype=np.int64)
+    s, idx, h = np.unique(first, return_index=True, return_counts=True)
+    m = ties[idx].astype(np.float64)
+    a = np.cumsum(np.r_[0, h[:-1]]).astype(np.float64)  # answers in the groups before (s ascending)
+    keep = s <= n
+    s, m, h, a = s[keep].astype(np.float64), m[keep], h[keep].astype(np.float64), a[keep]
+    j = np.minimum(m, n - s + 1.0)  # ranks of the group inside the top n
+    inv = harmonic(s + j - 1.0) - harmonic(s - 1.0)  # sum of 1/k over them
+    within = np.where(m > 1, (h - 1.0) / np.maximum(m - 1.0, 1.0), 0.0)
+    total = (h / m) * ((1.0 + a) * inv + within * (j - s * inv))
+    return float(np.sum(total) / n)
 
 
-def kendall_tau(ranks: np.ndarray | list[int]) -> float:
-    """Kendall's tau-b between positions (1..n) and ranks (n,); in [-1, 1], NaN when n < 2."""
-    r = _as_ranks(ranks)
-    n = r.size
-    if n < 2:
+def _defined(t: np.ndarray, p: np.ndarray) -> bool:
+    return len(t) > 1 and not (np.all(t == t[0]) or np.all(p == p[0]))
+
+
+def kendall_tau(q: Ranked) -> float:
+    """Kendall's tau-b between true and predicted utilities; NaN when n < 2 or either side is constant."""
+    t = np.asarray(q.truth, dtype=np.float64)
+    p = _np_nan_as_neginf(q.predicted)
+    if not _defined(t, p):
         return math.nan
-    i, j = np.triu_indices(n, k=1)
-    s = np.sign(r[j] - r[i])  # positions j > i always, so the sign of the rank difference decides
-    pairs = n * (n - 1) / 2
-    tied_pairs = np.sum(s == 0)
-    if tied_pairs == pairs:
-        return math.nan
-    return float(np.sum(s) / math.sqrt(pairs * (pairs - tied_pairs)))
+    n = len(t)
+    s = ut = up = 0.0
+    block = max(1, (1 << 22) // n)  # rows of the pair matrix at once: at most ~4M pairs in memory
+    for lo in range(0, n, block):
+        # signs by comparison, not subtraction (-inf - -inf is NaN; two -inf are a tie)
+        tb, pb = t[lo : lo + block, None], p[lo : lo + block, None]
+        dt = (tb > t[None, :]).astype(np.int8) - (tb < t[None, :]).astype(np.int8)
+        dp = (pb > p[None, :]).astype(np.int8) - (pb < p[None, :]).astype(np.int8)
+        s += float(np.sum(dt.astype(np.int64) * dp))
+        ut += float(np.count_nonzero(dt))
+        up += float(np.count_nonzero(dp))
+    # every unordered pair was seen twice (both orders), as were its tie counts
+    return float(s / math.sqrt(ut * up))
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
+def average_ranks(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n of x ascending, ties sharing their average rank (as scipy.stats.rankdata)."""
     _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     # Each distinct value occupies the positions after all smaller values: average its first and last.
@@ -110,20 +271,73 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     return ((last - counts + 1 + last) / 2.0)[inverse]
 
 
-def spearman_rho(ranks: np.ndarray | list[int]) -> float:
-    """Spearman's rho between positions (1..n) and ranks (n,); in [-1, 1], NaN when n < 2."""
-    r = _as_ranks(ranks)
-    n = r.size
+def spearman_rho(q: Ranked) -> float:
+    """Spearman's rho (Pearson's r of average ranks) between true and predicted utilities; NaN when n < 2
+    or either side is constant."""
+    t = np.asarray(q.truth, dtype=np.float64)
+    p = _np_nan_as_neginf(q.predicted)
+    if not _defined(t, p):
+        return math.nan
+    a = average_ranks(t)
+    b = average_ranks(p)
+    a, b = a - a.mean(), b - b.mean()
+    return float(np.sum(a * b) / math.sqrt(float(np.sum(a * a) * np.sum(b * b))))
+
+
+def doubly_tied_pairs(q: Ranked) -> tuple[int, int]:
+    """(pairs of answers tied in both true and predicted utility, all pairs): the pairs that tie rules
+    used to count as agreement."""
+    t = np.asarray(q.truth, dtype=np.float64)
+    p = _np_nan_as_neginf(q.predicted)
+    n = len(t)
     if n < 2:
-        return math.nan
-    a = np.arange(1, n + 1, dtype=np.float64)
-    b = _average_ranks(r)
-    b = b - b.mean()
-    a = a - a.mean()
-    denom = math.sqrt(float(np.sum(a * a) * np.sum(b * b)))
-    if denom == 0.0:
-        return math.nan
-    return float(np.sum(a * b) / denom)
+        return 0, 0
+    i, j = np.triu_indices(n, k=1)
+    return int(np.sum((t[i] == t[j]) & (p[i] == p[j]))), n * (n - 1) // 2
+
+
+# ------------------------------------------------------------------------------- the paper's protocol
+
+
+def ndcg_of_ranks(ranks: np.ndarray) -> float:
+    """The paper's NDCG of distinct ranks (n,) of the answers in truth order."""
+    r = np.asarray(ranks, dtype=np.float64)
+    discount = 1.0 / np.log2(np.arange(2, r.size + 2))
+    return float(np.sum(discount / r) / np.sum(discount / np.arange(1, r.size + 1)))
+
+
+def ap_of_ranks(ranks: np.ndarray) -> float:
+    """The paper's AP of distinct ranks (n,) over the first n predictions."""
+    r = np.sort(np.asarray(ranks, dtype=np.float64))
+    ks = np.arange(1, r.size + 1, dtype=np.float64)
+    hits = np.isin(ks, r)
+    hits_in_top = np.searchsorted(r, ks, side="right")
+    return float(np.sum(hits * hits_in_top / ks) / r.size)
+
+
+def paper_protocol(q: Ranked) -> dict[str, float]:
+    """The metrics as the paper's released evaluation computes them (for comparison only; ids decide ties):
+    the truth truncated to its first 100 answers, its ties in their stored order reversed (an ascending
+    argsort reversed); each answer's predicted rank with ties by entity id; tau and rho between the truth
+    order (1..n) and those ranks, 0 for a single-answer query."""
+    if q.id_rank is None:
+        raise ValueError("paper_protocol needs Ranked.id_rank")
+    n = min(q.n, PAPER_TOP)
+    if n == 0:
+        return {"tau": math.nan, "rho": math.nan, "map": math.nan, "ndcg": math.nan}
+    truth = np.asarray(q.truth, dtype=np.float64)[:n]
+    ranks = np.asarray(q.id_rank, dtype=np.float64)[:n]
+    order = np.argsort(truth, kind="stable")[::-1]  # best first; ties in reversed stored order
+    r = ranks[order]
+    if n == 1:
+        tau = rho = 0.0
+    else:
+        pos = np.arange(1, n + 1, dtype=np.float64)
+        i, j = np.triu_indices(n, k=1)
+        tau = float(np.sum(np.sign(r[j] - r[i])) / (n * (n - 1) / 2))
+        a, b = pos - pos.mean(), average_ranks(r) - average_ranks(r).mean()
+        rho = float(np.sum(a * b) / math.sqrt(float(np.sum(a * a) * np.sum(b * b))))
+    return {"tau": tau, "rho": rho, "map": ap_of_ranks(r), "ndcg": ndcg_of_ranks(r)}
 
 
 # ----------------------------------------------------------------------------------------- metric classes
@@ -141,20 +355,14 @@ class Metric:
     min_answers: ClassVar[int] = 1  # queries with fewer ground-truth answers get NaN and are left out
     synonyms: ClassVar[tuple[str, ...]] = ()
 
-    def __call__(self, ranks: np.ndarray | list[int]) -> float:
-        """The metric of one query; NaN when it has fewer than min_answers answers."""
-        if len(ranks) < self.min_answers:
+    def __call__(self, q: Ranked) -> float:
+        """The metric of one query; NaN where it is undefined (fewer than min_answers answers, ...)."""
+        if q.n < self.min_answers:
             return math.nan
-        return self.compute(ranks)
+        return self.compute(q)
 
-    def compute(self, ranks: np.ndarray | list[int]) -> float:
+    def compute(self, q: Ranked) -> float:
         raise NotImplementedError
-
-    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
-        """(Q,) the metric of Q queries with the same number n >= min_answers of answers at once: ranks
-        (Q, n) float64, each row's ranks distinct (see metric_columns). Equal to compute row by row up to
-        float summation order; subclasses vectorise it."""
-        return np.array([self.compute(r) for r in ranks], dtype=np.float64)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -163,90 +371,47 @@ class Metric:
 class NDCG(Metric):
     name = "ndcg"
     label = "NDCG"
-    description = "normalised discounted cumulative gain with gain 1/R_i of the i-th true answer"
+    description = "normalised DCG, gain E[1/R_i] of the i-th true answer, ties share their ranks"
     lower, upper = 0.0, 1.0
     synonyms = ("normalized_dcg",)
 
-    def compute(self, ranks: np.ndarray | list[int]) -> float:
-        return ndcg(ranks)
-
-    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
-        n = ranks.shape[1]
-        discount = 1.0 / np.log2(np.arange(2, n + 2))
-        ideal = np.sum(discount / np.arange(1, n + 1))
-        return np.sum(discount / ranks, axis=1) / ideal
+    def compute(self, q: Ranked) -> float:
+        return ndcg(q)
 
 
 class MAP(Metric):
     name = "map"
     label = "MAP"
-    description = "mean average precision over the top-n predictions (n = number of true answers)"
+    description = "mean average precision over the top-n predictions, expected over predicted tie orders"
     lower, upper = 0.0, 1.0
     synonyms = ("average_precision", "ap")
 
-    def compute(self, ranks: np.ndarray | list[int]) -> float:
-        return average_precision(ranks)
-
-    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
-        q, n = ranks.shape
-        ks = np.arange(1, n + 1, dtype=np.float64)
-        # #ranks <= k and < k per row by one searchsorted over the rows laid end to end (row i shifted by
-        # i * span, so the flat array stays sorted); distinct ranks: hit_k = the difference of the two
-        span = float(ranks.max()) + n + 1.0
-        shift = np.arange(q, dtype=np.float64)[:, None] * span
-        flat = (np.sort(ranks, axis=1) + shift).ravel()
-        at = (ks[None, :] + shift).ravel()
-        base = (np.arange(q) * n)[:, None]
-        upto = np.searchsorted(flat, at, side="right").reshape(q, n) - base
-        below = np.searchsorted(flat, at, side="left").reshape(q, n) - base
-        return np.sum((upto > below) * upto / ks, axis=1) / n
+    def compute(self, q: Ranked) -> float:
+        return average_precision(q)
 
 
 class KendallTau(Metric):
     name = "tau"
     label = "tau"
-    description = "Kendall's tau between the true order of the answers and their predicted ranks (n > 1)"
+    description = "Kendall's tau-b between true and predicted utilities of the answers (n > 1, neither constant)"
     lower, upper = -1.0, 1.0
     min_answers = 2
     synonyms = ("kendall", "kendall_tau")
 
-    def compute(self, ranks: np.ndarray | list[int]) -> float:
-        return kendall_tau(ranks)
-
-    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
-        q, n = ranks.shape
-        i, j = np.triu_indices(n, k=1)
-        pairs = n * (n - 1) / 2
-        out = np.empty(q, dtype=np.float64)
-        step = max(1, (1 << 22) // max(1, i.size))  # rows per chunk: at most ~4M pair signs at once
-        for lo in range(0, q, step):
-            r = ranks[lo : lo + step]
-            # distinct ranks: no tied pair, so tau-b's denominator is the number of pairs (as compute)
-            out[lo : lo + step] = np.sum(np.sign(r[:, j] - r[:, i]), axis=1) / math.sqrt(pairs * pairs)
-        return out
+    def compute(self, q: Ranked) -> float:
+        return kendall_tau(q)
 
 
 class SpearmanRho(Metric):
     name = "rho"
     label = "rho"
-    description = "Spearman's rho between the true order of the answers and their predicted ranks (n > 1)"
+    description = "Spearman's rho (average ranks) between true and predicted utilities (n > 1, neither constant)"
     lower, upper = -1.0, 1.0
     min_answers = 2
     synonyms = ("spearman", "spearman_rho")
 
-    def compute(self, ranks: np.ndarray | list[int]) -> float:
-        return spearman_rho(ranks)
-
-    def compute_rows(self, ranks: np.ndarray) -> np.ndarray:
-        q, n = ranks.shape
-        a = np.arange(1, n + 1, dtype=np.float64)
-        b = np.empty_like(ranks)  # distinct ranks: the average ranks are the positions in sorted order
-        np.put_along_axis(b, np.argsort(ranks, axis=1), a[None, :].repeat(q, 0), axis=1)
-        b = b - b.mean(axis=1, keepdims=True)
-        a = a - a.mean()
-        denom = np.sqrt(np.sum(a * a) * np.sum(b * b, axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(denom == 0.0, math.nan, np.sum(a[None, :] * b, axis=1) / denom)
+    def compute(self, q: Ranked) -> float:
+        return spearman_rho(q)
 
 
 # The paper's column order: tau, rho, MAP, NDCG.
@@ -267,31 +432,24 @@ def get_metric(name: str) -> Metric:
     return METRICS.get(name)
 
 
-def metric_columns(ranks: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Every registered metric of many queries at once: {name: (Q,) float64, NaN where undefined}, equal to
-    calling each metric query by query (up to float summation order). Queries with the same number of
-    answers go through the metric's compute_rows together; a query with a repeated rank (never from
-    rank_entities, which ranks every entity once) through compute."""
-    out = {name: np.full(len(ranks), math.nan) for name in METRICS.names()}
-    by_n: dict[int, list[int]] = {}
-    for q, r in enumerate(ranks):
-        by_n.setdefault(len(r), []).append(q)
-    for n, rows in by_n.items():
-        if n == 0:
-            continue
-        block = np.stack([_as_ranks(ranks[q]) for q in rows])
-        distinct = (np.diff(np.sort(block, axis=1), axis=1) > 0).all(axis=1)
-        fast, slow = np.asarray(rows)[distinct], np.asarray(rows)[~distinct]
-        for name, m in METRICS.items():
-            if n < m.min_answers:
-                continue
-            if fast.size:
-                out[name][fast] = m.compute_rows(block[distinct])
-            for q in slow:
-                out[name][q] = m.compute(ranks[q])
-    return out
-
-
-def evaluate_ranks(ranks: np.ndarray | list[int]) -> dict[str, float]:
+def evaluate_query(q: Ranked) -> dict[str, float]:
     """Every registered metric of one query: {name: value (NaN where undefined)}."""
-    return {name: m(ranks) for name, m in METRICS.items()}
+    return {name: m(q) for name, m in METRICS.items()}
+
+
+def metric_columns(queries: Sequence[Ranked], paper: bool = False) -> dict[str, np.ndarray]:
+    """Every registered metric of many queries: {name: (Q,) float64, NaN where undefined}; with paper, also
+    ``paper_<name>`` (:func:`paper_protocol`) and ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs`)."""
+    names = list(METRICS.names())
+    extra = [*(f"paper_{m}" for m in names), "tied_pairs", "pairs"] if paper else []
+    out = {name: np.full(len(queries), math.nan) for name in [*names, *extra]}
+    for i, q in enumerate(queries):
+        if q.n == 0:
+            continue
+        for name, m in METRICS.items():
+            out[name][i] = m(q)
+        if paper:
+            for name, v in paper_protocol(q).items():
+                out[f"paper_{name}"][i] = v
+            out["tied_pairs"][i], out["pairs"][i] = doubly_tied_pairs(q)
+    return out

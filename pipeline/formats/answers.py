@@ -2,7 +2,10 @@
 
 One row per (query, entity) for the top-k predicted entities AND every ground-truth answer:
   query_id str · type str · entity int64 · utility float32 (predicted,
-  -inf = fails) · rank int64 (among ALL entities, 1 = best, ties by entity id, -inf last) ·
+  -inf = fails) · rank int64 (among ALL entities, 1 = best, ties by entity id, -inf last: the listing
+  order, and the paper protocol's rank) · rank_first int64 (1 + the number of entities predicted strictly
+  better) · ties int64 (the number of entities predicted equal, itself included: its tie group occupies
+  ranks rank_first..rank_first+ties-1, which is what the metrics read) ·
   truth_utility float64 (NaN where the entity is not a ground-truth answer) ·
   truth_rank int32 (1..n = position among the ground-truth answers, best first; 0 = not an answer)
 File metadata (key ``pipeline``, JSON, sealed): format, dataset, method (the table label, e.g.
@@ -23,9 +26,12 @@ import torch
 
 from pipeline.errors import ArtifactError
 from pipeline.formats import meta as metafile
-from pipeline.metrics import rank_entities
+from pipeline.metrics import rank_entities, tie_groups
 
-FORMAT = "soft-query-answers/1"
+FORMAT = "soft-query-answers/2"
+# Format 1 had no tie groups (rank_first, ties), which the tie-aware metrics need: such files are refused
+# with what to re-run.
+OLD_FORMATS = ("soft-query-answers/1",)
 TOP_K = 100
 
 SCHEMA = pa.schema(
@@ -35,6 +41,8 @@ SCHEMA = pa.schema(
         ("entity", pa.int64()),
         ("utility", pa.float32()),
         ("rank", pa.int64()),
+        ("rank_first", pa.int64()),
+        ("ties", pa.int64()),
         ("truth_utility", pa.float64()),
         ("truth_rank", pa.int32()),
     ]
@@ -75,6 +83,11 @@ def write_answers(frame: pd.DataFrame, path: str | Path, meta: dict[str, Any]) -
 def read_answers(path: str | Path) -> Answers:
     """Read one answers file; ArtifactError names the file and what is wrong with it."""
     path = Path(path)
+    if path.is_file() and metafile.peek_format(path) in OLD_FORMATS:
+        raise ArtifactError(
+            f"{path}: an answers file of format {metafile.peek_format(path)!r}, written before the tie-aware "
+            f"metrics (it has no tie groups); re-run `pipeline answer` to write format {FORMAT!r}"
+        )
     table, meta = metafile.read_parquet(path, FORMAT, "answers file", REQUIRED_META)
     missing = [f.name for f in SCHEMA if f.name not in table.column_names]
     if missing:
@@ -91,7 +104,7 @@ def find_answer_files(path: str | Path) -> list[Path]:
         raise ArtifactError(f"{path}: no such answers file or directory")
     found = []
     for p in sorted(path.glob("*.parquet")):
-        if metafile.peek_format(p) in (FORMAT, ""):  # "" = damaged metadata: reported when read, not skipped
+        if metafile.peek_format(p) in (FORMAT, "", *OLD_FORMATS):  # old ones: refused with a reason when read  # "" = damaged metadata: reported when read, not skipped
             found.append(p)
     if not found:
         raise ArtifactError(f"{path}: holds no answers file (*.parquet written by `pipeline answer`)")
@@ -116,10 +129,12 @@ def rows_from_utilities(
     if not query_ids:
         return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
     ranks = rank_entities(utility)
+    first, ties = tie_groups(utility)
     k = min(k, utility.shape[-1])
     top = torch.topk(-ranks, k, dim=-1).indices.cpu().numpy()  # the k smallest ranks, best first
     u_cpu = utility.float().cpu().numpy()
     r_cpu = ranks.cpu().numpy()
+    f_cpu, t_cpu = first.cpu().numpy(), ties.cpu().numpy()
     # Per query only the entity list and the truth's positions in it; the frame is built once for the
     # batch (a DataFrame per query cost ~1 ms each: most of the time of answering a valid set).
     ents_l, rank_l, util_l = [], [], []
@@ -149,6 +164,8 @@ def rows_from_utilities(
             "entity": ents,
             "utility": u_cpu[row, ents].astype(np.float32),
             "rank": r_cpu[row, ents].astype(np.int64),
+            "rank_first": f_cpu[row, ents].astype(np.int64),
+            "ties": t_cpu[row, ents].astype(np.int64),
             "truth_utility": np.concatenate(util_l),
             "truth_rank": np.concatenate(rank_l),
         }

@@ -1,6 +1,7 @@
 """Query sets on disk: one Parquet file, one row per query (the hand-off to training and evaluation).
 
-Columns (answers are best first: utility descending, ties by entity id, top 100):
+Columns (answers are best first: utility descending, the top 100 plus the whole tie group at the cut, a
+group listed by id):
   id str · type str · text str (the design's grammar, entity and relation ids as ``#n``) ·
   atoms list<struct{conj int32, head_var str?, head_eid int64?, relation int64, tail_var str?,
   tail_eid int64?, alpha float64, beta float64, negated bool}> (one struct per atom, ``conj`` = index of

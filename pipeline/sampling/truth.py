@@ -1,6 +1,10 @@
 """Ground truth: the exact engine on an observed graph turns queries into answer lists.
 
-Answers (design section 1): entities with finite u > 0, utility descending, ties by entity id, top 100.
+Answers (design section 1): entities with finite u > 0, utility descending, the top 100, and where a group
+of tied utilities crosses that cut, the WHOLE group: ids never decide who is an answer. (The other rule the
+design allows, a seeded random choice within the group, would leave the excluded members tied with the
+included ones, so even the true utilities could not score 100; the whole group keeps every invariant.)
+Within a group the stored order is by entity id, which no metric reads.
 """
 
 from __future__ import annotations
@@ -15,12 +19,25 @@ from pipeline.query.model import Query
 TOP_K = 100
 
 
+def cut_answers(row: torch.Tensor, k: int = TOP_K) -> tuple[torch.Tensor, torch.Tensor]:
+    """The answers of one utility vector (N,): ids (n,) int64 and utilities (n,), best first (ties by id),
+    the top k plus every entity tied with the k-th (so n >= k only when a tie crosses the cut)."""
+    ids, vals = top_answers(row, k=k)
+    if len(ids) == k and k > 0:
+        tied = torch.nonzero(row == vals[-1], as_tuple=True)[0]  # ids ascending
+        extra = tied[~torch.isin(tied, ids)]
+        if len(extra):
+            ids = torch.cat([ids, extra])
+            vals = torch.cat([vals, row[extra]])
+    return ids, vals
+
+
 def answer_lists(utility: torch.Tensor, k: int = TOP_K) -> list[tuple[list[int], list[float], int]]:
     """Per row of utility (B, N) float32: (ids best first, their utilities as floats, the number of all
-    answers before the top-k cut)."""
+    answers before the cut), see :func:`cut_answers`."""
     out = []
     for row in utility:
-        ids, vals = top_answers(row, k=k)
+        ids, vals = cut_answers(row, k=k)
         n_all = int((torch.isfinite(row) & (row > 0)).sum())
         out.append(([int(i) for i in ids.tolist()], [float(v) for v in vals.tolist()], n_all))
     return out

@@ -76,14 +76,16 @@ def test_per_query_and_per_type_values_by_hand(tmp_path: Path) -> None:
     per_query = query_metrics(read_answers(_answers(tmp_path)).frame).set_index("query_id")
     # q2: truth (1, 2); predicted order 1 (0.7), 2 (0.3), 0 (0.2): R = (1, 2), perfect.
     assert per_query.loc["q2", "ndcg"] == pytest.approx(1.0)
-    # q3: one answer at rank 3: NDCG 1/3, AP 0 (no hit in the top 1), correlations undefined.
-    assert per_query.loc["q3", "ndcg"] == pytest.approx(1 / 3)
+    # q3: one answer, tied with entity 0 at 0.4 behind entity 3: ranks 2-3 in either order, so
+    # NDCG = E[1/R] = (1/2 + 1/3)/2 = 5/12 (never 1/2 or 1/3 by entity id), AP 0 (no hit in the top 1),
+    # correlations undefined.
+    assert per_query.loc["q3", "ndcg"] == pytest.approx(5 / 12)
     assert per_query.loc["q3", "map"] == 0.0 and math.isnan(per_query.loc["q3", "tau"])
     summary = summarise(per_query.reset_index())
     assert summary["ndcg"] == {
         "1p": 100.0,
-        "2p": pytest.approx(100 / 3, abs=1e-4),
-        "avg": pytest.approx(200 / 3, abs=1e-4),
+        "2p": pytest.approx(500 / 12, abs=1e-4),
+        "avg": pytest.approx((100 + 500 / 12) / 2, abs=1e-4),
     }
     # tau is defined for the 1p queries only, so the average is theirs.
     assert summary["tau"] == {"1p": 100.0, "avg": 100.0}
@@ -162,11 +164,19 @@ def test_cli_evaluate_table_json_and_files(tmp_path: Path) -> None:
     assert lines[0].startswith("toy  ukge_logi SRC  (3 queries: 1p 2, 2p 1)")
     assert lines[1].split() == ["metric", "1p", "2p", "avg"]
     assert lines[5].split() == ["MAP", "100.0", "0.0", "50.0"]
-    assert lines[6].split() == ["NDCG", "100.0", "33.3", "66.7"]
+    assert lines[6].split() == ["NDCG", "100.0", "41.7", "70.8"]  # q3's answer tied at ranks 2-3: 5/12
+    assert lines[7] == "tau undefined on 1 queries (one answer, or constant true or predicted utilities)"
+    # the paper protocol breaks q3's tie by id (entity 0 first): rank 3, NDCG 1/3
+    assert lines[9].startswith("paper protocol") and "ndcg 66.7" in lines[9]
     assert (tmp_path / "ukge_logi-SRC.metrics.json").exists() and (tmp_path / "p.png").exists()
+    assert "Paper protocol" in (tmp_path / "ukge_logi-SRC.metrics.md").read_text()
     res = CliRunner().invoke(cli, ["evaluate", str(path), "--json"])
     doc = json.loads(res.output)
     assert doc[0]["summary"]["map"]["2p"] == 0.0
+    assert doc[0]["undefined"]["tau"] == {"2p": 1, "all": 1}
+    assert doc[0]["paper_protocol"]["ndcg"]["2p"] == pytest.approx(100 / 3, abs=1e-4)
+    # q1's answers (0, 1) and q2's (1, 2) are tied in neither truth nor prediction
+    assert doc[0]["doubly_tied"] == {"tied_pairs": 0, "pairs": 2, "share": 0.0}
 
 
 def test_cli_evaluate_bad_input_is_one_line(tmp_path: Path) -> None:
@@ -193,17 +203,19 @@ def _random_batch(rng: np.random.Generator, b: int, n: int) -> tuple[np.ndarray,
 @given(st.integers(0, 10_000), st.integers(1, 4), st.integers(3, 30), st.integers(1, 5))
 def test_rows_then_metrics_agree_with_direct_ranks(seed: int, b: int, n: int, k: int) -> None:
     """answer_rows keeps only the top k and the truths, yet the metrics equal those computed from the full
-    utility vectors with the numpy rank oracle."""
-    from pipeline.metrics import METRICS, ranks_of
+    utility vectors (Ranked.from_utilities: the numpy path)."""
+    from pipeline.metrics import METRICS, Ranked
 
     rng = np.random.default_rng(seed)
     util, truth = _random_batch(rng, b, n)
     frame = answer_rows([f"q{i}" for i in range(b)], ["1p"] * b, torch.from_numpy(util), truth, k=k)
     per_query = query_metrics(frame).set_index("query_id")
     for i in range(b):
-        ranks = ranks_of(util[i], truth[i][0])
+        full = np.full(n, -np.inf)
+        full[truth[i][0]] = truth[i][1]
+        q = Ranked.from_utilities(full, util[i], truth[i][0])
         for name, m in METRICS.items():
-            expected = m(ranks) if len(ranks) else math.nan
+            expected = m(q) if q.n else math.nan
             got = per_query.loc[f"q{i}", name]
             assert (math.isnan(expected) and math.isnan(got)) or got == pytest.approx(expected), name
 
@@ -218,6 +230,7 @@ def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, 
 
     rng = np.random.default_rng(seed)
     util, truth = _random_batch(rng, b, n)
+    u64 = np.where(np.isnan(util), -np.inf, util.astype(np.float64))
     ids, types = [f"q{i}" for i in range(b)], [str(rng.choice(["1p", "2p"])) for _ in range(b)]
     frame = answer_rows(ids, types, torch.from_numpy(util), truth, k=k)
     rows = []
@@ -227,11 +240,15 @@ def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, 
         true = {int(e): j for j, e in enumerate(truth[i][0])}
         for e in top + sorted(set(true) - set(top)):
             j = true.get(e)
+            first = 1 + int(np.sum(u64[i] > u64[i, e]))
+            ties = int(np.sum(u64[i] == u64[i, e]))
             rows.append(
-                (ids[i], types[i], e, util[i, e], rank[e], math.nan if j is None else truth[i][1][j], 0 if j is None else j + 1)
+                (ids[i], types[i], e, util[i, e], rank[e], first, ties, math.nan if j is None else truth[i][1][j],
+                 0 if j is None else j + 1)
             )
     expected = pd.DataFrame(rows, columns=list(frame.columns)).astype(
-        {"entity": np.int64, "utility": np.float32, "rank": np.int64, "truth_utility": np.float64, "truth_rank": np.int32}
+        {"entity": np.int64, "utility": np.float32, "rank": np.int64, "rank_first": np.int64, "ties": np.int64,
+         "truth_utility": np.float64, "truth_rank": np.int32}
     )
     if b == 0:
         assert frame.empty and list(frame.columns) == list(expected.columns)

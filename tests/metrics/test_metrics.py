@@ -1,4 +1,6 @@
-"""Metrics of design section 1 on hand-computed rankings, at their extremes, and against scipy."""
+"""Tie-aware metrics of design section 1: hand-computed cases with ties, a brute-force oracle over every
+order of every tie group, scipy for tau-b and rho, and the invariants (constant predictions, the true
+utilities, relabelling the entities)."""
 
 from __future__ import annotations
 
@@ -16,181 +18,340 @@ from hypothesis import strategies as st
 from pipeline.errors import UnknownNameError
 from pipeline.metrics import (
     METRICS,
+    Ranked,
+    ap_of_ranks,
     average_precision,
-    evaluate_ranks,
+    doubly_tied_pairs,
+    evaluate_query,
+    expected_inverse_rank,
     get_metric,
+    harmonic,
     kendall_tau,
     metric_columns,
     ndcg,
+    ndcg_of_ranks,
+    paper_protocol,
     rank_entities,
     ranks_of,
     spearman_rho,
+    tie_groups,
+    truth_discounts,
 )
+from pipeline.sampling.truth import cut_answers
 from tests.cases import ComponentCase
 
 L3 = math.log2(3)
+L5 = math.log2(5)
+NEG = -math.inf
 
-# Hand-computed values: ranks of the true answers a_1..a_n (best first) -> {metric: value}.
-HAND: list[tuple[list[int], dict[str, float]]] = [
-    ([1, 2, 3], {"ndcg": 1.0, "map": 1.0, "tau": 1.0, "rho": 1.0}),
-    # a_1 and a_2 swapped at the top: every prediction in the top n is an answer, but the order is reversed.
-    ([2, 1], {"ndcg": (0.5 + 1 / L3) / (1 + 0.5 / L3), "map": 1.0, "tau": -1.0, "rho": -1.0}),
-    # a_2 far down: only rank 1 is a hit among the top 2.
-    ([1, 5], {"ndcg": (1 + 0.2 / L3) / (1 + 0.5 / L3), "map": 0.5, "tau": 1.0, "rho": 1.0}),
-    # hits at k=1 (1 hit) and k=3 (2 hits): (1/1 + 2/3) / 3; pairs (-1, +1, +1) / 3; d = (-1, 1, 0).
+
+def ranked(truth: list[float], predicted: list[float], n_answers: int | None = None) -> Ranked:
+    """A query over len(truth) entities whose answers are the first n_answers (default: every positive)
+    entities, listed best first by truth."""
+    t = np.asarray(truth, dtype=np.float64)
+    ans = np.argsort(-t, kind="stable")[: n_answers if n_answers is not None else int((t > 0).sum())]
+    return Ranked.from_utilities(t, np.asarray(predicted, dtype=np.float64), ans)
+
+
+# --------------------------------------------------------------------------------- hand-computed cases
+
+# (truth utilities of all entities, predicted utilities, {metric: value}); answers = the positive truths.
+HAND: list[tuple[list[float], list[float], dict[str, float]]] = [
+    # perfect, no ties
+    ([3, 2, 1, 0], [0.9, 0.5, 0.1, 0.0], {"ndcg": 1.0, "map": 1.0, "tau": 1.0, "rho": 1.0}),
+    # a_1 and a_2 swapped, a_3 in place: predicted ranks 2, 1, 3
     (
-        [3, 1, 10],
+        [3, 2, 1, 0],
+        [0.5, 0.9, 0.1, 0.0],
+        {"ndcg": (1 / 2 + 1 / L3 + (1 / 3) / 2) / (1 + 1 / (2 * L3) + (1 / 3) / 2), "map": 1.0, "tau": 1 / 3, "rho": 0.5},
+    ),
+    # a_1, a_2 tied in prediction at the top (ranks 1-2 in either order), a_3 last of 4:
+    # E[1/R] = 3/4 for both; tau-b: pairs (1,2) tied in p only, (1,3), (2,3) concordant -> 2 / sqrt(3 * 2)
+    # rho: ranks of t (3, 2, 1), of p (2.5, 2.5, 1) -> Pearson = 0.866...
+    # MAP: ranks 1-2 are both answers (hits 1/1 + 2/2), rank 3 is not -> (1 + 1 + 0) / 3
+    (
+        [3, 2, 1, 0],
+        [0.5, 0.5, -1.0, 0.0],
         {
-            "ndcg": (1 / 3 + 1 / L3 + 0.1 / 2) / (1 + 0.5 / L3 + (1 / 3) / 2),
-            "map": 5 / 9,
-            "tau": 1 / 3,
-            "rho": 0.5,
+            "ndcg": (0.75 + 0.75 / L3 + (1 / 4) / 2) / (1 + 1 / (2 * L3) + (1 / 3) / 2),
+            "map": 2 / 3,
+            "tau": 2 / math.sqrt(6),
+            "rho": math.sqrt(3) / 2,
         },
     ),
-    # one answer: correlations are undefined and left out of the averages.
-    ([4], {"ndcg": 0.25, "map": 0.0, "tau": math.nan, "rho": math.nan}),
+    # the truth tied: a_1, a_2 at 2.0 share the discount (1 + 1/log2 3)/2; perfect prediction scores 1,
+    # and so does a prediction that breaks the truth's tie either way
+    ([2, 2, 1, 0], [0.7, 0.7, 0.2, 0.0], {"ndcg": 1.0, "map": 1.0, "tau": 1.0, "rho": 1.0}),
+    ([2, 2, 1, 0], [0.6, 0.7, 0.2, 0.0], {"ndcg": 1.0, "map": 1.0, "tau": 2 / math.sqrt(6), "rho": math.sqrt(3) / 2}),
+    # constant predictions over 4 entities, 2 answers: tau/rho undefined; MAP and NDCG of a random ranking:
+    # E[1/R] = H(4)/4 = 25/48 for each; MAP = (1/2)[ (2/4)(1)/1 + (2/4)(1 + 1/3)/2 ] = 5/12
+    (
+        [2, 1, 0, 0],
+        [0.3, 0.3, 0.3, 0.3],
+        {"ndcg": (25 / 48) * (1 + 1 / L3) / (1 + 1 / (2 * L3)), "map": 5 / 12, "tau": NEG, "rho": NEG},
+    ),
+    # one answer: correlations undefined
+    ([1, 0, 0], [0.1, 0.5, 0.2], {"ndcg": 1 / 3, "map": 0.0, "tau": NEG, "rho": NEG}),
 ]
 
 
 def test_every_registered_metric_has_hand_computed_cases() -> None:
     """The meta-test: a metric added to the registry without a hand-computed case fails here."""
-    for _, expected in HAND:
+    for _, _, expected in HAND:
         assert set(expected) == set(METRICS)
 
 
-@pytest.mark.parametrize(("ranks", "expected"), HAND)
-def test_hand_computed(ranks: list[int], expected: dict[str, float]) -> None:
-    got = evaluate_ranks(ranks)
+@pytest.mark.parametrize(("truth", "pred", "expected"), HAND)
+def test_hand_computed(truth: list[float], pred: list[float], expected: dict[str, float]) -> None:
+    got = evaluate_query(ranked(truth, pred))
     for name, value in expected.items():
-        if math.isnan(value):
+        if value == NEG:  # undefined
             assert math.isnan(got[name]), name
         else:
             assert got[name] == pytest.approx(value, abs=1e-12), name
 
 
-def _placements(n_entities: int, n_answers: int) -> list[np.ndarray]:
-    return [np.array(p) + 1 for p in itertools.permutations(range(n_entities), n_answers)]
+def test_metric_columns_equal_query_by_query() -> None:
+    qs = [ranked(t, p) for t, p, _ in HAND] + [Ranked(np.zeros(0), np.zeros(0), *(np.zeros(0, np.int64),) * 3)]
+    cols = metric_columns(qs, paper=True)
+    for i, q in enumerate(qs[:-1]):
+        for name, value in evaluate_query(q).items():
+            assert cols[name][i] == pytest.approx(value, nan_ok=True)
+        for name, value in paper_protocol(q).items():
+            assert cols[f"paper_{name}"][i] == pytest.approx(value, nan_ok=True)
+    assert all(math.isnan(cols[name][-1]) for name in METRICS)
 
 
-class MetricCase(ComponentCase):
-    """What every metric satisfies: its bounds reached where they should be, over every ranking."""
-
-    kind = "metrics"
-
-    @pytest.mark.parametrize(("n_entities", "n_answers"), [(6, 2), (6, 3), (7, 3)])
-    def test_extremes_over_all_rankings(self, n_entities: int, n_answers: int) -> None:
-        """Over every placement of n answers among N entities: the perfect ranking gives the upper bound and
-        the maximum, the reversed ranking of all entities the minimum, all values inside [lower, upper]."""
-        m = self.component()
-        values = np.array([m(p) for p in _placements(n_entities, n_answers)])
-        perfect = m(np.arange(1, n_answers + 1))
-        reversed_ = m(n_entities - np.arange(n_answers))  # a_1 last, a_2 second to last, ...
-        assert perfect == pytest.approx(m.upper)
-        assert values.max() == pytest.approx(perfect)
-        assert values.min() == pytest.approx(reversed_)
-        assert m.lower - 1e-12 <= values.min() and values.max() <= m.upper + 1e-12
-        if self.reaches_lower(n_entities, n_answers):
-            assert reversed_ == pytest.approx(m.lower)
-
-    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
-        return False
+# --------------------------------------------------------------------------------------- tie groups
 
 
-class TestKendallTau(MetricCase):
-    name = "tau"
-
-    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
-        return True
-
-
-class TestSpearmanRho(MetricCase):
-    name = "rho"
-
-    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
-        return True
+def test_tie_groups_hand_example() -> None:
+    u = torch.tensor([0.5, NEG, 0.9, 0.5, math.nan])
+    first, ties = tie_groups(u)
+    # 0.9 alone at rank 1; the two 0.5 share ranks 2-3; -inf and NaN (as -inf) share ranks 4-5
+    assert first.tolist() == [2, 4, 1, 2, 4]
+    assert ties.tolist() == [2, 2, 1, 2, 2]
+    assert rank_entities(u).tolist() == [2, 4, 1, 3, 5]  # the id order: listing and paper protocol only
 
 
-class TestMAP(MetricCase):
-    name = "map"
-
-    def reaches_lower(self, n_entities: int, n_answers: int) -> bool:
-        return n_entities >= 2 * n_answers  # every answer can be ranked outside the top n
+values = st.sampled_from([NEG, 0.0, 0.1, 0.25, 0.5, 1.0, 2.0, math.nan])
 
 
-class TestNDCG(MetricCase):
-    name = "ndcg"
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(values, min_size=6, max_size=6), min_size=1, max_size=4))
+def test_tie_groups_agree_with_numpy_oracle(rows: list[list[float]]) -> None:
+    u = np.array(rows)
+    first, ties = tie_groups(torch.tensor(u))
+    v = np.where(np.isnan(u), NEG, u)
+    for b in range(len(rows)):
+        assert first[b].tolist() == [1 + int(np.sum(v[b] > x)) for x in v[b]]
+        assert ties[b].tolist() == [int(np.sum(v[b] == x)) for x in v[b]]
+    assert rank_entities(torch.tensor(u)).tolist() == [ranks_of(r, np.arange(6)).tolist() for r in u]
 
 
-def test_metrics_from_utilities_perfect_and_reversed() -> None:
-    """End to end from utility vectors: predicting the true utilities is perfect, their negation reversed."""
-    rng = np.random.default_rng(0)
-    truth = rng.permutation(20).astype(np.float64) / 20 - 0.3  # distinct; the positive ones are answers
-    answers = np.argsort(-truth, kind="stable")[: int((truth > 0).sum())]
-    for name, m in METRICS.items():
-        assert m(ranks_of(truth, answers)) == pytest.approx(m.upper), name
-        worst = m(ranks_of(-truth, answers))
-        assert worst < m.upper
-        if m.lower == -1.0:
-            assert worst == pytest.approx(-1.0), name
+def test_harmonic_and_expected_inverse_rank_exact() -> None:
+    for n in (0, 1, 2, 7, 100, 15000):
+        assert float(harmonic(n)) == pytest.approx(sum(1 / k for k in range(1, n + 1)), rel=1e-13, abs=1e-15)
+    assert float(expected_inverse_rank(np.array([3]), np.array([2]))[0]) == pytest.approx((1 / 3 + 1 / 4) / 2)
+    assert truth_discounts(np.array([2.0, 2.0, 1.0])).tolist() == pytest.approx(
+        [(1 + 1 / L3) / 2, (1 + 1 / L3) / 2, 1 / 2]
+    )
 
 
-def test_rank_entities_hand_example() -> None:
-    u = torch.tensor([0.5, -math.inf, 0.9, 0.5, math.nan])
-    # 0.9 first; the two 0.5 by id; -inf and NaN (treated as -inf) last, by id.
-    assert rank_entities(u).tolist() == [2, 4, 1, 3, 5]
-    assert ranks_of(u.numpy(), [0, 1, 2, 3, 4]).tolist() == [2, 4, 1, 3, 5]
-    batch = torch.stack([u, -u])
-    assert rank_entities(batch)[1].tolist() == [2, 1, 4, 3, 5]  # +inf first, NaN still last
+# ---------------------------------------------------------------------------------- brute-force oracle
 
 
-values = st.sampled_from([-math.inf, 0.0, 0.1, 0.25, 0.5, 1.0, 2.0])
+def _orders(values: np.ndarray) -> list[np.ndarray]:
+    """Every strict order of the indices consistent with values descending (ties in every order)."""
+    groups = [np.flatnonzero(values == v) for v in sorted(set(values.tolist()), reverse=True)]
+    out = []
+    for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+        out.append(np.concatenate([np.asarray(p, dtype=np.int64) for p in perms]))
+    return out
+
+
+def _brute(truth: np.ndarray, pred: np.ndarray, answers: np.ndarray) -> dict[str, float]:
+    """MAP and NDCG as expectations over every order of the predicted ties (and, for NDCG, of the truth's
+    ties), the NDCG normalised by the same expectation with the truth as the prediction."""
+    aps, dcg = [], []
+    for order in _orders(pred):
+        rank = np.empty(len(pred), dtype=np.int64)
+        rank[order] = np.arange(1, len(pred) + 1)
+        aps.append(ap_of_ranks(rank[answers]))
+        for t_order in _orders(truth[answers]):
+            dcg.append(np.sum((1 / rank[answers[t_order]]) / np.log2(np.arange(2, len(answers) + 2))))
+    ideal = []
+    for order in _orders(truth):
+        rank = np.empty(len(truth), dtype=np.int64)
+        rank[order] = np.arange(1, len(truth) + 1)
+        for t_order in _orders(truth[answers]):
+            ideal.append(np.sum((1 / rank[answers[t_order]]) / np.log2(np.arange(2, len(answers) + 2))))
+    return {"map": float(np.mean(aps)), "ndcg": float(np.mean(dcg) / np.mean(ideal))}
+
+
+small = st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=2, max_size=6)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(values, min_size=1, max_size=25))
-def test_torch_ranks_agree_with_numpy_oracle(u: list[float]) -> None:
-    t = torch.tensor(u, dtype=torch.float32)
-    ranks = rank_entities(t).numpy()
-    assert ranks.tolist() == ranks_of(np.array(u), np.arange(len(u))).tolist()
-    assert sorted(ranks.tolist()) == list(range(1, len(u) + 1))  # a permutation: ranks are distinct
-
-
-distinct_ranks = st.lists(st.integers(1, 500), min_size=2, max_size=40, unique=True)
-tied_ranks = st.lists(st.integers(1, 6), min_size=2, max_size=15)
+@given(small, st.data())
+def test_map_and_ndcg_equal_brute_force_expectations(truth: list[float], data: st.DataObject) -> None:
+    t = np.asarray(truth, dtype=np.float64)
+    if not (t > 0).any():
+        t[0] = 1.0
+    p = np.asarray(data.draw(st.lists(st.sampled_from([NEG, 0.0, 0.3, 0.6]), min_size=len(t), max_size=len(t))))
+    answers = np.argsort(-t, kind="stable")[: int((t > 0).sum())]
+    q = Ranked.from_utilities(t, p, answers)
+    expected = _brute(t, p, answers)
+    assert average_precision(q) == pytest.approx(expected["map"], abs=1e-12)
+    assert ndcg(q) == pytest.approx(expected["ndcg"], abs=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 @settings(max_examples=80, deadline=None)
-@given(st.one_of(distinct_ranks, tied_ranks))
-def test_correlations_agree_with_scipy(ranks: list[int]) -> None:
-    positions = np.arange(1, len(ranks) + 1)
-    tau_ref = scipy.stats.kendalltau(positions, ranks).statistic
-    rho_ref = scipy.stats.spearmanr(positions, ranks).statistic
-    for ours, ref in ((kendall_tau(ranks), tau_ref), (spearman_rho(ranks), rho_ref)):
-        if np.isnan(ref):
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from([NEG, 0.0, 0.1, 0.5, 0.9])), min_size=2, max_size=30))
+def test_correlations_agree_with_scipy(pairs: list[tuple[int, float]]) -> None:
+    t = np.array([a for a, _ in pairs], dtype=np.float64) + 1.0
+    p = np.array([b for _, b in pairs], dtype=np.float64)
+    q = Ranked(t, p, np.ones(len(t), np.int64), np.ones(len(t), np.int64))
+    constant = np.all(t == t[0]) or np.all(p == p[0])
+    pf = np.where(np.isinf(p), -10.0, p)  # scipy's ranks of -inf: the same as any value below the rest
+    tau_ref = scipy.stats.kendalltau(t, pf).statistic  # tau-b by default
+    rho_ref = scipy.stats.spearmanr(t, pf).statistic
+    for ours, ref in ((kendall_tau(q), tau_ref), (spearman_rho(q), rho_ref)):
+        if constant:
             assert math.isnan(ours)
         else:
             assert ours == pytest.approx(ref, abs=1e-9)
 
 
+def test_long_answer_lists_tau_blocks() -> None:
+    """tau-b walks the pair matrix in blocks: a list past one block equals scipy's."""
+    rng = np.random.default_rng(3)
+    t = rng.integers(0, 50, 3000).astype(np.float64)
+    p = rng.integers(0, 40, 3000).astype(np.float64) + 0.5 * t
+    q = Ranked(t, p, np.ones(3000, np.int64), np.ones(3000, np.int64))
+    assert kendall_tau(q) == pytest.approx(scipy.stats.kendalltau(t, p).statistic, abs=1e-12)
+
+
+# -------------------------------------------------------------------------------------------- invariants
+
+
 @settings(max_examples=60, deadline=None)
-@given(distinct_ranks, st.data())
-def test_moving_an_answer_up_never_hurts_ndcg_or_map(ranks: list[int], data: st.DataObject) -> None:
-    """Monotonicity: giving one answer a better free rank never lowers NDCG or MAP."""
-    i = data.draw(st.integers(0, len(ranks) - 1))
-    free = [k for k in range(1, ranks[i]) if k not in ranks]
-    if not free:
+@given(st.lists(st.sampled_from([NEG, 0.0, 0.2, 0.5, 0.5, 1.0, 1.5]), min_size=2, max_size=40), st.data())
+def test_invariants_over_random_queries(truth: list[float], data: st.DataObject) -> None:
+    """The true utilities score 1 on every defined metric; constant predictions leave tau/rho undefined
+    and score a random ranking's MAP/NDCG; relabelling the entities changes no metric."""
+    t = np.asarray(truth, dtype=np.float64)
+    n_ans = int(((t > 0) & np.isfinite(t)).sum())
+    if n_ans == 0:
         return
-    better = list(ranks)
-    better[i] = data.draw(st.sampled_from(free))
-    assert ndcg(better) > ndcg(ranks)
-    assert average_precision(better) >= average_precision(ranks) - 1e-12
+    answers = np.argsort(-t, kind="stable")[:n_ans]
+    perfect = evaluate_query(Ranked.from_utilities(t, t, answers))
+    assert perfect["map"] == pytest.approx(1.0) and perfect["ndcg"] == pytest.approx(1.0)
+    for name in ("tau", "rho"):
+        assert math.isnan(perfect[name]) == (n_ans < 2 or np.all(t[answers] == t[answers][0]))
+        if not math.isnan(perfect[name]):
+            assert perfect[name] == pytest.approx(1.0)
+
+    n = len(t)
+    const = evaluate_query(Ranked.from_utilities(t, np.full(n, 0.25), answers))
+    assert math.isnan(const["tau"]) and math.isnan(const["rho"])
+    # a random ranking: every answer equally likely at every rank
+    assert const["ndcg"] == pytest.approx(ndcg(Ranked.from_utilities(t, np.zeros(n), answers)))
+    k = np.arange(1, n_ans + 1)
+    random_ap = np.sum((n_ans / n) * (1 + (k - 1) * (n_ans - 1) / max(n - 1, 1)) / k) / n_ans
+    assert const["map"] == pytest.approx(random_ap)
+
+    p = np.asarray(data.draw(st.lists(st.sampled_from([NEG, 0.0, 0.3, 0.3, 0.7]), min_size=n, max_size=n)))
+    perm = np.asarray(data.draw(st.permutations(list(range(n)))))  # entity e gets id perm[e]
+    before = evaluate_query(Ranked.from_utilities(t, p, answers))
+    t2, p2 = np.empty(n), np.empty(n)
+    t2[perm], p2[perm] = t, p
+    after = evaluate_query(Ranked.from_utilities(t2, p2, perm[answers]))
+    for name in METRICS:
+        assert after[name] == pytest.approx(before[name], nan_ok=True), name
 
 
-def test_bad_ranks_are_rejected() -> None:
-    with pytest.raises(ValueError, match="ranks"):
-        ndcg([0, 1])
-    assert math.isnan(ndcg([]))
+def test_constant_prediction_scores_exactly_a_random_ranking_by_enumeration() -> None:
+    """MAP of constant predictions = the mean AP over all N! rankings (N = 6, 3 answers)."""
+    n, answers = 6, np.array([0, 1, 2])
+    t = np.array([3.0, 2.0, 1.0, 0.0, 0.0, 0.0])
+    mean_ap = np.mean([ap_of_ranks(np.asarray(perm)[answers] + 1) for perm in itertools.permutations(range(n))])
+    q = Ranked.from_utilities(t, np.full(n, 0.7), answers)
+    assert average_precision(q) == pytest.approx(mean_ap, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------ the truth's cut
+
+
+def test_cut_keeps_the_whole_tie_group() -> None:
+    u = torch.tensor([0.5, 0.9, 0.5, 0.5, 0.2, -1.0, 0.5])
+    ids, vals = cut_answers(u, k=2)
+    # 0.9 first, then every 0.5 (the group crossing the cut), never only the lowest ids
+    assert ids.tolist() == [1, 0, 2, 3, 6]
+    assert vals.tolist() == [pytest.approx(0.9), 0.5, 0.5, 0.5, 0.5]
+    assert cut_answers(u, k=1)[0].tolist() == [1]  # no tie at the cut: exactly k
+    assert cut_answers(u, k=10)[0].tolist() == [1, 0, 2, 3, 6, 4]  # fewer answers than k
+
+
+# ------------------------------------------------------------------------------------ paper protocol
+
+
+def test_paper_protocol_hand_example() -> None:
+    """The id bias the issue measured: a constant predictor against a truth whose ties were kept by id
+    scores 100 under the paper protocol and nothing under ours."""
+    t = np.array([1.0, 1.0, 1.0, 0.0, 0.0])
+    q = Ranked.from_utilities(t, np.zeros(5), np.array([0, 1, 2]))
+    paper = paper_protocol(q)
+    # truth order reversed within the tie: (2, 1, 0) with id ranks (3, 2, 1): every pair discordant
+    assert paper["tau"] == pytest.approx(-1.0) and paper["map"] == pytest.approx(1.0)
+    assert paper["ndcg"] == pytest.approx(ndcg_of_ranks(np.array([3, 2, 1])))
+    ours = evaluate_query(q)
+    assert math.isnan(ours["tau"]) and ours["map"] < 0.75
+    one = Ranked.from_utilities(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([0]))
+    assert paper_protocol(one)["tau"] == 0.0 and math.isnan(evaluate_query(one)["tau"])
+    assert doubly_tied_pairs(q) == (3, 3)
+
+
+# ------------------------------------------------------------------------------------- metric classes
+
+
+class MetricCase(ComponentCase):
+    """What every metric satisfies: over every placement of distinct predictions, the true order gives
+    the upper bound and the maximum, and every value lies in [lower, upper]."""
+
+    kind = "metrics"
+
+    @pytest.mark.parametrize(("n_entities", "n_answers"), [(5, 2), (5, 3), (6, 3)])
+    def test_extremes_over_all_rankings(self, n_entities: int, n_answers: int) -> None:
+        m = self.component()
+        t = np.r_[np.arange(n_answers, 0, -1), np.zeros(n_entities - n_answers)].astype(np.float64)
+        answers = np.arange(n_answers)
+        vals = []
+        for perm in itertools.permutations(range(n_entities)):
+            p = -np.asarray(perm, dtype=np.float64)  # entity e predicted at rank perm[e] + 1
+            vals.append(m(Ranked.from_utilities(t, p, answers)))
+        vals = np.array(vals)
+        perfect = m(Ranked.from_utilities(t, t, answers))
+        assert perfect == pytest.approx(m.upper)
+        assert vals.max() == pytest.approx(perfect)
+        assert m.lower - 1e-12 <= vals.min() and vals.max() <= m.upper + 1e-12
+
+
+class TestKendallTau(MetricCase):
+    name = "tau"
+
+
+class TestSpearmanRho(MetricCase):
+    name = "rho"
+
+
+class TestMAP(MetricCase):
+    name = "map"
+
+
+class TestNDCG(MetricCase):
+    name = "ndcg"
 
 
 def test_lookup_by_name_and_synonym() -> None:
@@ -209,28 +370,8 @@ def test_ls_metrics_lists_the_registry() -> None:
     assert names == ["tau", "rho", "map", "ndcg"]
 
 
-def test_hand_computed_all_at_once() -> None:
-    """metric_columns (the vectorised path of the tables) on every hand-computed case together."""
-    got = metric_columns([np.asarray(r) for r, _ in HAND])
-    for q, (_, expected) in enumerate(HAND):
-        for name, value in expected.items():
-            if math.isnan(value):
-                assert math.isnan(got[name][q]), name
-            else:
-                assert got[name][q] == pytest.approx(value, abs=1e-12), (q, name)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(st.just([]), distinct_ranks, tied_ranks), min_size=0, max_size=12))
-def test_metric_columns_equal_query_by_query(many: list[list[int]]) -> None:
-    """Two implementations: the rows of one length at once (searchsorted, pair signs, argsort ranks) and
-    each metric query by query, on mixes of lengths 0..n, distinct and tied ranks (the latter take the
-    per-query path)."""
-    got = metric_columns([np.asarray(r, dtype=np.int64) for r in many])
-    for q, ranks in enumerate(many):
-        for name, m in METRICS.items():
-            expected = m(ranks) if len(ranks) else math.nan
-            if math.isnan(expected):
-                assert math.isnan(got[name][q]), (name, ranks)
-            else:
-                assert got[name][q] == pytest.approx(expected, abs=1e-12), (name, ranks)
+def test_bad_rankings_are_rejected() -> None:
+    with pytest.raises(ValueError, match="first"):
+        Ranked(np.ones(2), np.ones(2), np.array([0, 1]), np.array([1, 1]))
+    with pytest.raises(ValueError, match="predicted"):
+        Ranked(np.ones(2), np.ones(3), np.array([1, 1]), np.array([1, 1]))

@@ -109,7 +109,8 @@ def test_sampled_queries_are_typed_useful_and_grounded(ppi_slice, sampled):
         assert type_of(q) == r["type"]
         assert is_useful(r["answers_easy"], r["utilities_easy"], r["answers_hard"], r["utilities_hard"])
         for ids, vals in ((r["answers_easy"], r["utilities_easy"]), (r["answers_hard"], r["utilities_hard"])):
-            assert len(ids) <= 100 and all(v > 0 for v in vals)
+            # the top 100, past it only the rest of the tie group crossing the cut (issue 35)
+            assert (len(ids) <= 100 or len(set(vals[99:])) == 1) and all(v > 0 for v in vals)
             assert all(
                 (a > b) or (a == b and i < j)
                 for a, b, i, j in zip(vals, vals[1:], ids, ids[1:], strict=False)
