@@ -816,6 +816,9 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
         click.echo(evaluate.text_table(r["summary"]))
         for name, by in (r.get("undefined") or {}).items():
             click.echo(f"{name} undefined on {by['all']} queries (one answer, or constant true or predicted utilities)")
+        if r.get("random"):
+            click.echo("random ranking of the same answers (chance level): "
+                       + ", ".join(f"{m} {r['random'][m]['avg']:.1f}" for m in ("map", "ndcg")))
         if r.get("paper_protocol"):
             avg = {m: v.get("avg") for m, v in r["paper_protocol"].items()}
             click.echo("paper protocol (ids break ties; comparison only): "

@@ -22,7 +22,7 @@ from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS
 from pipeline.errors import PipelineError
 from pipeline.formats.answers import find_answer_files, read_answers
-from pipeline.metrics import METRICS, Ranked, metric_columns
+from pipeline.metrics import METRICS, Ranked, chance, metric_columns
 from pipeline.provenance import provenance
 from pipeline.query.types import QUERY_TYPES
 
@@ -70,12 +70,16 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
     return queries["query_id"].to_numpy(), queries["type"].to_numpy(), per
 
 
-def query_metrics(frame: pd.DataFrame, paper: bool = False) -> pd.DataFrame:
+def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | None = None) -> pd.DataFrame:
     """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined);
     with paper, also the paper protocol's metrics (``paper_<name>``) and the doubly tied pairs
-    (``tied_pairs``, ``pairs``), see :func:`pipeline.metrics.metric_columns`."""
+    (``tied_pairs``, ``pairs``), see :func:`pipeline.metrics.metric_columns`; with n_entities, also each
+    metric of a random ranking of that many entities (``random_<name>``, :func:`pipeline.metrics.chance`)."""
     qids, types, per = query_rankings(frame)
     cols = metric_columns(per, paper=paper)
+    if n_entities:
+        rnd = metric_columns([chance(q, n_entities) for q in per])
+        cols.update({f"random_{k}": v for k, v in rnd.items()})
     return pd.DataFrame(
         {
             "query_id": qids,
@@ -183,9 +187,11 @@ def text_table(summary: Summary) -> str:
 def evaluate_file(path: str | Path) -> dict[str, Any]:
     """The report of one answers file: {dataset, method, file, query_set, counts, summary (x100, tie-aware),
     undefined (queries per type where tau/rho are undefined), paper_protocol (x100, the paper's evaluation
-    code: ids break ties), doubly_tied (pairs of answers tied on both sides)}."""
+    code: ids break ties), doubly_tied (pairs of answers tied on both sides), random (x100, a uniformly
+    random ranking of the same answers: the chance level of each type)}."""
     ans = read_answers(path)
-    per_query = query_metrics(ans.frame, paper=True)
+    n_entities = ans.meta.get("n_entities")
+    per_query = query_metrics(ans.frame, paper=True, n_entities=int(n_entities) if n_entities else None)
     return {
         "dataset": ans.meta["dataset"],
         "method": ans.method,
@@ -196,6 +202,7 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "undefined": undefined_counts(per_query),
         "paper_protocol": summarise(per_query, prefix="paper_"),
         "doubly_tied": tied_share(per_query),
+        **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
     }
 
 
@@ -249,6 +256,11 @@ def protocol_notes(report: dict[str, Any]) -> str:
             f"Answer pairs tied in both true and predicted utility: {tied['tied_pairs']:,} of {tied['pairs']:,} "
             f"({tied['share']:.1f}%)."
         )
+    if report.get("random"):
+        lines.append(
+            "\nA random ranking of the same answers (constant predictions; the chance level of each type):\n\n"
+            + markdown_table({m: v for m, v in report["random"].items() if m in ("map", "ndcg")})
+        )
     if report.get("paper_protocol"):
         lines.append(
             "\nPaper protocol (the authors' released evaluation: truth ties in stored order reversed, predicted "
@@ -279,7 +291,7 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
         results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
         counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
         protocol.setdefault(r["dataset"], {})[r["method"]] = {
-            k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied")
+            k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")
         }
     atomic.write_json(js_path, results)
     atomic.write_json(counts_path, counts)
@@ -357,6 +369,12 @@ def comparison_table(dataset: str, methods: dict[str, Summary], protocol: dict[s
             cells.append(_fmt(tied.get("share")))
             cells.append(str((p.get("undefined") or {}).get("tau", {}).get("all", 0)) if p else "-")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    rnd = next((p["random"] for m in method_order(methods) if (p := protocol.get(m)) and p.get("random")), None)
+    if rnd:  # the chance level of the (shared) test set: what a model that knows nothing scores
+        cells = [_fmt(rnd.get(m, {}).get("avg")) for m in names]
+        if extra:
+            cells += ["-"] * len(names) + ["-", "-"]
+        lines.append("| random ranking (constant predictions) | " + " | ".join(cells) + " |")
     for method, figs in PAPER.get(dataset, {}).items():
         cells = [_fmt(figs.get(m)) for m in names]
         if extra:

@@ -254,3 +254,32 @@ def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, 
         assert frame.empty and list(frame.columns) == list(expected.columns)
     else:
         pd.testing.assert_frame_equal(frame, expected)
+
+
+def test_random_level_equals_an_answered_constant_predictor(tmp_path: Path) -> None:
+    """The report's chance level (metrics.chance: one tie group of n_entities) equals what an answers file
+    of constant predictions scores through the whole path (answer rows, tie groups, metrics), and leaves
+    tau/rho undefined on every query (issue 35: a model that knows nothing scores the chance level)."""
+    from pipeline.evaluate import evaluate_file
+
+    rng = np.random.default_rng(5)
+    n, b = 40, 6
+    truth = []
+    for _ in range(b):
+        ents = rng.choice(n, size=int(rng.integers(1, 12)), replace=False)
+        truth.append((ents, np.sort(rng.choice([0.2, 0.5, 0.5, 0.9], len(ents)))[::-1]))
+    const = torch.full((b, n), 0.3)
+    frame = answer_rows([f"q{i}" for i in range(b)], ["2p"] * b, const, truth, k=5)
+    meta = {"dataset": "toy", "method": "SRC", "query_set": "toy.parquet", "n_entities": n}
+    report = evaluate_file(write_answers(frame, tmp_path / "c.parquet", meta))
+    for m in ("map", "ndcg"):
+        assert report["summary"][m]["2p"] == pytest.approx(report["random"][m]["2p"], abs=1e-9)
+    assert "2p" not in report["summary"]["tau"] and report["undefined"]["tau"]["all"] == b
+    # by hand for one query: n answers among N entities, E[1/R] = H(N)/N for each
+    per_query = query_metrics(frame, n_entities=n).set_index("query_id")
+    k = len(truth[0][0])
+    d = 1 / np.log2(np.arange(2, k + 2))
+    t = truth[0][1]
+    disc = np.array([d[t == v].mean() for v in t])
+    expected = (sum(1 / j for j in range(1, n + 1)) / n) * disc.sum() / np.sum(disc / np.arange(1, k + 1))
+    assert per_query.loc["q0", "random_ndcg"] == pytest.approx(expected, abs=1e-12)

@@ -206,6 +206,23 @@ def test_map_and_ndcg_equal_brute_force_expectations(truth: list[float], data: s
     assert ndcg(q) == pytest.approx(expected["ndcg"], abs=1e-12)
 
 
+def _tau_b_pairs(t: np.ndarray, p: np.ndarray) -> float:
+    """Kendall's tau-b by counting every pair (the oracle of pipeline.metrics.kendall_tau)."""
+    conc = disc = tied_t = tied_p = 0
+    for i, j in itertools.combinations(range(len(t)), 2):
+        st_, sp = np.sign(t[i] - t[j]) if t[i] != t[j] else 0, (1 if p[i] > p[j] else -1) if p[i] != p[j] else 0
+        tied_t += st_ == 0
+        tied_p += sp == 0
+        conc += st_ * sp > 0
+        disc += st_ * sp < 0
+    pairs = len(t) * (len(t) - 1) // 2
+    return (conc - disc) / math.sqrt((pairs - tied_t) * (pairs - tied_p))
+
+
+def _doubly_tied_pairs(t: np.ndarray, p: np.ndarray) -> int:
+    return sum(t[i] == t[j] and p[i] == p[j] for i, j in itertools.combinations(range(len(t)), 2))
+
+
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from([NEG, 0.0, 0.1, 0.5, 0.9])), min_size=2, max_size=30))
@@ -215,8 +232,9 @@ def test_correlations_agree_with_scipy(pairs: list[tuple[int, float]]) -> None:
     q = Ranked(t, p, np.ones(len(t), np.int64), np.ones(len(t), np.int64))
     constant = np.all(t == t[0]) or np.all(p == p[0])
     pf = np.where(np.isinf(p), -10.0, p)  # scipy's ranks of -inf: the same as any value below the rest
-    tau_ref = scipy.stats.kendalltau(t, pf).statistic  # tau-b by default
+    tau_ref = math.nan if constant else _tau_b_pairs(t, p)
     rho_ref = scipy.stats.spearmanr(t, pf).statistic
+    assert doubly_tied_pairs(q) == (_doubly_tied_pairs(t, p), len(t) * (len(t) - 1) // 2)
     for ours, ref in ((kendall_tau(q), tau_ref), (spearman_rho(q), rho_ref)):
         if constant:
             assert math.isnan(ours)
@@ -224,13 +242,16 @@ def test_correlations_agree_with_scipy(pairs: list[tuple[int, float]]) -> None:
             assert ours == pytest.approx(ref, abs=1e-9)
 
 
-def test_long_answer_lists_tau_blocks() -> None:
-    """tau-b walks the pair matrix in blocks: a list past one block equals scipy's."""
+def test_long_tied_answer_lists() -> None:
+    """A truth tie group of many answers (up to every entity on CN15k): tau-b and the doubly tied pairs
+    against counting every pair."""
     rng = np.random.default_rng(3)
-    t = rng.integers(0, 50, 3000).astype(np.float64)
-    p = rng.integers(0, 40, 3000).astype(np.float64) + 0.5 * t
-    q = Ranked(t, p, np.ones(3000, np.int64), np.ones(3000, np.int64))
-    assert kendall_tau(q) == pytest.approx(scipy.stats.kendalltau(t, p).statistic, abs=1e-12)
+    t = rng.integers(0, 5, 400).astype(np.float64)
+    p = rng.integers(0, 4, 400).astype(np.float64) + 0.5 * t
+    p[:30] = -math.inf
+    q = Ranked(t, p, np.ones(400, np.int64), np.ones(400, np.int64))
+    assert kendall_tau(q) == pytest.approx(_tau_b_pairs(t, p), abs=1e-12)
+    assert doubly_tied_pairs(q)[0] == _doubly_tied_pairs(t, p)
 
 
 # -------------------------------------------------------------------------------------------- invariants
