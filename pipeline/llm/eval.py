@@ -22,7 +22,7 @@ PAPER_ACCURACY = {
 }
 
 
-def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson(correct: float, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of a proportion correct/n, as fractions (0, 0 when n = 0)."""
     if n == 0:
         return (0.0, 0.0)
@@ -33,18 +33,31 @@ def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def accuracy_table(items: Sequence[Mapping[str, Any]], picks: Mapping[str, str | None]) -> dict[str, dict]:
+def credit(pick: str | Sequence[str] | None, correct: str) -> float:
+    """1 for the right letter; for a tie of letters (a list), 1/len when it holds the right one (the
+    expected credit of a random choice among them); 0 otherwise."""
+    if pick is None:
+        return 0.0
+    if isinstance(pick, str):
+        return float(pick == correct)
+    return 1.0 / len(pick) if correct in pick else 0.0
+
+
+def accuracy_table(
+    items: Sequence[Mapping[str, Any]], picks: Mapping[str, str | Sequence[str] | None]
+) -> dict[str, dict]:
     """Per type and 'all': {n, correct, accuracy, low, high, no_letter} (accuracy/low/high in %).
 
-    picks: item id -> the chosen letter (None = no clear letter, counted wrong; an item without a pick,
-    e.g. a request that failed, also counts wrong and is counted in no_letter)."""
-    rows: dict[str, dict[str, int]] = {}
+    picks: item id -> the chosen letter, or a list of tied letters (credited 1/len, so correct may be
+    fractional); None = no clear letter, counted wrong; an item without a pick, e.g. a request that
+    failed, also counts wrong and is counted in no_letter."""
+    rows: dict[str, dict[str, Any]] = {}
     for it in items:
         pick = picks.get(it["id"])
         for key in (str(it["type"]), "all"):
             r = rows.setdefault(key, {"n": 0, "correct": 0, "no_letter": 0})
             r["n"] += 1
-            r["correct"] += int(pick is not None and pick == it["correct"])
+            r["correct"] += credit(pick, it["correct"])
             r["no_letter"] += int(pick is None)
     out = {}
     for key in [*ordered_types([k for k in rows if k != "all"]), "all"]:
@@ -61,9 +74,16 @@ def accuracy_table(items: Sequence[Mapping[str, Any]], picks: Mapping[str, str |
     return out
 
 
-def src_picks(items: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
-    """SRC's pick of each item that carries one (built with an adjacency export)."""
-    return {it["id"]: it["src"]["pick"] for it in items if isinstance(it.get("src"), Mapping)}
+def src_picks(items: Sequence[Mapping[str, Any]]) -> dict[str, str | list[str] | None]:
+    """SRC's pick of each item that carries one (built with an adjacency export): its letter, or the list
+    of letters tied at SRC's best utility (items written before ``tied`` existed: the letter)."""
+    out: dict[str, str | list[str] | None] = {}
+    for it in items:
+        src = it.get("src")
+        if isinstance(src, Mapping):
+            tied = src.get("tied")
+            out[it["id"]] = list(tied) if isinstance(tied, list) and len(tied) > 1 else src["pick"]
+    return out
 
 
 def model_picks(records: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:

@@ -199,7 +199,9 @@ def src_choice(items: list[dict[str, Any]], predicted: Any, queries: list[Any]) 
     """Add SRC's pick to each item in place: ``src`` = {utilities per letter (None = fails), pick}.
 
     predicted(list of Query) -> (B, n_entities) predicted utilities. The pick is the candidate with the
-    highest predicted utility; ties (e.g. all fail) go to the smallest entity id, as ranks do."""
+    highest predicted utility (listed by entity id among equals); ``tied`` lists every letter sharing that
+    utility (e.g. all fail), and accuracy credits a tie 1/len(tied) when it holds the right letter, as a
+    random choice among them would: ids never decide (issue 35)."""
     if not items:
         return
     util = np.asarray(predicted(queries), dtype=np.float64)
@@ -210,6 +212,7 @@ def src_choice(items: list[dict[str, Any]], predicted: Any, queries: list[Any]) 
         item["src"] = {
             "utilities": [v if np.isfinite(v) else None for v in vals],
             "pick": LETTERS[best],
+            "tied": [LETTERS[k] for k in range(len(eids)) if vals[k] == vals[best]],
         }
 
 

@@ -267,3 +267,24 @@ def test_llm_items_command_errors_are_one_line(tmp_path):
     )
     assert missing.exit_code == 2 and "no such query set" in missing.output
     assert not (tmp_path / "i.jsonl").exists()
+
+
+def test_src_ties_are_credited_as_a_random_choice() -> None:
+    """SRC's tie among candidates is never broken by entity id for accuracy: a tie of k letters holding the
+    right one earns 1/k (issue 35)."""
+    from pipeline.llm.eval import accuracy_table, credit, src_picks
+    from pipeline.llm.items import src_choice
+
+    items = [
+        {"id": "a", "type": "1p", "correct": "B", "candidates": [{"eid": 5}, {"eid": 9}, {"eid": 2}, {"eid": 7}]},
+        {"id": "b", "type": "1p", "correct": "A", "candidates": [{"eid": 1}, {"eid": 3}, {"eid": 4}, {"eid": 6}]},
+    ]
+    util = np.full((2, 10), -np.inf)
+    util[0, [5, 9]] = 0.4  # A and B tied at the top, C and D fail: 1/2 for the right letter B
+    util[1, [1, 3, 4, 6]] = [0.9, 0.1, 0.2, 0.3]  # A alone at the top
+    src_choice(items, lambda qs: util, [None, None])
+    assert items[0]["src"]["tied"] == ["A", "B"] and items[0]["src"]["pick"] == "A"  # listed by id
+    assert src_picks(items) == {"a": ["A", "B"], "b": "A"}
+    table = accuracy_table(items, src_picks(items))
+    assert table["all"]["correct"] == 1.5 and table["all"]["accuracy"] == 75.0
+    assert credit(["C", "D"], "B") == 0.0 and credit("B", "B") == 1.0 and credit(None, "B") == 0.0
