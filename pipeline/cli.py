@@ -449,11 +449,13 @@ def train_cmd(
 
     A run directory that already holds a run is never started over silently: --resume continues it,
     --overwrite deletes it first."""
+    import dataclasses
+
     from loaders import load
     from pipeline import config
     from pipeline.atomic import check_folder
     from pipeline.models import train
-    from pipeline.models.config import train_config
+    from pipeline.models.config import fitted_batch_size, steps_per_epoch, train_config
 
     check_folder(out, "--out")
     cfg = train_config(
@@ -474,12 +476,21 @@ def train_cmd(
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
     kg = load(cfg.dataset, source=source)
+    n_train = len(kg.graph("train"))
+    if batch_size is None and config_file is None:  # a replayed config keeps its own batch size
+        cfg = dataclasses.replace(cfg, batch_size=fitted_batch_size(cfg.batch_size, n_train))
     out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}"
     res = train(kg, cfg, out, resume=resume, overwrite=overwrite)
     out = str(out)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
+    # what was chosen: a small graph's batch size is not the model's default
+    click.echo(
+        f"trained {cfg.model} on {kg.name}: {n_train} train facts, batch size {cfg.batch_size} "
+        f"({steps_per_epoch(cfg.batch_size, n_train)} steps per epoch{_batch_note(cfg, n_train, batch_size, config_file)}), "
+        f"{cfg.epochs} epochs at most, dim {cfg.dim}, lr {cfg.lr:g}"
+    )
     rows = [
         {"split": k, "n": v["n"], "MSE": f"{v['mse']:.5f}", "MAE": f"{v['mae']:.5f}"}
         for k, v in res.items()
@@ -488,8 +499,32 @@ def train_cmd(
     print_table(rows)
     click.echo(
         f"run {out}: {res['epochs_run']} epochs (best {res['best_epoch']}), "
-        f"{res['seconds_per_epoch'] or 0:.1f} s/epoch on {res['device']}"
+        f"{res['seconds_per_epoch'] or 0:.1f} s/epoch on {res['device']}; {_against_mean(res)}"
     )
+
+
+def _batch_note(cfg, n_train: int, given: int | None, config_file: str | None) -> str:
+    """Why the batch size is what it is, when it is not the user's."""
+    from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS
+
+    if given is not None or config_file is not None:
+        return ""
+    reference = MODEL_DEFAULTS.get(cfg.model, {}).get("batch_size", cfg.batch_size)
+    if reference == cfg.batch_size:
+        return ""
+    return (f"; fitted to the graph: the model's default {reference} gives "
+            f"{-(-n_train // reference)}, fewer than {MIN_STEPS_PER_EPOCH}")
+
+
+def _against_mean(res: dict) -> str:
+    """The valid MSE beside the mean predictor's, saying plainly when the model is no better."""
+    mse, base = res["valid"]["mse"], res["mean_predictor"]
+    text = (f"valid MSE {mse:.4f}, predicting the mean confidence ({base['confidence']:.3f}) "
+            f"{base['valid_mse']:.4f}")
+    if not mse < base["valid_mse"]:
+        text += ("\nwarning: the model is no better than predicting the mean confidence; train longer "
+                 "(--epochs) or with more steps per epoch (--batch-size)")
+    return text
 
 
 @cli.command("export")
