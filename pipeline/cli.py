@@ -374,9 +374,14 @@ def query_cmd(
     if ans.approximate:
         click.echo("note: a cycle cap skipped candidates; utilities are lower bounds", err=True)
     if as_json:
+        if ans.empty_reason:
+            click.echo(ans.empty_reason, err=True)  # stdout stays one document
         echo_json(ans.witnesses if explain else ans.rows)
         return
     click.echo(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]")
+    if ans.empty_reason:
+        click.echo(ans.empty_reason)
+        return
     if explain:
         from pipeline.explanations import witness_lines
 
