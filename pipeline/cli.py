@@ -550,19 +550,32 @@ def _against_mean(res: dict) -> str:
               help="Non-local executors: where the (relation, head block) shards go (folder or URI such as s3://b/p; default OUT.shards).")
 @click.option("--shard-heads", type=click.IntRange(1), default=None,
               help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
+@click.option("--allow-dense", is_flag=True,
+              help="Keep the export even when it holds more than a third of all (h, r, t) pairs (refused otherwise).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
 @_executor_options
 @_friendly
 def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
                top_k: int | None = None, executor_name: str = "local", address: str | None = None,
-               workers: int | None = None, shards: str | None = None, shard_heads: int | None = None) -> None:
+               workers: int | None = None, shards: str | None = None, shard_heads: int | None = None,
+               allow_dense: bool = False) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
     from pipeline.executors import make_executor
-    from pipeline.export import export_adjacency
+    from pipeline.export import MAX_FRACTION, export_adjacency
 
     with make_executor(executor_name, address, workers) as executor:
         man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
-                               shard_heads=shard_heads)
+                               shard_heads=shard_heads, max_fraction=1.0 if allow_dense else MAX_FRACTION)
+    # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
+    # graph's dense matrix, which read "0 facts = 134% of dense"
+    frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
+    if frac > MAX_FRACTION:  # only with --allow-dense (or a cached export made with it): say so plainly
+        click.echo(
+            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs, more than the density "
+            f"guard's {MAX_FRACTION:.0%} (allowed by --allow-dense): at threshold {man['threshold']} the model "
+            "calls most pairs true, and queries over it will answer with nearly every entity",
+            err=True,
+        )
     if as_json:
         echo_json(man)
         return
@@ -572,9 +585,6 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
             for x in man["relations"]
         ]
     )
-    # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
-    # graph's dense matrix, which read "0 facts = 134% of dense"
-    frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
     click.echo(
         f"{man['path']}: {man['nnz']} facts, {man['bytes'] / 1e6:.1f} MB ({100 * frac:.2f}% of all (h, r, t) pairs)"
         + (" [cached]" if man["cached"] else f" in {man['seconds']:.1f} s")
