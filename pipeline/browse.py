@@ -148,6 +148,8 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
 ARCS = {ANCHOR: (300.0, 150.0, 210.0), VIA: (260.0, 215.0, 325.0), ANSWER: (340.0, -75.0, 75.0)}
 SHIFT_X = -100.0  # centre the drawing (NVL centres the origin)
 STRETCH_X, STRETCH_Y = 1.5, 0.7  # a wide window: spread the arcs sideways, so names and edge labels get room
+QUERY_Y = 110.0  # the query below the middle row: anchor -> answer edges do not run through it
+ANSWERS_PER_COLUMN, ANSWER_ROW, ANSWER_COLUMN = 5, 120.0, 200.0
 REFERENCE_CANVAS = (1400.0, 765.0)  # the graph's area in a 1400 x 900 window (85vh), for the initial zoom
 # NVL's caption sizes: a node's font is a share of its diameter (3 = the largest, about half), an edge's is
 # 6 px x caption_size at zoom 1; with the layout above NVL fits a page at a zoom near 1 in a 1400 x 900
@@ -166,11 +168,12 @@ def place(nodes: list[dict[str, Any]]) -> None:
     for kind, members in groups.items():
         if kind == QUERY:
             for n in members:
-                n["x"], n["y"] = SHIFT_X, 0.0
+                n["x"], n["y"] = SHIFT_X, QUERY_Y
             continue
         radius, lo, hi = ARCS.get(kind, ARCS[VIA])
         if kind == ANSWER:  # best first from the top, whatever role the entity had when first met
-            members = sorted(members, key=lambda n: n["properties"].get("rank", 0))
+            place_answers(sorted(members, key=lambda n: n["properties"].get("rank", 0)), radius)
+            continue
         k = len(members)
         for i, n in enumerate(members):
             angle = math.radians((lo + hi) / 2 if k == 1 else lo + (hi - lo) * i / (k - 1))
@@ -178,12 +181,25 @@ def place(nodes: list[dict[str, Any]]) -> None:
             n["y"] = round(STRETCH_Y * radius * math.sin(angle), 1)
 
 
+def place_answers(members: list[dict[str, Any]], radius: float) -> None:
+    """Answers in columns of at most ANSWERS_PER_COLUMN on the right, rank 1 top left, each column bowed
+    like an arc and every other one shifted by half a row: busy pages keep their nodes apart, and the edges
+    to the answers of one column do not run along those of the next."""
+    rows = min(len(members), ANSWERS_PER_COLUMN)
+    for i, n in enumerate(members):
+        col, row = divmod(i, ANSWERS_PER_COLUMN)
+        y = (row - (rows - 1) / 2 + (col % 2) / 2) * ANSWER_ROW
+        bow = ANSWER_ROW * rows / 2 + 1
+        x = SHIFT_X + STRETCH_X * radius + col * ANSWER_COLUMN - 60 * (y / bow) ** 2
+        n["x"], n["y"] = round(x, 1), round(y, 1)
+
+
 def initial_view(nodes: list[dict[str, Any]]) -> tuple[float, tuple[float, float]]:
     """(zoom, pan centre) that show every node in REFERENCE_CANVAS with a margin: NVL draws coordinate
     layouts at a fixed zoom otherwise (0.75 measured), where captions come out at 5-7 px."""
     if not nodes:
         return 1.0, (0.0, 0.0)
-    pad = 1.25
+    pad = 1.12  # a margin around the outermost nodes
     xs = [n["x"] for n in nodes]
     ys = [n["y"] for n in nodes]
     r = max(n["size"] for n in nodes)

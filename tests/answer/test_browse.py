@@ -59,9 +59,16 @@ def test_page_graph_by_hand(store, tmp_path: Path) -> None:
     assert by_id["e:0"]["color"] == ANCHOR and by_id["e:0"]["properties"]["rank"] == 3
     # fixed places: the query in the middle, the answers on the right arc (stretched sideways), rank 1 on top
     xy = {n["id"]: (n["x"], n["y"]) for n in g.nodes}
-    assert xy["q:q2"] == (-100.0, 0.0) and xy["e:5"] == (pytest.approx(32.0, abs=0.1), pytest.approx(-229.9, abs=0.1))
+    # answers in columns of 5 on the right (rank 1 top left), the query below the middle row
+    assert xy["q:q2"] == (-100.0, 110.0) and xy["e:5"] == (371.9, -240.0)
     assert all(xy[f"e:{e}"][0] > -100 for e in (5, 4, 0, 1, 2, 3))
-    assert [xy[f"e:{e}"][1] for e in (5, 4, 0, 1, 2, 3)] == sorted(xy[f"e:{e}"][1] for e in (5, 4, 0, 1, 2, 3))
+    first = [xy[f"e:{e}"] for e in (5, 4, 0, 1, 2)]
+    assert [y for _, y in first] == [-240.0, -120.0, 0.0, 120.0, 240.0]
+    assert xy["e:3"][0] > max(x for x, _ in first) and xy["e:3"][1] == -180.0  # rank 6: next column, half a row down
+    # no two nodes overlap
+    for i, a in enumerate(g.nodes):
+        for b in g.nodes[i + 1:]:
+            assert ((a["x"] - b["x"]) ** 2 + (a["y"] - b["y"]) ** 2) ** 0.5 >= a["size"] + b["size"], (a["id"], b["id"])
     rows = store.run(cypher_text("browse_query"), {"dataset": "toy", "set": set_id(qs), "qid": "q2"})
     with pytest.raises(PipelineError, match="no answers of method 'other'"):
         page_graph(rows, "other")
@@ -165,13 +172,19 @@ def html_unescape(text: str) -> str:
 
 
 def assert_readable(sizes: dict[str, float], names: list[str], edge_labels: list[str]) -> None:
-    """Node names at 12 px or more, edge labels at 10 px or more (issue 32 measured 5-7 px and 4.5 px)."""
+    """Node names at 12 px or more, edge labels at 10 px or more (issue 32 measured 5-7 px and 4.5 px). NVL
+    leaves out the label of an edge too short to hold it (two neighbouring answers): every answer edge's
+    label ("#1 u=...") and most of the others must be drawn."""
     for name in names:
         drawn = [px for text, px in sizes.items() if text and text in name or name in text]
         assert drawn and min(drawn) >= 12, f"{name}: drawn at {drawn} px"
+    shown = 0
     for label in edge_labels:
         drawn = [px for text, px in sizes.items() if text.rstrip(".…") and label.startswith(text.rstrip(".…"))]
-        assert drawn and min(drawn) >= 10, f"{label}: drawn at {drawn} px"
+        assert min(drawn, default=10) >= 10, f"{label}: drawn at {drawn} px"
+        assert drawn or not label.startswith("#"), f"{label}: not drawn"
+        shown += bool(drawn)
+    assert shown >= 0.6 * len(edge_labels), f"only {shown} of {len(edge_labels)} edge labels drawn"
 
 
 @pytest.mark.browser
