@@ -508,9 +508,9 @@ def train_cmd(
     )
 
 
-def _batch_note(cfg, n_train: int, given: int | None, config_file: str | None) -> str:
-    """Why the batch size is what it is, when it is not the user's."""
-    from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS
+def _batch_note(cfg: Any, n_train: int, given: int | None, config_file: str | None) -> str:
+    """Why the batch size is what it is, when it is not the user's (cfg: a TrainConfig)."""
+    from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS, steps_per_epoch
 
     if given is not None or config_file is not None:
         return ""
@@ -518,15 +518,18 @@ def _batch_note(cfg, n_train: int, given: int | None, config_file: str | None) -
     if reference == cfg.batch_size:
         return ""
     return (f"; fitted to the graph: the model's default {reference} gives "
-            f"{-(-n_train // reference)}, fewer than {MIN_STEPS_PER_EPOCH}")
+            f"{steps_per_epoch(reference, n_train)}, fewer than {MIN_STEPS_PER_EPOCH}")
 
 
 def _against_mean(res: dict) -> str:
-    """The valid MSE beside the mean predictor's, saying plainly when the model is no better."""
+    """The valid MSE beside the mean predictor's, saying plainly when the model is no better (both NaN
+    without valid facts: nothing to compare, no warning)."""
+    import math
+
     mse, base = res["valid"]["mse"], res["mean_predictor"]
     text = (f"valid MSE {mse:.4f}, predicting the mean confidence ({base['confidence']:.3f}) "
             f"{base['valid_mse']:.4f}")
-    if not mse < base["valid_mse"]:
+    if math.isfinite(base["valid_mse"]) and not mse < base["valid_mse"]:
         text += ("\nwarning: the model is no better than predicting the mean confidence; train longer "
                  "(--epochs) or with more steps per epoch (--batch-size)")
     return text

@@ -45,6 +45,7 @@ def fitted_batch_size(default: int, n_train: int) -> int:
 
 
 def steps_per_epoch(batch_size: int, n_train: int) -> int:
+    """Optimisation steps of one epoch over n_train facts (the last batch may be short; at least 1)."""
     return max(1, -(-n_train // batch_size))
 
 
