@@ -23,6 +23,7 @@ class Ranking:
     n_answers: int  # before the top-k cut
     approximate: bool
     witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.explanations)
+    empty_reason: str | None = None  # without answers: one line saying why (pipeline.engine.empty)
 
 
 def ask(
@@ -47,12 +48,13 @@ def ask(
     query = parse(text, vocab)  # syntax and names fail fast, before any tensor work
     if graph is not None:
         tensors: GraphTensors = observed_graph(kg, graph, device)
-        source = f"graph {graph}"
+        source, where = f"graph {graph}", f"on graph {graph}"
     else:
         from pipeline.formats.adjacency import load_adjacency
 
         tensors, meta = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
         source = f"adjacency {adjacency} (threshold {meta.get('threshold')})"
+        where = f"in the export (facts >= {meta.get('threshold')})"
     adj = as_adjacency(tensors)  # built once: the witnesses read the same index
     if calibration:
         if adjacency is None:
@@ -83,6 +85,12 @@ def ask(
         witnesses = [
             witness_record(replace(w, utility=float(util[w.answer])), query, vocab, found, capped) for w in ws
         ]
+    reason = None
+    if ids.numel() == 0:
+        from pipeline.engine.empty import empty_reason_text
+
+        # on the facts as stored: a calibration's lowered alphas are in `query`, its L correction is not
+        reason = empty_reason_text(query, tensors, vocab, where + (" before calibration L" if calibration else ""))
     return Ranking(
-        to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]), witnesses
+        to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]), witnesses, reason
     )

@@ -44,7 +44,8 @@ class PageGraph:
 
 
 def find_query(store: Any, qid: str, dataset: str | None = None, set_name: str | None = None) -> dict[str, Any]:
-    """The one stored query an id names: {dataset, set, methods}; PipelineError when none or several."""
+    """The one stored query an id names: {dataset, set, text, error, methods}; PipelineError when none or
+    several."""
     from pipeline.store import cypher_text
 
     found = store.run(cypher_text("browse_find"), {"qid": qid, "dataset": dataset, "set": set_name})
@@ -86,10 +87,10 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
     g = PageGraph(title=f"{q.get('dataset')} · {q.get('set')} · {q.get('qid')}", query=text, method=method)
     nodes: dict[str, dict[str, Any]] = {}
     qnode = f"q:{q.get('qid')}"
-    nodes[qnode] = {"id": qnode, "caption": f"{q.get('type') or ''} query".strip(), "color": QUERY, "size": 40,
+    nodes[qnode] = {"id": qnode, "caption": f"{q.get('type') or ''} query".strip(), "color": QUERY, "size": 44,
                     "properties": {"query": text, "type": q.get("type"), "set": q.get("set")}}
 
-    def entity(e: dict[str, Any], color: str, caption: str | None = None, size: float = 26) -> str:
+    def entity(e: dict[str, Any], color: str, caption: str | None = None, size: float = 40) -> str:
         key = f"e:{e['eid']}"
         if key not in nodes:
             nodes[key] = {"id": key, "caption": caption or e["name"], "color": color, "size": size,
@@ -97,8 +98,8 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
         return key
 
     for a in rows[0]["anchors"]:
-        g.edges.append({"id": f"anchor:{a['eid']}", "source": qnode, "target": entity(a, ANCHOR, size=32),
-                        "caption": "anchor", "color": LINK, "width": 1.5, "properties": {}})
+        g.edges.append({"id": f"anchor:{a['eid']}", "source": qnode, "target": entity(a, ANCHOR, size=44),
+                        "caption": "", "color": LINK, "width": 1.5, "properties": {}})
     utilities = [r["answer"]["utility"] for r in rows if r["answer"]["utility"] is not None]
     top = max(utilities, default=1.0) or 1.0
     atoms_seen: set[str] = set()
@@ -106,11 +107,13 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
         ans, e = r["answer"], r["entity"]
         u = ans["utility"]
         # the name alone fits the node (NVL cuts long captions); the rank is on the ANSWER edge
-        key = entity(e, ANSWER, size=36 - min(int(ans["rank"]), 10))
-        nodes[key]["color"] = ANSWER  # an anchor that is also an answer reads as an answer
+        key = entity(e, ANSWER, size=48 - min(int(ans["rank"]), 10))
+        if nodes[key]["color"] != ANCHOR:  # an anchor stays an anchor (also the anchor of a negated atom)
+            nodes[key]["color"] = ANSWER
+        nodes[key]["role"] = ANSWER  # placed among the answers by rank, whatever its colour
         nodes[key]["properties"]["rank"] = ans["rank"]
         g.edges.append({"id": f"answer:{ans['rank']}", "source": qnode, "target": key,
-                        "caption": f"#{ans['rank']}  u={u:.4g}", "color": ANSWER,
+                        "caption": f"#{ans['rank']} u={u:.3g}", "color": ANSWER,
                         "width": _width(u / top if u is not None and top > 0 else 0.0, 1.0, 4.0),
                         "properties": {"rank": ans["rank"], "utility": u, "truth_utility": ans.get("truth_utility")}})
         w = r.get("witness")
@@ -128,7 +131,7 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
             neg = "NOT " if a["negated"] else ""
             g.edges.append({
                 "id": akey, "source": head, "target": tail,
-                "caption": f"{neg}{a['relation']}  c={a['confidence']:.3g} {a['source']}",
+                "caption": f"{neg}{a['relation']} {a['confidence']:.3g}",  # the colour says observed/predicted/missing
                 "color": NEGATED if a["negated"] else SOURCE_COLORS.get(a["source"], VIA),
                 "width": _width(a["confidence"], 0.5, 4.5),
                 "properties": {k: a.get(k) for k in ("relation", "head", "tail", "confidence", "source", "alpha",
@@ -142,8 +145,16 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
 # where each kind of node goes around the query (angles in degrees, 0 = right, screen y grows downwards):
 # anchors on the left, the witnesses' other entities above, the answers on an arc on the right (rank 1 on
 # top), so a witness reads as a path anchor -> via -> answer and edges between answers stay visible chords
-ARCS = {ANCHOR: (230.0, 150.0, 210.0), VIA: (250.0, 215.0, 325.0), ANSWER: (400.0, -75.0, 75.0)}
+ARCS = {ANCHOR: (300.0, 150.0, 210.0), VIA: (260.0, 215.0, 325.0), ANSWER: (340.0, -75.0, 75.0)}
 SHIFT_X = -100.0  # centre the drawing (NVL centres the origin)
+STRETCH_X, STRETCH_Y = 1.5, 0.7  # a wide window: spread the arcs sideways, so names and edge labels get room
+QUERY_Y = 110.0  # the query below the middle row: anchor -> answer edges do not run through it
+ANSWERS_PER_COLUMN, ANSWER_ROW, ANSWER_COLUMN = 5, 120.0, 200.0
+REFERENCE_CANVAS = (1400.0, 765.0)  # the graph's area in a 1400 x 900 window (85vh), for the initial zoom
+# NVL's caption sizes: a node's font is a share of its diameter (3 = the largest, about half), an edge's is
+# 6 px x caption_size at zoom 1; with the layout above NVL fits a page at a zoom near 1 in a 1400 x 900
+# window, so names read at 12+ px and edge labels at 10+ px without zooming (tests/answer/test_browse.py)
+NODE_CAPTION_SIZE, EDGE_CAPTION_SIZE = 2, 2
 
 
 def place(nodes: list[dict[str, Any]]) -> None:
@@ -153,20 +164,48 @@ def place(nodes: list[dict[str, Any]]) -> None:
 
     groups: dict[str, list[dict[str, Any]]] = {}
     for n in nodes:
-        groups.setdefault(n["color"], []).append(n)
+        groups.setdefault(n.get("role", n["color"]), []).append(n)
     for kind, members in groups.items():
         if kind == QUERY:
             for n in members:
-                n["x"], n["y"] = SHIFT_X, 0.0
+                n["x"], n["y"] = SHIFT_X, QUERY_Y
             continue
         radius, lo, hi = ARCS.get(kind, ARCS[VIA])
         if kind == ANSWER:  # best first from the top, whatever role the entity had when first met
-            members = sorted(members, key=lambda n: n["properties"].get("rank", 0))
+            place_answers(sorted(members, key=lambda n: n["properties"].get("rank", 0)), radius)
+            continue
         k = len(members)
         for i, n in enumerate(members):
             angle = math.radians((lo + hi) / 2 if k == 1 else lo + (hi - lo) * i / (k - 1))
-            n["x"] = round(SHIFT_X + radius * math.cos(angle), 1)
-            n["y"] = round(radius * math.sin(angle), 1)
+            n["x"] = round(SHIFT_X + STRETCH_X * radius * math.cos(angle), 1)
+            n["y"] = round(STRETCH_Y * radius * math.sin(angle), 1)
+
+
+def place_answers(members: list[dict[str, Any]], radius: float) -> None:
+    """Answers in columns of at most ANSWERS_PER_COLUMN on the right, rank 1 top left, each column bowed
+    like an arc and every other one shifted by half a row: busy pages keep their nodes apart, and the edges
+    to the answers of one column do not run along those of the next."""
+    rows = min(len(members), ANSWERS_PER_COLUMN)
+    for i, n in enumerate(members):
+        col, row = divmod(i, ANSWERS_PER_COLUMN)
+        y = (row - (rows - 1) / 2 + (col % 2) / 2) * ANSWER_ROW
+        bow = ANSWER_ROW * rows / 2 + 1
+        x = SHIFT_X + STRETCH_X * radius + col * ANSWER_COLUMN - 60 * (y / bow) ** 2
+        n["x"], n["y"] = round(x, 1), round(y, 1)
+
+
+def initial_view(nodes: list[dict[str, Any]]) -> tuple[float, tuple[float, float]]:
+    """(zoom, pan centre) that show every node in REFERENCE_CANVAS with a margin: NVL draws coordinate
+    layouts at a fixed zoom otherwise (0.75 measured), where captions come out at 5-7 px."""
+    if not nodes:
+        return 1.0, (0.0, 0.0)
+    pad = 1.12  # a margin around the outermost nodes
+    xs = [n["x"] for n in nodes]
+    ys = [n["y"] for n in nodes]
+    r = max(n["size"] for n in nodes)
+    w, h = max(xs) - min(xs) + 2 * r, max(ys) - min(ys) + 2 * r
+    zoom = min(REFERENCE_CANVAS[0] / (w * pad), REFERENCE_CANVAS[1] / (h * pad), 2.0)
+    return round(zoom, 3), (round((max(xs) + min(xs)) / 2, 1), round((max(ys) + min(ys)) / 2, 1))
 
 
 def read_page_graph(store: Any, qid: str, method: str | None = None, dataset: str | None = None,
@@ -175,6 +214,11 @@ def read_page_graph(store: Any, qid: str, method: str | None = None, dataset: st
     from pipeline.store import cypher_text
 
     found = find_query(store, qid, dataset, set_name)
+    if found.get("error") and not found["methods"]:
+        raise PipelineError(
+            f"query {qid}'s text did not parse, so it has no answers to draw: {found['error']} "
+            f"(text: {found.get('text')!r}); fix the node's text and run `pipeline answer --from-store ... --write-back`"
+        )
     chosen = choose_method(sorted(found["methods"]), method, qid)
     rows = store.run(cypher_text("browse_query"), {"dataset": found["dataset"], "set": found["set"], "qid": qid})
     return page_graph(rows, chosen)
@@ -209,13 +253,16 @@ def render_html(g: PageGraph) -> str:
     except ImportError:
         raise PipelineError(f"pipeline browse draws with the neo4j-viz package, which is not installed: {INSTALL}") from None
     nodes = [Node(id=n["id"], caption=n["caption"], color=n["color"], size=n["size"], x=n["x"], y=n["y"],
-                  properties=n["properties"]) for n in g.nodes]
+                  caption_size=NODE_CAPTION_SIZE, properties=n["properties"]) for n in g.nodes]
     rels = [Relationship(id=r["id"], source=r["source"], target=r["target"], caption=r["caption"], color=r["color"],
-                         width=r["width"], properties={k: v for k, v in r["properties"].items() if v is not None})
+                         width=r["width"], caption_size=EDGE_CAPTION_SIZE,
+                         properties={k: v for k, v in r["properties"].items() if v is not None})
             for r in g.edges]
     vg = VisualizationGraph(nodes, rels)
     # the coordinates of place(): the layout button of the page still offers NVL's force-directed layout
-    page = vg.render(layout=Layout.COORDINATE, width="100%", height="85vh", theme="light").data
+    zoom, pan = initial_view(g.nodes)
+    page = vg.render(layout=Layout.COORDINATE, width="100%", height="85vh", theme="light", initial_zoom=zoom,
+                     pan_position=pan).data
     digest = hashlib.sha256(repr((g.title, g.method, g.nodes, g.edges)).encode()).hexdigest()[:12]
     page = re.sub(r"neo4j-viz-[0-9a-f]{12}", f"neo4j-viz-{digest}", page)
     page = page.replace("<title>neo4j-viz</title>", f"<title>{html.escape(g.query)}</title>", 1)

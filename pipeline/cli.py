@@ -374,9 +374,14 @@ def query_cmd(
     if ans.approximate:
         click.echo("note: a cycle cap skipped candidates; utilities are lower bounds", err=True)
     if as_json:
+        if ans.empty_reason:
+            click.echo(ans.empty_reason, err=True)  # stdout stays one document
         echo_json(ans.witnesses if explain else ans.rows)
         return
     click.echo(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]")
+    if ans.empty_reason:
+        click.echo(ans.empty_reason)
+        return
     if explain:
         from pipeline.explanations import witness_lines
 
@@ -449,11 +454,13 @@ def train_cmd(
 
     A run directory that already holds a run is never started over silently: --resume continues it,
     --overwrite deletes it first."""
+    import dataclasses
+
     from loaders import load
     from pipeline import config
     from pipeline.atomic import check_folder
     from pipeline.models import train
-    from pipeline.models.config import train_config
+    from pipeline.models.config import fitted_batch_size, steps_per_epoch, train_config
 
     check_folder(out, "--out")
     cfg = train_config(
@@ -474,12 +481,21 @@ def train_cmd(
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
     kg = load(cfg.dataset, source=source)
+    n_train = len(kg.graph("train"))
+    if batch_size is None and config_file is None:  # a replayed config keeps its own batch size
+        cfg = dataclasses.replace(cfg, batch_size=fitted_batch_size(cfg.batch_size, n_train))
     out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}"
     res = train(kg, cfg, out, resume=resume, overwrite=overwrite)
     out = str(out)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
+    # what was chosen: a small graph's batch size is not the model's default
+    click.echo(
+        f"trained {cfg.model} on {kg.name}: {n_train} train facts, batch size {cfg.batch_size} "
+        f"({steps_per_epoch(cfg.batch_size, n_train)} steps per epoch{_batch_note(cfg, n_train, batch_size, config_file)}), "
+        f"{cfg.epochs} epochs at most, dim {cfg.dim}, lr {cfg.lr:g}"
+    )
     rows = [
         {"split": k, "n": v["n"], "MSE": f"{v['mse']:.5f}", "MAE": f"{v['mae']:.5f}"}
         for k, v in res.items()
@@ -488,8 +504,35 @@ def train_cmd(
     print_table(rows)
     click.echo(
         f"run {out}: {res['epochs_run']} epochs (best {res['best_epoch']}), "
-        f"{res['seconds_per_epoch'] or 0:.1f} s/epoch on {res['device']}"
+        f"{res['seconds_per_epoch'] or 0:.1f} s/epoch on {res['device']}; {_against_mean(res)}"
     )
+
+
+def _batch_note(cfg: Any, n_train: int, given: int | None, config_file: str | None) -> str:
+    """Why the batch size is what it is, when it is not the user's (cfg: a TrainConfig)."""
+    from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS, steps_per_epoch
+
+    if given is not None or config_file is not None:
+        return ""
+    reference = MODEL_DEFAULTS.get(cfg.model, {}).get("batch_size", cfg.batch_size)
+    if reference == cfg.batch_size:
+        return ""
+    return (f"; fitted to the graph: the model's default {reference} gives "
+            f"{steps_per_epoch(reference, n_train)}, fewer than {MIN_STEPS_PER_EPOCH}")
+
+
+def _against_mean(res: dict) -> str:
+    """The valid MSE beside the mean predictor's, saying plainly when the model is no better (both NaN
+    without valid facts: nothing to compare, no warning)."""
+    import math
+
+    mse, base = res["valid"]["mse"], res["mean_predictor"]
+    text = (f"valid MSE {mse:.4f}, predicting the mean confidence ({base['confidence']:.3f}) "
+            f"{base['valid_mse']:.4f}")
+    if math.isfinite(base["valid_mse"]) and not mse < base["valid_mse"]:
+        text += ("\nwarning: the model is no better than predicting the mean confidence; train longer "
+                 "(--epochs) or with more steps per epoch (--batch-size)")
+    return text
 
 
 @cli.command("export")
@@ -510,19 +553,32 @@ def train_cmd(
               help="Non-local executors: where the (relation, head block) shards go (folder or URI such as s3://b/p; default OUT.shards).")
 @click.option("--shard-heads", type=click.IntRange(1), default=None,
               help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
+@click.option("--allow-dense", is_flag=True,
+              help="Keep the export even when it holds more than a third of all (h, r, t) pairs (refused otherwise).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
 @_executor_options
 @_friendly
 def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
                top_k: int | None = None, executor_name: str = "local", address: str | None = None,
-               workers: int | None = None, shards: str | None = None, shard_heads: int | None = None) -> None:
+               workers: int | None = None, shards: str | None = None, shard_heads: int | None = None,
+               allow_dense: bool = False) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
     from pipeline.executors import make_executor
-    from pipeline.export import export_adjacency
+    from pipeline.export import MAX_FRACTION, export_adjacency
 
     with make_executor(executor_name, address, workers) as executor:
         man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
-                               shard_heads=shard_heads)
+                               shard_heads=shard_heads, max_fraction=1.0 if allow_dense else MAX_FRACTION)
+    # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
+    # graph's dense matrix, which read "0 facts = 134% of dense"
+    frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
+    if frac > MAX_FRACTION:  # only with --allow-dense (or a cached export made with it): say so plainly
+        click.echo(
+            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs, more than the density "
+            f"guard's {MAX_FRACTION:.0%} (allowed by --allow-dense): at threshold {man['threshold']} the model "
+            "calls most pairs true, and queries over it will answer with nearly every entity",
+            err=True,
+        )
     if as_json:
         echo_json(man)
         return
@@ -532,9 +588,6 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
             for x in man["relations"]
         ]
     )
-    # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
-    # graph's dense matrix, which read "0 facts = 134% of dense"
-    frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
     click.echo(
         f"{man['path']}: {man['nnz']} facts, {man['bytes'] / 1e6:.1f} MB ({100 * frac:.2f}% of all (h, r, t) pairs)"
         + (" [cached]" if man["cached"] else f" in {man['seconds']:.1f} s")

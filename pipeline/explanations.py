@@ -15,6 +15,7 @@ from pipeline.query.printer import format_name, format_number, relation_text
 from pipeline.query.vocab import Vocabulary
 
 OBSERVED, PREDICTED, MISSING = "observed", "predicted", "missing"
+FACT_WIDTH = 48  # the atom column of witness_lines; a longer atom is wrapped, never pushes the numbers out
 
 
 def _num(x: float) -> float | None:
@@ -88,7 +89,10 @@ def witness_lines(rank: int, rec: dict[str, Any]) -> list[str]:
         else:
             calc = f"{a['beta']:g} x {c:g}"
         value = "fails (below alpha)" if a["value"] is None else f"{a['value']:g}"
-        line = f"   {fact:<48} c={c:<9g} {a['source']:<9} alpha={a['alpha']:g}  {calc} = {value}"
+        if len(fact) > FACT_WIDTH:  # a long atom gets its own line; its numbers stay in their columns
+            lines.append(f"   {fact}")
+            fact = ""
+        line = f"   {fact:<{FACT_WIDTH}} c={c:<9g} {a['source']:<9} alpha={a['alpha']:g}  {calc} = {value}"
         if a.get("negated"):
             line += f"  (forbids c > {format_number(round(1.0 - a['alpha'], 6))})"
         lines.append(line)

@@ -50,6 +50,10 @@ from pipeline.formats.adjacency import (
 from pipeline.models import box_bounds
 from pipeline.provenance import provenance
 
+# The density guard: an export that keeps more than this share of all (h, r, t) pairs is refused (on every
+# graph size) unless the caller allows it plainly (max_fraction=1.0, `pipeline export --allow-dense`).
+MAX_FRACTION = 1 / 3
+
 
 def default_export_dir(dataset: str, model_hash: str, threshold: float, top_k: int | None = None) -> Path:
     """PIPELINE_HOME/exports/<dataset>-<hash prefix>-t<threshold>[-k<K>]: named by content, never by run name."""
@@ -63,8 +67,7 @@ def export_adjacency(
     device: str | None = None,
     progress: bool = True,
     block_rows: int | None = None,
-    max_fraction: float = 1 / 3,
-    dense_floor_pairs: int = 1 << 22,
+    max_fraction: float = MAX_FRACTION,
     prune: bool = True,
     top_k: int | None = None,
     executor: Executor | None = None,
@@ -76,8 +79,8 @@ def export_adjacency(
     run_dir: a run directory (pipeline.models.runs); threshold in (0, 1]; out: export directory (default
     under PIPELINE_HOME, named by the model hash); max_fraction: stop with an error when more than this
     fraction of all |R| |E|^2 pairs pass the threshold (a sparse export would be larger than the dense
-    matrix; raise the threshold instead), judged only when the graph has more than dense_floor_pairs
-    (h, r, t) pairs: a small graph's whole matrix is cheap, so it is never refused; prune: for box models,
+    matrix, and a model that keeps most pairs says little: raise the threshold instead), on every graph
+    size (1.0 turns the guard off: `pipeline export --allow-dense`); prune: for box models,
     skip the block pairs whose confidence bound is below the threshold (pipeline.models.box_bounds: the same
     facts; faster as far as the boxes are separated). Returns the manifest (with "path" and "cached": True
     when an existing export of the same model and threshold was reused).
@@ -103,6 +106,12 @@ def export_adjacency(
     out = Path(out) if out is not None else default_export_dir(run.dataset, model_hash, threshold, top_k)
     cached = reusable(out, model_hash, threshold, top_k)
     if cached is not None:
+        kept = cached["nnz"] / max(1, cached["n_entities"] ** 2 * cached["n_relations"])
+        if kept > max_fraction:  # made with the guard off: not handed out without it
+            raise PipelineError(
+                f"{out}: this export keeps {kept:.1%} of all (h, r, t) pairs, more than the density guard's "
+                f"{max_fraction:.0%}; choose a higher --threshold, or --allow-dense to use it anyway"
+            )
         return {**cached, "path": str(out), "cached": True}
     if out.exists() and not out.is_dir():
         raise ArtifactError(f"{out}: exists and is not a directory; choose another --out")
@@ -126,7 +135,8 @@ def export_adjacency(
         "top_k": str(top_k) if top_k else "",
     }
     tmp = atomic.temp_dir(out)  # also removes what a killed export left behind
-    guarded = all_pairs > dense_floor_pairs  # the density guard is relative to the graph: tiny ones always pass
+    # the guard holds on every graph size: a small graph once slipped through with 100% of its pairs kept
+    guarded = max_fraction < 1.0
     relations = []
     pruner = (
         box_bounds.PruneStats(heads_total=n * model.n_relations)

@@ -197,7 +197,7 @@ def train_stage(ctx: Context, model: str, run_dir: Path, pretrained: bool) -> No
 
         tc = default_config(
             cfg.dataset, model, epochs=cfg.epochs, dim=cfg.dim, seed=cfg.seed, device=cfg.device,
-            psl=cfg.psl or None, select_on=cfg.select_on,
+            psl=cfg.psl or None, select_on=cfg.select_on, n_train=len(ctx.kg.graph("train")),
         )
         # an interrupted run of the same config resumes; a changed config trains afresh in its place
         res = train(ctx.kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=ctx.progress, overwrite=True)

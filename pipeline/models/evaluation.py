@@ -20,6 +20,16 @@ def confidence_errors(model: ConfidenceModel, facts: pd.DataFrame) -> dict[str, 
     return {"mse": float(np.mean(err**2)), "mae": float(np.mean(np.abs(err))), "n": int(len(facts))}
 
 
+def mean_predictor(train_conf: np.ndarray, valid_conf: np.ndarray) -> dict[str, float]:
+    """The baseline every model must beat: predict the mean train confidence for every valid fact.
+    Returns {"confidence": that mean, "valid_mse": its MSE on `valid_conf`} (NaN where either is empty)."""
+    train_conf, valid_conf = np.asarray(train_conf, np.float64), np.asarray(valid_conf, np.float64)
+    if len(train_conf) == 0 or len(valid_conf) == 0:
+        return {"confidence": float("nan"), "valid_mse": float("nan")}
+    mean = float(train_conf.mean())
+    return {"confidence": mean, "valid_mse": float(np.mean((valid_conf - mean) ** 2))}
+
+
 def evaluate_run(model: ConfidenceModel, kg) -> dict[str, dict[str, float]]:
     """Errors on valid positives, test positives and (CN15k) the test file's sampled negatives."""
     out = {

@@ -60,7 +60,7 @@ def tiny_flow_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) 
             sets[split] = doc["file"]
         run_cli("train", NAME, "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(root / "run"),
                 "--device", "cpu", "--seed", "0", "--json")
-        run_cli("export", str(root / "run"), "--threshold", "0.05", "--out", str(root / "adj"), "--json")
+        run_cli("export", str(root / "run"), "--threshold", "0.05", "--out", str(root / "adj"), "--json", "--allow-dense")
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_HOME", None)

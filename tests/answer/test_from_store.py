@@ -50,19 +50,20 @@ def test_typed_queries_answered_written_back_and_errors_marked(tiny_flow: dict, 
     res = _answer(tiny_flow, tmp_path, "--write-back", "--explain", "2")
     # one line for the query that did not parse, naming it, its text and the column
     assert res.stderr.count("not answered") == 1
-    assert "query t0 ('links(nobody, ?y)') not answered: column 7: unknown entity 'nobody'" in res.stderr
+    assert "query t2 ('links(nobody, ?y)') not answered: column 7: unknown entity 'nobody'" in res.stderr
     assert "2 queries of set typed (browsekg) answered" in res.stdout
     nodes = store.run("MATCH (q:Query {dataset: $d, set: 'typed'}) RETURN q.qid AS qid, q.text AS text, "
                       "q.error AS error, q.type AS type, q.query AS query ORDER BY qid", {"d": name})
-    # ids in text order; the typed text is kept, the error is on the broken node only
+    # ids in creation order (issue 32: the first typed node is t0); the typed text is kept, the error is on
+    # the broken node only
     assert [(n["qid"], n["text"], n["type"]) for n in nodes] == [
-        ("t0", TYPED[2], None), ("t1", TYPED[1], "2p"), ("t2", TYPED[0], "1p")]
-    assert "unknown entity 'nobody'" in nodes[0]["error"] and nodes[1]["error"] is None and nodes[2]["error"] is None
+        ("t0", TYPED[0], "1p"), ("t1", TYPED[1], "2p"), ("t2", TYPED[2], None)]
+    assert "unknown entity 'nobody'" in nodes[2]["error"] and nodes[0]["error"] is None and nodes[1]["error"] is None
     assert nodes[1]["query"] == "links(node_00, ?x) & feeds(?x, ?y, 0.1)"
     stored = store.run(ANSWERS, {"d": name, "set": "typed"})
-    assert {r["qid"] for r in stored} == {"t1", "t2"}
+    assert {r["qid"] for r in stored} == {"t0", "t1"}
     # a second implementation: `pipeline query` on the same export gives the same top answers
-    for qid, text in (("t2", TYPED[0]), ("t1", TYPED[1])):
+    for qid, text in (("t0", TYPED[0]), ("t1", TYPED[1])):
         mine = [(r["name"], r["utility"]) for r in stored if r["qid"] == qid]
         got = json.loads(run_cli("query", text, "--dataset", name, "--adjacency", str(tiny_flow["adj"]),
                                  "--top", str(len(mine)), "--json"))
@@ -71,12 +72,12 @@ def test_typed_queries_answered_written_back_and_errors_marked(tiny_flow: dict, 
     first = store.run(WITNESSES, {"d": name, "set": "typed"})
     assert first[0]["witnesses"] == 4 and first[0]["atoms"] == 2 + 2 * 2  # top 2 of a 1p and of a 2p
     # again, after the person fixed the broken text: nothing duplicated, the error gone, t2 answered
-    store.run("MATCH (q:Query {dataset: $d, qid: 't0'}) SET q.text = 'links(node_01, ?y)'", {"d": name})
+    store.run("MATCH (q:Query {dataset: $d, qid: 't2'}) SET q.text = 'links(node_01, ?y)'", {"d": name})
     _answer(tiny_flow, tmp_path, "--write-back", "--explain", "2")
     assert store.run("MATCH (q:Query {dataset: $d, set: 'typed'}) WHERE q.error IS NOT NULL RETURN count(q) AS n",
                      {"d": name}) == [{"n": 0}]
     again = store.run(ANSWERS, {"d": name, "set": "typed"})
-    assert [r for r in again if r["qid"] != "t0"] == stored and {r["qid"] for r in again} == {"t0", "t1", "t2"}
+    assert [r for r in again if r["qid"] != "t2"] == stored and {r["qid"] for r in again} == {"t0", "t1", "t2"}
     assert store.run(WITNESSES, {"d": name, "set": "typed"})[0]["witnesses"] == 6
     # the answers file written back again by path: the typed nodes keep the person's texts
     texts = "MATCH (q:Query {dataset: $d, set: 'typed'}) RETURN q.qid AS qid, q.text AS text ORDER BY qid"

@@ -56,7 +56,7 @@ def test_pruned_export_keeps_the_dense_guard(box_run: Path, tmp_path: Path) -> N
 
     # judged after the first block of heads (relation 0), also with the progress bar off
     with pytest.raises(PipelineError, match=r"pairs scored so far .*relation 0\).*higher --threshold"):
-        export_adjacency(box_run, 0.001, tmp_path / "g", progress=False, max_fraction=0.001, dense_floor_pairs=0)
+        export_adjacency(box_run, 0.001, tmp_path / "g", progress=False, max_fraction=0.001)
     assert not (tmp_path / "g").exists()
 
 

@@ -167,7 +167,7 @@ def test_threshold_validation_and_dense_guard(runs, tmp_path: Path) -> None:
         export_adjacency(runs["beurre"], 0.0, tmp_path / "a", progress=False)
     with pytest.raises(PipelineError, match="choose a higher --threshold"):
         export_adjacency(
-            runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01, dense_floor_pairs=0
+            runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01
         )
     assert not (tmp_path / "b").exists()  # nothing half-written
     (tmp_path / "c").mkdir()
@@ -234,14 +234,30 @@ def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
 
 
-def test_dense_guard_is_relative_to_the_graph(runs, tmp_path: Path) -> None:
-    """A toy graph's whole dense matrix is tiny: an unselective threshold exports instead of being refused
-    (issue 12), and the CLI reports facts over pairs, never header bytes over dense bytes ("134%")."""
-    man = export_adjacency(runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01)
-    pairs = man["n_entities"] ** 2 * man["n_relations"]
-    assert pairs <= 1 << 22 and man["nnz"] > 0.01 * pairs  # the old guard would have refused this
+def test_dense_guard_holds_on_a_small_graph_unless_allowed_plainly(runs, tmp_path: Path) -> None:
+    """A toy graph's unselective export is refused like a big one's (issue 32: a small graph exported 100%
+    of its pairs); --allow-dense keeps it and says so, and the CLI reports facts over pairs, never header
+    bytes over dense bytes ("134%", issue 12)."""
     from pipeline.cli import cli
+    from pipeline.export import MAX_FRACTION
 
-    out = CliRunner().invoke(cli, ["export", str(runs["beurre"]), "--threshold", "0.01", "--out", str(tmp_path / "b")])
+    # a threshold that keeps about 60% of the toy model's pairs
+    scores = np.concatenate([s for _, _, s in brute_force(runs["beurre"], 1e-9).values()])
+    t = float(np.quantile(scores, 0.4))
+    with pytest.raises(PipelineError, match="not selective at this threshold"):
+        export_adjacency(runs["beurre"], t, tmp_path / "a", progress=False, max_fraction=MAX_FRACTION)  # the default
+    args = ["export", str(runs["beurre"]), "--threshold", str(t), "--out", str(tmp_path / "b")]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code != 0 and "choose a higher --threshold" in refused.output
+    assert not (tmp_path / "b").exists()
+    out = CliRunner().invoke(cli, [*args, "--allow-dense"])
     assert out.exit_code == 0, out.output
+    man = export_adjacency(runs["beurre"], t, tmp_path / "b", progress=False, max_fraction=1.0)
+    assert man["cached"]
+    pairs = man["n_entities"] ** 2 * man["n_relations"]
+    assert man["nnz"] > pairs / 3
     assert f"{100 * man['nnz'] / pairs:.2f}% of all (h, r, t) pairs" in out.stdout
+    assert "more than the density guard's 33% (allowed by --allow-dense)" in out.stderr
+    # the export made with the flag is not handed out from the cache without it
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code != 0 and "--allow-dense" in again.output

@@ -146,10 +146,13 @@ def test_sixteen_entities_sample_train_export_query_answer(home: Path, fresh_sto
     run_dir = tmp_path / "run"
     _run("train", "tiny", "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(run_dir),
          "--device", "cpu", "--json")
-    # threshold 0.01 keeps nearly every pair: fine for 16 x 16 x 3 pairs (the guard is relative)
-    man = json.loads(_run("export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj"), "--json"))
+    # threshold 0.01 keeps nearly every pair: refused on every graph size (issue 32), kept only when asked
+    refused = CliRunner().invoke(cli, ["export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj")])
+    assert refused.exit_code != 0 and "choose a higher --threshold" in refused.output
+    man = json.loads(_run("export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj"), "--json",
+                          "--allow-dense"))
     assert man["n_entities"] == 16 and man["nnz"] > 0.3 * 16 * 16 * 3
-    text = _run("export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj"))
+    text = _run("export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj"), "--allow-dense")
     assert "% of all (h, r, t) pairs" in text and "134%" not in text
     got = json.loads(_run("query", "links(node_00, ?y)", "--dataset", "tiny", "--adjacency",
                           str(tmp_path / "adj"), "--top", "3", "--json"))
