@@ -132,8 +132,12 @@ _alive = pid_alive
 
 def _client(host: str, port: int, user: str, password: str, timeout: float):
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
-    return redis.Redis(host=host, port=port, username=user, password=password,
+    # no retries: redis-py 8 retries a refused login or a closed connection with backoff (seconds), which
+    # a PING that only asks "is it up?" and a SHUTDOWN that closes the connection must not wait for
+    return redis.Redis(host=host, port=port, username=user, password=password, retry=Retry(NoBackoff(), 0),
                        socket_connect_timeout=timeout, socket_timeout=timeout)
 
 

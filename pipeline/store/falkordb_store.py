@@ -38,6 +38,8 @@ class FalkorDBStore(Store):
     ) -> None:
         import redis
         from falkordb import FalkorDB
+        from redis.backoff import ExponentialBackoff
+        from redis.retry import Retry
 
         if not graph:
             raise PipelineError("empty FalkorDB graph name")
@@ -52,6 +54,9 @@ class FalkorDBStore(Store):
                 password=password,
                 socket_connect_timeout=5,
                 socket_timeout=timeout_s,
+                # one quick reconnect (an idle connection the server dropped), not redis-py's default
+                # backoff of seconds before a dead server is reported
+                retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
             )
             self._db.connection.ping()
         except (redis.exceptions.AuthenticationError, redis.exceptions.AuthenticationWrongNumberOfArgsError) as exc:

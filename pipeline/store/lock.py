@@ -239,7 +239,10 @@ class StoreLock:
 
     def _renew_loop(self) -> None:
         period = self.lease_s / 3
-        twin = self.store._twin()
+        try:
+            twin = self.store._twin()
+        except PipelineError:
+            return  # the server is gone: the holder's own next query says so; the lease frees the lock
         try:
             while not self._stop.wait(period):
                 try:
