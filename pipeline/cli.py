@@ -216,6 +216,8 @@ def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, a
     from pipeline.store.statement import cell, parse_params, run_statement
 
     values = parse_params(params)  # checked before the store is started
+    if not statement.strip():
+        raise PipelineError("empty Cypher statement")
     with open_store(store_uri) as store:
         rows = run_statement(store, statement, values)
     if as_json:
