@@ -8,5 +8,6 @@ WHERE q.pending IS NOT NULL
 SET q.pending = null
 WITH count(q) AS shown
 MERGE (c:WriteBack {dataset: $dataset, set: $set, method: $method})
-SET c.generation = $generation, c.answers = $answers, c.witnesses = $witnesses, c.at = $at
+SET c.generation = $generation, c.answers = $answers, c.witnesses = $witnesses, c.at = $at,
+    c.dataset_version = $version
 RETURN shown

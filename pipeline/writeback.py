@@ -123,6 +123,11 @@ def write_queries(store: Any, qs: QuerySet, generation: str | None = None) -> in
               "generation": generation or new_generation()}
     with store.lock(dataset_lock(dataset), purpose=f"write the queries of {set_id(qs)}"):
         _require_entities(store, dataset)
+        version = dataset_version(store, dataset)
+        fix = f"Sample the queries again from the stored '{dataset}' (`pipeline sample {dataset} ...`)"
+        check_version(qs.meta.get("dataset_version"), version, f"the query set {qs.path}", dataset, fix)
+        check_set_version(store, dataset, set_id(qs), version, fix + ", or delete the old set's nodes")
+        params["version"] = version or qs.meta.get("dataset_version")
         rows = query_rows(qs, vocab=store_vocabulary(store, dataset))
         store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
         if generation is None:
@@ -133,6 +138,36 @@ def write_queries(store: Any, qs: QuerySet, generation: str | None = None) -> in
 def new_generation() -> str:
     """A fresh write-back generation id (what the (:WriteBack) pointer names once committed)."""
     return uuid.uuid4().hex[:16]
+
+
+class StaleDataset(PipelineError):
+    """Work made from one version of a data set (its content key) met another version in the store."""
+
+
+def dataset_version(store: Any, dataset: str) -> str | None:
+    """The version of ``dataset`` in the store: its load marker's content key (None: no marker)."""
+    from pipeline.store import cypher_text
+
+    rows = store.run(cypher_text("dataset_version"), {"dataset": dataset})
+    return rows[0]["version"] if len(rows) == 1 else None
+
+
+def check_version(made_from: str | None, store_version: str | None, what: str, dataset: str, fix: str) -> None:
+    """Refuse (StaleDataset, one line) work made from another version of the data set than the store's;
+    unknown versions (older files, a store without marker) are let through."""
+    if made_from and store_version and made_from != store_version:
+        raise StaleDataset(
+            f"{what} was made from another version of '{dataset}' (content key {made_from[:12]}; the store "
+            f"now holds {store_version[:12]}, re-ingested since): its entity ids name other entities now. {fix}"
+        )
+
+
+def check_set_version(store: Any, dataset: str, set_name: str, version: str | None, fix: str) -> None:
+    from pipeline.store import cypher_text
+
+    rows = store.run(cypher_text("stored_queries_versions"), {"dataset": dataset, "set": set_name})
+    for r in rows:
+        check_version(r["version"], version, f"the set '{set_name}' in the store", dataset, fix)
 
 
 def committed_generation(store: Any, dataset: str, set_name: str, method: str) -> str | None:
@@ -245,6 +280,11 @@ def write_back(
     # killed write-back are removed first, the replaced generation last.
     generation = new_generation()
     with store.lock(dataset_lock(dataset), purpose=f"write back {answers.method} of {set_id(query_set)}"):
+        version = dataset_version(store, dataset)
+        fix = (f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`) and answer it, "
+               "or ingest the version it was made from")
+        check_version(query_set.meta.get("dataset_version"), version, f"the query set {query_set.path}", dataset, fix)
+        check_set_version(store, dataset, params["set"], version, fix)
         _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.method))
         if query_nodes:
             write_queries(store, query_set, generation)
@@ -253,7 +293,7 @@ def write_back(
         batch = WITNESS_BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH // 10
         store.run_batches(cypher_text("writeback_witnesses"), explained, batch, step)
         store.run(cypher_text("writeback_commit"), {**step, "answers": len(rows), "witnesses": len(explained),
-                                                    "at": int(time.time() * 1000)})
+                                                    "at": int(time.time() * 1000), "version": version})
         _remove_other_generations(store, params, generation)
     return len(rows)
 

@@ -359,3 +359,41 @@ def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tm
     first_new = outcomes.index("new")
     assert outcomes == ["old"] * first_new + ["new"] * (statements - first_new) and 0 < first_new < statements
     print(f"\n{'replacing' if previous else 'first'} write-back: {statements} kill points: {outcomes}")
+
+
+# ------------------------------------------------------------------------------------------ stale versions
+def test_a_set_made_from_another_version_of_the_data_set_is_refused(fresh_store, tmp_path):
+    from pipeline.stored_queries import read_stored_queries
+    from pipeline.writeback import StaleDataset, set_id, write_back, write_queries
+    from tests.answer.conftest import VOCAB
+
+    store = fresh_store  # the toy's named entities and relations, as ingest leaves them, and a load marker
+    store.ensure_index("Entity", "eid")
+    store.create_entities("toy", np.arange(len(VOCAB.entities)), VOCAB.entities)
+    store.run("UNWIND $rows AS row CREATE (:Relation {dataset: 'toy', rid: row.rid, name: row.name})",
+              {"rows": [{"rid": i, "name": n} for i, n in enumerate(VOCAB.relations)]})
+    store.run("CREATE (:Dataset {name: 'toy', key: 'version-one-key', complete: true})")
+    qs, ((answers, top, witnesses), _) = _toy_write_backs(tmp_path)
+    write_back(store, answers, qs, top=top, witnesses=witnesses)
+    sid = set_id(qs)
+    versions = store.run("MATCH (q:Query {set: $s}) RETURN DISTINCT q.dataset_version AS v", {"s": sid})
+    pointer = store.run("MATCH (c:WriteBack) RETURN c.dataset_version AS v")
+    assert versions == [{"v": "version-one-key"}] and pointer == [{"v": "version-one-key"}]
+    assert read_stored_queries(store, "toy", sid, tmp_path / "out").path is not None  # same version: fine
+    # the data set is re-ingested with other content: its marker carries another key
+    store.run("MATCH (d:Dataset {name: 'toy'}) SET d.key = 'version-two-key'")
+    texts = store.run("MATCH (q:Query {set: $s}) RETURN q.qid AS qid, q.query AS query ORDER BY qid", {"s": sid})
+    for attempt in (
+        lambda: read_stored_queries(store, "toy", sid, tmp_path / "out"),  # answer --from-store --set
+        lambda: write_back(store, answers, qs, top=top, witnesses=witnesses),
+        lambda: write_queries(store, qs),
+    ):
+        with pytest.raises(StaleDataset, match=r"another version of 'toy' \(content key version-one.*pipeline sample"):
+            attempt()
+    # refused before anything changed: the stored texts were not re-parsed against the new names
+    assert store.run("MATCH (q:Query {set: $s}) RETURN q.qid AS qid, q.query AS query ORDER BY qid", {"s": sid}) == texts
+    # a query set file that says which version it was sampled from is refused as well
+    qs.meta["dataset_version"] = "version-one-key"
+    store.run("MATCH (q:Query) DETACH DELETE q")
+    with pytest.raises(StaleDataset, match=f"the query set {qs.path}"):
+        write_queries(store, qs)
