@@ -383,7 +383,10 @@ def test_a_set_made_from_another_version_of_the_data_set_is_refused(fresh_store,
     # the data set is re-ingested with other content: its marker carries another key
     store.run("MATCH (d:Dataset {name: 'toy'}) SET d.key = 'version-two-key'")
     texts = store.run("MATCH (q:Query {set: $s}) RETURN q.qid AS qid, q.query AS query ORDER BY qid", {"s": sid})
+    from pipeline.browse import find_query
+
     for attempt in (
+        lambda: find_query(store, "q1", "toy"),  # pipeline browse
         lambda: read_stored_queries(store, "toy", sid, tmp_path / "out"),  # answer --from-store --set
         lambda: write_back(store, answers, qs, top=top, witnesses=witnesses),
         lambda: write_queries(store, qs),
