@@ -265,6 +265,14 @@ def status(home: Path | None = None) -> ServerInfo | None:
     return info
 
 
+def _is_server(pid: int) -> bool:
+    """Whether pid is a live redis-server (not a reused pid of another program)."""
+    try:
+        return pid_alive(pid) and b"redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid_alive(pid)  # no /proc: trust the pid
+
+
 def remembered_port(home: Path | None = None) -> int | None:
     """The port the store used last (PIPELINE_HOME/store/port), if any."""
     try:
@@ -287,6 +295,14 @@ def start(home: Path | None = None, port: int | None = None) -> ServerInfo:
     with open(folder / "server.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         running = status(home)
+        recorded = _recorded(home)
+        if running is None and recorded is not None and _is_server(recorded.pid):
+            # alive but not answering us (credentials file replaced, or hung): a second server on the same
+            # data folder would append to the same file, so never start one beside it
+            raise StoreUnavailable(
+                f"the store's server (pid {recorded.pid}, port {recorded.port}) runs but does not answer with "
+                f"the credentials in {auth.credentials_path(folder)}: stop it (kill {recorded.pid}) and start again"
+            )
         if running is not None:
             if port is not None and running.port != port:
                 raise PipelineError(

@@ -238,6 +238,18 @@ def test_a_store_from_before_the_append_only_file_keeps_its_data(home):
         assert store.run("MATCH (o:Old) RETURN o.v AS v") == [{"v": 7}]
 
 
+def test_a_server_that_refuses_our_credentials_is_never_joined_by_a_second_one(home):
+    info = embedded.start()
+    creds_file = auth.credentials_path(Path(info.data_dir))
+    creds_file.unlink()  # e.g. deleted by hand while the server runs
+    with pytest.raises(StoreUnavailable, match=f"pid {info.pid}.*does not answer"):
+        embedded.start()
+    os.kill(info.pid, signal.SIGKILL)
+    while embedded.pid_alive(info.pid):
+        embedded._reap(info.pid)
+    assert embedded.start().pid != info.pid  # new credentials; the data stays (AOF)
+
+
 def test_the_port_is_remembered_unless_taken_and_can_be_chosen(home):
     first = embedded.start()
     embedded.stop()
