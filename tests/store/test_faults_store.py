@@ -324,6 +324,26 @@ class _Interrupt:
         store._execute = counted
 
 
+def _after_restart(graph: str, qs, b, before: dict, after: dict, what: str) -> str:
+    """Restart the server, check that readers see exactly ``before`` or ``after`` ('old' / 'new'), then that
+    the next write-back removes every leftover."""
+    from pipeline import writeback
+
+    method = b[0].method
+    with open_store(graph=graph) as again:  # restarts the server from its append-only file
+        # the interrupted writer (this very process, still alive) never released the data set's lock; a
+        # real one is gone and its lock taken over at once (test_lock_releases_survive_...)
+        again.run("MATCH (l:Lock) DETACH DELETE l")
+        seen = _visible(again, qs, method)
+        assert seen in (before, after), f"{what}: a mixture"
+        writeback.write_back(again, b[0], qs, top=b[1], witnesses=b[2])
+        assert _visible(again, qs, method) == after
+        n = again.run("MATCH ()-[a:ANSWER]->() RETURN count(a) AS n")[0]["n"]
+        w = again.run("MATCH (w:Witness) RETURN count(w) AS n")[0]["n"]
+        assert (n, w) == (14, 3)
+    return "new" if seen == after else "old"
+
+
 @pytest.mark.parametrize("previous", [True, False], ids=["replacing", "first"])
 def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tmp_path, monkeypatch, previous):
     from pipeline import writeback
@@ -354,23 +374,45 @@ def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tm
         except StoreUnavailable:
             pass
         store._disconnect()
-        with open_store(graph=f"trial{at}") as again:  # restarts the server from its append-only file
-            # the interrupted writer (this very process, still alive) never released the data set's lock;
-            # a real one is gone and its lock taken over at once (test_lock_releases_survive_...)
-            again.run("MATCH (l:Lock) DETACH DELETE l")
-            seen = _visible(again, qs, method)
-            assert seen in (before, after), f"{how} after round trip {at} of {statements}: a mixture"
-            outcomes.append("new" if seen == after else "old")
-            # the next write-back removes every leftover and shows exactly the new one
-            writeback.write_back(again, b[0], qs, top=b[1], witnesses=b[2])
-            assert _visible(again, qs, method) == after
-            n = again.run("MATCH ()-[a:ANSWER]->() RETURN count(a) AS n")[0]["n"]
-            w = again.run("MATCH (w:Witness) RETURN count(w) AS n")[0]["n"]
-            assert (n, w) == (14, 3)
+        outcomes.append(_after_restart(f"trial{at}", qs, b, before, after, f"{how} after round trip {at} of {statements}"))
     # killed before the commit: the old state; from the commit on: the new one; never a third state
     first_new = outcomes.index("new")
     assert outcomes == ["old"] * first_new + ["new"] * (statements - first_new) and 0 < first_new < statements
     print(f"\n{'replacing' if previous else 'first'} write-back: {statements} kill points: {outcomes}")
+
+
+def test_write_back_is_all_or_nothing_when_killed_at_random_moments(home, tmp_path, monkeypatch):
+    """kill -9 from another thread at seeded random times: some land inside a statement, not between."""
+    import random
+    import threading
+    import time
+
+    from pipeline import writeback
+
+    monkeypatch.setattr(writeback, "NATIVE_BATCH", 10)
+    qs, (a, b) = _toy_write_backs(tmp_path)
+    with _prepare("reference") as store:
+        writeback.write_back(store, a[0], qs, top=a[1], witnesses=a[2])
+        before = _visible(store, qs, a[0].method)
+        t0 = time.perf_counter()
+        writeback.write_back(store, b[0], qs, top=b[1], witnesses=b[2])
+        took = time.perf_counter() - t0
+        after = _visible(store, qs, a[0].method)
+    rng, outcomes = random.Random(29), []
+    for trial in range(8):
+        store = _prepare(f"random{trial}")
+        writeback.write_back(store, a[0], qs, top=a[1], witnesses=a[2])
+        delay = rng.uniform(0, took)
+        timer = threading.Timer(delay, kill_server)
+        timer.start()
+        try:
+            writeback.write_back(store, b[0], qs, top=b[1], witnesses=b[2])
+        except StoreUnavailable:
+            pass
+        timer.join()
+        store._disconnect()
+        outcomes.append(_after_restart(f"random{trial}", qs, b, before, after, f"kill at {delay:.4f} s"))
+    print(f"\nrandom kills within {took:.3f} s: {outcomes}")
 
 
 # ------------------------------------------------------------------------------------------ stale versions
