@@ -39,6 +39,11 @@ SAVE_POLICY = ""
 # gets its reply, so kill -9 of the server loses nothing, and a power loss at most about the last second
 # (Redis documents up to 2 s when the disk stalls). "always" would fsync every write: far slower ingest.
 APPENDFSYNC = "everysec"
+# The append-only file grows with every write; Redis would rewrite it by itself in a forked child (like
+# BGSAVE above, a fork that a new connection may stall on), so automatic rewrites are off and start()
+# compacts it instead, before any client knows the server, once its log part outgrows this many bytes and
+# its snapshot part.
+COMPACT_BYTES = 64 << 20
 PORT_FILE = "port"
 RDB_FILE = "falkordb.rdb"
 AOF_DIR = "appendonlydir"
@@ -187,6 +192,7 @@ def launch(
             "--save", SAVE_POLICY,
             "--appendonly", "yes" if persist and not migrate else "no",
             "--appendfsync", APPENDFSYNC,
+            "--auto-aof-rewrite-percentage", "0",
             "--appenddirname", AOF_DIR,
             "--daemonize", "no",
             "--logfile", str(log),
@@ -224,14 +230,34 @@ def launch(
     )
 
 
+def _log_bytes(folder: Path) -> int:
+    """Bytes of the append-only file's log part (the writes since its last snapshot part)."""
+    return sum(p.stat().st_size for p in (folder / AOF_DIR).glob("*.incr.aof"))
+
+
+def _base_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in (folder / AOF_DIR).glob("*.base.*"))
+
+
 def _enable_aof(info: ServerInfo, creds: auth.Credentials, wait_s: float) -> None:
-    """Turn the append-only file on (admin) and wait until it holds the whole data set. Runs before any
-    other client knows the server (the rewrite forks; see SAVE_POLICY)."""
+    """Turn the append-only file on (admin) and wait until it holds the whole data set."""
+    _rewrite_aof(info, creds, wait_s, enable=True)
+
+
+def _rewrite_aof(info: ServerInfo, creds: auth.Credentials | None, wait_s: float, enable: bool) -> None:
+    """Switch the append-only file on (``enable``) or compact it (BGREWRITEAOF), as admin, and wait until
+    the rewrite is done. Runs before any other client knows the server (the rewrite forks; see
+    SAVE_POLICY)."""
     import redis
 
+    if creds is None:
+        raise StoreUnavailable(f"no credentials in {info.data_dir} to rewrite the append-only file")
     r = _client(info.host, info.port, creds.admin_user, creds.admin_password, wait_s)
     try:
-        r.config_set("appendonly", "yes")
+        if enable:
+            r.config_set("appendonly", "yes")
+        else:
+            r.bgrewriteaof()
         deadline = time.monotonic() + max(wait_s, 300.0)
         while time.monotonic() < deadline:
             p = r.info("persistence")
@@ -319,6 +345,8 @@ def start(home: Path | None = None, port: int | None = None) -> ServerInfo:
                 info, _ = launch(folder)  # taken in between: any free port
         else:
             info, _ = launch(folder, port=port)
+        if _log_bytes(folder) > max(COMPACT_BYTES, _base_bytes(folder)):
+            _rewrite_aof(info, auth.read(folder), 300.0, enable=False)
         (folder / PORT_FILE).write_text(f"{info.port}\n")
         atomic.write_json(folder / "server.json", asdict(info))
         return info

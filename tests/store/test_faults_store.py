@@ -250,6 +250,21 @@ def test_a_server_that_refuses_our_credentials_is_never_joined_by_a_second_one(h
     assert embedded.start().pid != info.pid  # new credentials; the data stays (AOF)
 
 
+def test_a_grown_append_only_file_is_compacted_at_start_and_keeps_everything(home, monkeypatch):
+    with open_store() as store:
+        store.run("UNWIND range(1, 200) AS i CREATE (:Row {i: i})")
+        store.run("MATCH (r:Row) WHERE r.i > 100 DELETE r")
+    embedded.stop()
+    aof = embedded.store_dir() / "appendonlydir"
+    assert sorted(p.name for p in aof.glob("*.base.*")) == ["appendonly.aof.1.base.rdb"]
+    monkeypatch.setattr(embedded, "COMPACT_BYTES", 0)  # any log part counts as grown
+    embedded.start()
+    assert sorted(p.name for p in aof.glob("*.base.*")) == ["appendonly.aof.2.base.rdb"]
+    kill_server()
+    with open_store() as store:
+        assert store.run("MATCH (r:Row) RETURN count(r) AS n, max(r.i) AS top") == [{"n": 100, "top": 100}]
+
+
 def test_the_port_is_remembered_unless_taken_and_can_be_chosen(home):
     first = embedded.start()
     embedded.stop()
