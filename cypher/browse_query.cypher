@@ -1,4 +1,4 @@
-// Browse one query in Neo4j Browser (or FalkorDB's browser / redis-cli GRAPH.QUERY): the query, its
+// Browse one query in Neo4j Browser (or FalkorDB Browser / `pipeline cypher`): the query, its
 // anchors, its ranked answers per method and, for the explained ones, why: the witness and its atoms with
 // the entities they join. One row per answer; the Graph view draws every node and relationship returned.
 // Only the committed write-back of each method is shown (the (:WriteBack) pointer, writeback_commit).
