@@ -279,9 +279,16 @@ def test_the_port_is_remembered_unless_taken_and_can_be_chosen(home):
         embedded.stop()
         with pytest.raises(StoreUnavailable, match=f"port {first.port} .* taken"):
             embedded.start(port=first.port)
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
     chosen = embedded.free_port()
-    assert embedded.start(port=chosen).port == chosen
+    started = CliRunner().invoke(cli, ["store", "start", "--port", str(chosen)])
+    assert started.exit_code == 0 and started.stdout.startswith(f"started: falkordb://127.0.0.1:{chosen} ")
     assert embedded.remembered_port() == chosen
+    moved = CliRunner().invoke(cli, ["store", "start", "--port", str(first.port)])  # running elsewhere
+    assert moved.exit_code == 2 and f"runs on port {chosen}" in moved.stderr and "store stop" in moved.stderr
 
 
 # ------------------------------------------------------------------------------------------ write-back
