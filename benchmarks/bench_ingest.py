@@ -30,13 +30,16 @@ def main() -> None:
     from loaders import load
     from pipeline.store import open_store
     from pipeline.store.embedded import launch, shutdown
+    from pipeline.store.embedded import login as embedded_login
     from pipeline.store.ingest import ingest
 
     server = None
     with tempfile.TemporaryDirectory() as tmp:
         if args.store is None:
             server, proc = launch(Path(tmp) / "store")
-            uri = server.uri
+            # the throw-away server requires its password like the embedded one: name it in the URI
+            login = embedded_login(server)
+            uri = f"falkordb://{login['username']}:{login['password']}@{server.host}:{server.port}"
         else:
             uri = args.store
         rows = []

@@ -1,7 +1,8 @@
-// Which stored queries an id names (optionally within one data set and set), the methods with answers, and
-// the error `answer --from-store` stored on a text that did not parse.
+// Which stored queries an id names (optionally within one data set and set), the methods with committed
+// answers (writeback_commit), and the error `answer --from-store` stored on a text that did not parse.
 MATCH (q:Query {qid: $qid})
-WHERE ($dataset IS NULL OR q.dataset = $dataset) AND ($set IS NULL OR q.set = $set)
-OPTIONAL MATCH (q)-[a:ANSWER]->(:Entity)
+WHERE ($dataset IS NULL OR q.dataset = $dataset) AND ($set IS NULL OR q.set = $set) AND q.pending IS NULL
+OPTIONAL MATCH (q)-[a:ANSWER]->(:Entity), (c:WriteBack {dataset: q.dataset, set: q.set})
+  WHERE c.method = a.method AND a.generation = c.generation
 RETURN q.dataset AS dataset, q.set AS set, q.text AS text, q.error AS error, collect(DISTINCT a.method) AS methods
 ORDER BY dataset, set

@@ -55,6 +55,11 @@ def find_query(store: Any, qid: str, dataset: str | None = None, set_name: str |
     if len(found) > 1:
         where = "; ".join(f"--dataset {r['dataset']} --set {r['set']}" for r in found)
         raise PipelineError(f"query id '{qid}' is in {len(found)} sets; name one: {where}")
+    from pipeline.writeback import check_set_version, dataset_version
+
+    ds, name = found[0]["dataset"], found[0]["set"]
+    check_set_version(store, ds, name, dataset_version(store, ds),
+                      f"Sample a new set from the stored '{ds}' (`pipeline sample {ds} ...`), answer and write it back")
     return found[0]
 
 

@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 import click
@@ -155,29 +156,23 @@ def store_group() -> None:
 
 
 @store_group.command("start")
-@click.option(
-    "--bolt-port",
-    type=int,
-    default=None,
-    help="Also serve Bolt on this port (< 32768; 0 = a free one). FalkorDB's Bolt is experimental: it always "
-    "uses the graph 'falkordb'.",
-)
+@click.option("--port", type=int, default=None,
+              help="Listen on this loopback port (default: the one used last, unless taken; else a free one).")
 @_friendly
-def store_start_cmd(bolt_port: int | None) -> None:
-    """Start the embedded server on a free loopback port (no-op when it runs already)."""
+def store_start_cmd(port: int | None) -> None:
+    """Start the embedded server on loopback (no-op when it runs already); it requires its password."""
     from pipeline.store import embedded
 
     was = embedded.status()
-    info = was or embedded.start(bolt_port=bolt_port)
+    info = embedded.start(port=port)
     state = "already running" if was else "started"
-    bolt = f", bolt://{info.host}:{info.bolt_port}" if info.bolt_port else ""
-    click.echo(f"{state}: {info.uri}{bolt} (pid {info.pid}, data {info.data_dir})")
+    click.echo(f"{state}: {info.uri} (pid {info.pid}, data {info.data_dir})")
 
 
 @store_group.command("stop")
 @_friendly
 def store_stop_cmd() -> None:
-    """Save the data and stop the embedded server."""
+    """Stop the embedded server (its append-only file is flushed first)."""
     from pipeline.store import embedded
 
     click.echo("stopped" if embedded.stop() else "not running")
@@ -187,19 +182,48 @@ def store_stop_cmd() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @_friendly
 def store_status_cmd(as_json: bool) -> None:
-    """Whether the embedded server runs, and where."""
+    """Whether the embedded server runs, where, and how another client logs in (never the password)."""
     from dataclasses import asdict
 
-    from pipeline.store import embedded
+    from pipeline.store import auth, embedded
 
     info = embedded.status()
+    folder = Path(info.data_dir) if info else embedded.store_dir()
+    login = {"user": auth.DATA_USER, "credentials_file": str(auth.credentials_path(folder))}
     if as_json:
-        echo_json({"running": info is not None, **(asdict(info) if info else {})})
+        echo_json({"running": info is not None, **(asdict(info) if info else {}), "auth": login})
     elif info is None:
         click.echo(f"not running (data {embedded.store_dir()})")
     else:
-        bolt = f", bolt://{info.host}:{info.bolt_port}" if info.bolt_port else ""
-        click.echo(f"running: {info.uri}{bolt} (pid {info.pid}, data {info.data_dir})")
+        click.echo(f"running: {info.uri} (pid {info.pid}, data {info.data_dir})")
+        click.echo(
+            f"log in as user '{login['user']}' with the password in {login['credentials_file']} "
+            "(readable by you only); `pipeline cypher` does it for you"
+        )
+
+
+@cli.command("cypher")
+@click.argument("statement")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A query parameter $NAME (VALUE read as JSON when it is JSON, else a string); repeatable.")
+@click.option("--store", "store_uri", default=None, help="embedded (default) | falkordb://h:p[/graph] | bolt://h:p | neo4j://h:p")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as one JSON document.")
+@_friendly
+def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, as_json: bool) -> None:
+    """Run one Cypher STATEMENT on the project's store (authenticated) and print its rows.
+    Example: pipeline cypher "MATCH (q:Query {dataset: $d}) RETURN q.qid, q.text LIMIT 5" --param d=ppi5k"""
+    from pipeline.store import open_store
+    from pipeline.store.statement import cell, parse_params, run_statement
+
+    values = parse_params(params)  # checked before the store is started
+    if not statement.strip():
+        raise PipelineError("empty Cypher statement")
+    with open_store(store_uri) as store:
+        rows = run_statement(store, statement, values)
+    if as_json:
+        echo_json(rows)
+        return
+    print_table([{k: cell(v) for k, v in r.items()} for r in rows])
 
 
 @cli.command("ingest")

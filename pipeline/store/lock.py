@@ -15,8 +15,9 @@ dies stops renewing, and its lock is taken over once the lease has passed, or at
 same host that sees the holder's pid is gone (a kill -9). A waiter polls with backoff up to its timeout,
 then fails with one line naming the holder. Re-entering a lock on the same Store does not wait (so
 threads that must exclude each other each use a Store of their own, as processes do). Leaving
-the outermost scope saves the store (see Store.checkpoint) before releasing, so whatever was written
-under the lock is durable once the next writer can get it.
+the outermost scope checkpoints the store (see Store.checkpoint) before releasing, so whatever was written
+under the lock is durable once the next writer can get it; on the embedded server every acknowledged
+write, the release included, is in its append-only file already, so a release survives a kill -9 too.
 
 Clocks: leases compare the waiter's clock with the holder's; hosts sharing one server should keep their
 clocks within a fraction of the lease (NTP does).
@@ -239,7 +240,10 @@ class StoreLock:
 
     def _renew_loop(self) -> None:
         period = self.lease_s / 3
-        twin = self.store._twin()
+        try:
+            twin = self.store._twin()
+        except PipelineError:
+            return  # the server is gone: the holder's own next query says so; the lease frees the lock
         try:
             while not self._stop.wait(period):
                 try:
