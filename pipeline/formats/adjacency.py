@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import torch
 
-from pipeline import atomic
+from pipeline import atomic, checksums
 from pipeline.errors import ArtifactError
 from pipeline.kg import GraphTensors
 from pipeline.provenance import is_sealed, seal
@@ -110,7 +110,10 @@ def read_shard(
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
-    """The manifest, sealed (written last: its presence marks the export complete)."""
+    """The manifest, sealed (written last: its presence marks the export complete), with the blake2b
+    digest of every relation file it lists (checked by :func:`load_adjacency`)."""
+    for rel in manifest.get("relations", []):
+        rel.setdefault("blake2b", checksums.file_digest(folder / rel["file"]))
     atomic.write_text(folder / MANIFEST, json.dumps(seal(manifest), indent=2, sort_keys=True) + "\n")
 
 
@@ -221,6 +224,7 @@ def load_adjacency(
     device: str | torch.device = "cpu",
     n_entities: int | None = None,
     n_relations: int | None = None,
+    verify: bool = True,
 ) -> tuple[GraphTensors, dict[str, Any]]:
     """An export directory as the engine's input graph, plus its manifest.
 
@@ -228,7 +232,8 @@ def load_adjacency(
     memory of int64; every id < 2^31), manifest dict). With `dataset`,
     an export of another data set raises ArtifactError; so do a missing manifest, and a truncated,
     foreign, unsorted or out-of-range relation file; with ``n_entities``/``n_relations`` (the data set's
-    sizes) so does an export whose sizes differ.
+    sizes) so does an export whose sizes differ. Each relation file's blake2b digest is checked against
+    the manifest's (CorruptArtifactError naming the file; ``verify=False`` skips it, for measuring).
     """
     folder = Path(path)
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
@@ -249,6 +254,8 @@ def load_adjacency(
     rel_col, conf = np.empty(total, ids), np.empty(total, np.float32)
     for rel in manifest["relations"]:
         file = folder / rel["file"]
+        if verify and "blake2b" in rel:  # exports written before checksums have none
+            checksums.check_file(file, str(rel["blake2b"]))
         h, t, s, meta = read_relation_file(file, manifest)
         r = int(rel["relation"])
         if meta.get("relation") != str(r) or len(h) != rel["nnz"]:
