@@ -1,8 +1,10 @@
 """Content checksums of the artifacts that cross a stage, checked when they are read back: a flipped byte
 is one :class:`~pipeline.errors.CorruptArtifactError` naming the file, never a silently different answer.
 
-Three ways to carry a checksum, one per kind of file, all blake2b (16-byte digest; ~1 GB/s on one core,
-faster than reading the file from disk, and not a security claim: it detects damage, not forgery):
+Three ways to carry a checksum, one per kind of file, all sha256 truncated to 128 bits (it detects damage,
+it is not a security claim). Measured on the development machine (x86_64 with SHA extensions, one core):
+sha256 1.8 GB/s, blake2b 0.85 GB/s, md5 0.76 GB/s; hashing a 600 MB export through its memory map took
+0.36 s with sha256 and 0.71 s with blake2b, beside a 0.56 s load (benchmarks/bench_checksums.py):
 
 - **in the file** (Parquet query sets, answers, witnesses): the footer's key-value metadata holds
   ``pipeline.checksum = MARKER + 32 hex``; the digest is of the file's bytes with those 32 hex digits read
@@ -19,34 +21,42 @@ Files written before checksums existed carry none and are read as before.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ArtifactError, CorruptArtifactError
 
-DIGEST_SIZE = 16
-HEX = 2 * DIGEST_SIZE
+ALGO = "sha256"
+HEX = 32  # 128 bits of the digest: ample to tell a damaged file from its original
 CHUNK = 1 << 22  # 4 MiB reads: big enough that the hash, not the syscalls, sets the pace
 META_KEY = b"pipeline.checksum"
 # long and specific, so that no data value of a file is mistaken for it
-MARKER = b"soft-queries-blake2b:"
+MARKER = b"soft-queries-sha256:"
 PLACEHOLDER = MARKER + b"0" * HEX
-OBJECT_KEY = "blake2b"
+OBJECT_KEY = ALGO
+MANIFEST_KEY = ALGO  # an export manifest's per-file entry
 
 
 def _new() -> Any:
-    return hashlib.blake2b(digest_size=DIGEST_SIZE)
+    return hashlib.new(ALGO)
+
+
+def _hex(h: Any) -> str:
+    return str(h.hexdigest()[:HEX])
 
 
 def file_digest(path: str | Path, hole: tuple[int, int] | None = None) -> str:
-    """The blake2b hex digest of a file's bytes; ``hole`` = (offset, length) of a span read as ``0``s (the
-    place where the file keeps its own digest)."""
+    """The hex digest of a file's bytes; ``hole`` = (offset, length) of a span read as ``0``s (the place
+    where the file keeps its own digest)."""
     h = _new()
     with open(path, "rb", buffering=0) as f:
         if hole is None:
-            while chunk := f.read(CHUNK):
-                h.update(chunk)
+            size = os.fstat(f.fileno()).st_size
+            if size:  # through a memory map: no copy into Python bytes (a fifth of the time on 600 MB)
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                    h.update(m)
         else:
             start, length = hole
             _feed_range(f, h, 0, start)
@@ -54,7 +64,7 @@ def file_digest(path: str | Path, hole: tuple[int, int] | None = None) -> str:
             f.seek(start + length)
             while chunk := f.read(CHUNK):
                 h.update(chunk)
-    return h.hexdigest()
+    return _hex(h)
 
 
 def _feed_range(f: Any, h: Any, start: int, stop: int) -> None:
@@ -153,7 +163,7 @@ def object_digest(obj: Any) -> str:
     saved and the object loaded back, whatever the container's byte layout."""
     h = _new()
     _feed(h, obj)
-    return h.hexdigest()
+    return _hex(h)
 
 
 def _feed(h: Any, obj: Any) -> None:

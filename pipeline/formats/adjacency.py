@@ -110,10 +110,10 @@ def read_shard(
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
-    """The manifest, sealed (written last: its presence marks the export complete), with the blake2b
-    digest of every relation file it lists (checked by :func:`load_adjacency`)."""
+    """The manifest, sealed (written last: its presence marks the export complete), with the digest
+    of every relation file it lists (:mod:`pipeline.checksums`; checked by :func:`load_adjacency`)."""
     for rel in manifest.get("relations", []):
-        rel.setdefault("blake2b", checksums.file_digest(folder / rel["file"]))
+        rel.setdefault(checksums.MANIFEST_KEY, checksums.file_digest(folder / rel["file"]))
     atomic.write_text(folder / MANIFEST, json.dumps(seal(manifest), indent=2, sort_keys=True) + "\n")
 
 
@@ -232,7 +232,7 @@ def load_adjacency(
     memory of int64; every id < 2^31), manifest dict). With `dataset`,
     an export of another data set raises ArtifactError; so do a missing manifest, and a truncated,
     foreign, unsorted or out-of-range relation file; with ``n_entities``/``n_relations`` (the data set's
-    sizes) so does an export whose sizes differ. Each relation file's blake2b digest is checked against
+    sizes) so does an export whose sizes differ. Each relation file's digest is checked against
     the manifest's (CorruptArtifactError naming the file; ``verify=False`` skips it, for measuring).
     """
     folder = Path(path)
@@ -254,8 +254,8 @@ def load_adjacency(
     rel_col, conf = np.empty(total, ids), np.empty(total, np.float32)
     for rel in manifest["relations"]:
         file = folder / rel["file"]
-        if verify and "blake2b" in rel:  # exports written before checksums have none
-            checksums.check_file(file, str(rel["blake2b"]))
+        if verify and checksums.MANIFEST_KEY in rel:  # exports written before checksums have none
+            checksums.check_file(file, str(rel[checksums.MANIFEST_KEY]))
         h, t, s, meta = read_relation_file(file, manifest)
         r = int(rel["relation"])
         if meta.get("relation") != str(r) or len(h) != rel["nnz"]:

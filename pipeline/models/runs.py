@@ -5,7 +5,7 @@
     RUN_DIR/results.json     valid/test MSE and MAE (test negatives too where the data set has them), timings
     RUN_DIR/model.pt         {"config": model config, "state_dict": ...} of the selected (best valid) epoch
     RUN_DIR/checkpoint.pt    last epoch's model + optimiser state, for --resume
-    RUN_DIR/checksums.json   the blake2b digest of each JSON document above (sealed), checked when read
+    RUN_DIR/checksums.json   the sha256 digest of each JSON document above (sealed), checked when read
 
 Files are written atomically (temp file + rename), so an interrupted run never leaves a half-written one.
 The two ``.pt`` files carry the digest of their own content (:func:`pipeline.checksums.seal_object`), so a
@@ -25,9 +25,8 @@ import torch
 from pipeline import atomic, checksums
 from pipeline.errors import ArtifactError, CorruptArtifactError
 from pipeline.formats import meta as metafile
-from pipeline.provenance import is_sealed, seal
 from pipeline.models.base import ConfidenceModel
-from pipeline.provenance import provenance
+from pipeline.provenance import is_sealed, provenance, seal
 
 MODEL_FILE, CHECKPOINT_FILE = "model.pt", "checkpoint.pt"
 CONFIG_FILE, METADATA_FILE, RESULTS_FILE = "config.json", "metadata.json", "results.json"
@@ -71,11 +70,10 @@ def write_json(path: Path, doc: Any) -> None:
 def read_json(path: Path) -> Any:
     """A run's JSON document, checked against the digest checksums.json recorded for it (when it did)."""
     path = Path(path)
-    doc = metafile.read_json(path)
-    want = _checksums(path.parent).get(path.name)
-    if want is not None:
+    want = _checksums(path.parent).get(path.name) if path.exists() else None
+    if want is not None:  # before parsing: a damaged file is reported as damaged, not as bad JSON
         checksums.check_file(path, want)
-    return doc
+    return metafile.read_json(path)
 
 
 def torch_save(path: Path, obj: Any) -> None:
