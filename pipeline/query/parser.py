@@ -214,7 +214,7 @@ class _Parser:
         except ValueError:
             raise self.fail(f"{what} must be a number, found {t.text!r}") from None
         if not (lo <= x <= hi):  # NaN fails this too
-            raise self.fail(f"{what} {t.text} must be in [{lo:g}, {hi:g}]")
+            raise self.fail(f"{what} {t.text} must be in [{lo:.15g}, {hi:.15g}]")
         self.pos += 1
         return x
 
