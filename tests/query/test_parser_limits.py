@@ -73,3 +73,25 @@ def test_cli_query_too_deep_is_one_error_without_traceback() -> None:
     assert res.exit_code == 2
     assert "nested more than 100 levels deep" in res.output and "Traceback" not in res.output
     assert "RecursionError" not in res.output
+
+
+def test_a_stored_set_keeps_its_good_queries_beside_a_too_deep_one() -> None:
+    """One bad (:Query) text no longer fails the whole `answer --from-store` set: the limits are typed
+    errors, which pipeline.stored_queries.parse_rows records on that node alone."""
+    from pipeline.query import Vocabulary
+    from pipeline.stored_queries import parse_rows
+
+    vocab = Vocabulary(("a", "b", "c"), ("r",))
+    nodes = [
+        {"qid": "deep", "text": "(" * 500 + "r(a, ?y)" + ")" * 500},
+        {"qid": "bang", "text": "!" * 1000 + "r(a, ?y)"},
+        {"qid": "huge", "text": "r(a, ?y, 0.5, 1e39)"},
+        {"qid": "good", "text": "r(a, ?y, 0.5, 2)"},
+    ]
+    rows, updates = parse_rows(nodes, vocab, typed=True)
+    assert [r["id"] for r in rows] == ["good"]
+    errors = {u["qid"]: u["error"] for u in updates}
+    assert errors["good"] is None
+    assert errors["deep"] == "column 101: nested more than 100 levels deep (parentheses and '!'); write it flatter"
+    assert errors["bang"].startswith("column 101: nested more than 100")
+    assert errors["huge"] == "column 15: beta 1e39 must be in [0, 1000000]"
