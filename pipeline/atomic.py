@@ -171,9 +171,28 @@ def check_folder(path: str | Path | None, option: str = "--out") -> None:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise ArtifactError(f"{option} {path}: an existing file, not a folder")
-    # the nearest part of the path that exists is where the folders still missing will be created
-    there = next((p for p in (target, *target.parents) if p.exists()), Path("."))
+    _check_creatable(path, target, option)
+
+
+def check_file(path: str | Path | None, option: str) -> None:
+    """A file a command will write (``--plot FILE``): not a folder, and its folder creatable as for
+    :func:`check_folder`; ArtifactError naming the option otherwise."""
+    from pipeline.errors import ArtifactError
+
+    if path is None:
+        return
+    if Path(path).is_dir():
+        raise ArtifactError(f"{option} {path}: a folder; give a file name such as {Path(path) / 'out.png'}")
+    _check_creatable(path, Path(path).parent, option)
+
+
+def _check_creatable(given: str | Path, folder: Path, option: str) -> None:
+    """The nearest existing part of ``folder`` (where the missing folders will be created) must be a
+    folder this process may write in."""
+    from pipeline.errors import ArtifactError
+
+    there = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     if not there.is_dir():
-        raise ArtifactError(f"{option} {path}: {there} is a file, not a folder")
+        raise ArtifactError(f"{option} {given}: {there} is a file, not a folder")
     if not os.access(there, os.W_OK | os.X_OK):
-        raise ArtifactError(f"{option} {path}: no permission to create files in {there}")
+        raise ArtifactError(f"{option} {given}: no permission to create files in {there}")

@@ -150,6 +150,10 @@ def verify_sealed_file(path: str | Path, required: bool) -> bool:
     pos = base + at + len(MARKER)
     want = footer[at + len(MARKER) : at + len(MARKER) + HEX].decode("ascii", "replace")
     got = file_digest(path, (pos, HEX))
+    if want == "0" * HEX:  # the placeholder a writer fills in: a tool rewrote the file and kept it
+        raise CorruptArtifactError(
+            path, "rewritten after it was written (its checksum is blank: not this pipeline's writer); re-create it"
+        )
     if got != want:
         raise mismatch(path, want, got)
     return True

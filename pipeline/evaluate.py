@@ -20,7 +20,7 @@ import pandas as pd
 
 from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.errors import PipelineError
 from pipeline.formats.answers import find_answer_files, read_answers
 from pipeline.metrics import METRICS, metric_columns
 from pipeline.provenance import provenance
@@ -305,9 +305,7 @@ def plot_methods(results: dict[str, Summary], out: str | Path, title: str = "") 
     """Grouped bars per query type (one group per type, one bar per method), one panel per metric.
     ArtifactError, before drawing, when ``out`` cannot be written (under a file, in a folder without
     write permission, a folder itself)."""
-    atomic.check_folder(Path(out).parent, "--plot")
-    if Path(out).is_dir():
-        raise ArtifactError(f"--plot {out}: a folder; give a file name such as {Path(out) / 'methods.png'}")
+    atomic.check_file(out, "--plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -84,7 +84,7 @@ def test_an_existing_file_as_out_and_a_folder_as_plot(made: dict[str, Path], tmp
     blocker.write_text("mine")
     assert "an existing file, not a folder" in _one_line(_commands(made, blocker)["export"])
     line = _one_line(["evaluate", str(made["answers"]), "--plot", str(tmp_path)])
-    assert f"--plot {tmp_path}: a folder" in line
+    assert f"--plot {tmp_path}: a folder; give a file name" in line
 
 
 def test_an_os_error_past_the_early_checks_is_one_line(made: dict[str, Path], tmp_path: Path) -> None:

@@ -219,3 +219,13 @@ def test_a_flipped_byte_in_a_saved_calibration_is_refused(tmp_path: Path) -> Non
     with pytest.raises(CorruptArtifactError) as err:
         load_affine(tmp_path, 64, 32)
     assert err.value.path == str(tmp_path / "L.pt")
+
+
+def test_a_file_rewritten_by_another_tool_is_refused(tmp_path: Path) -> None:
+    """pyarrow rewriting a sealed file keeps the metadata but not the filled-in checksum (it holds the
+    writer's blank): an edit such as a changed head_eid with the text unchanged is refused."""
+    path, _ = _answers(tmp_path)
+    table = pq.read_table(path)
+    pq.write_table(table, path)
+    with pytest.raises(CorruptArtifactError, match="rewritten after it was written"):
+        read_query_set(path)
