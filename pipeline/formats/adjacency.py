@@ -159,6 +159,9 @@ def reusable(out: Path, model_hash: str, threshold: float, top_k: int | None = N
             return None
         if meta.get("model_hash") != model_hash or float(meta.get("threshold", -1)) != float(threshold):
             return None
+        # a damaged file is exported again, not reported as a cached export (hashing is cheap beside scoring)
+        if checksums.MANIFEST_KEY in rel and checksums.file_digest(p) != rel[checksums.MANIFEST_KEY]:
+            return None
     return manifest
 
 

@@ -229,3 +229,15 @@ def test_a_file_rewritten_by_another_tool_is_refused(tmp_path: Path) -> None:
     pq.write_table(table, path)
     with pytest.raises(CorruptArtifactError, match="rewritten after it was written"):
         read_query_set(path)
+
+
+def test_a_damaged_export_is_exported_again_not_reused(run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    first = export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)
+    assert export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)["cached"]
+    rel = first["relations"][0]
+    flip(out / rel["file"], 0.5)
+    again = export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)
+    assert not again["cached"]
+    assert checksums.file_digest(out / rel["file"]) == rel[checksums.MANIFEST_KEY]  # the same bytes again
+    load_adjacency(out)
