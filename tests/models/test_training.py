@@ -136,6 +136,9 @@ def test_bad_run_directories(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="not a run directory"):
         load_run(tmp_path / "nothing")
     (tmp_path / "run" / "config.json").write_text("{trunc")
+    with pytest.raises(ArtifactError, match="config.json: checksum mismatch"):
+        load_run(tmp_path / "run")
+    (tmp_path / "run" / "checksums.json").unlink()  # a run written before checksums
     with pytest.raises(ArtifactError, match="config.json: not valid JSON"):
         load_run(tmp_path / "run")
 
