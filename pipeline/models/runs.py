@@ -53,7 +53,10 @@ def _checksums(folder: Path) -> dict[str, str]:
     path = folder / CHECKSUMS_FILE
     if not path.exists():
         return {}
-    doc = metafile.read_json(path)
+    try:
+        doc = metafile.read_json(path)
+    except ArtifactError:
+        doc = None  # damaged beyond JSON: the same verdict as an edited one
     if not isinstance(doc, dict) or doc.get("format") != CHECKSUMS_FORMAT or not is_sealed(doc):
         raise CorruptArtifactError(path, "not the sealed checksum list of a run directory (edited or damaged)")
     return dict(doc.get("files", {}))
@@ -63,7 +66,11 @@ def write_json(path: Path, doc: Any) -> None:
     """Write a run's JSON document, then record its digest in the run's checksums.json (both atomically)."""
     path = Path(path)
     atomic.write_json(path, doc)
-    files = {**_checksums(path.parent), path.name: checksums.file_digest(path)}
+    try:
+        kept = _checksums(path.parent)
+    except ArtifactError:  # a damaged list is replaced: writing must not need the run to be intact
+        kept = {}
+    files = {**kept, path.name: checksums.file_digest(path)}
     atomic.write_json(path.parent / CHECKSUMS_FILE, seal({"format": CHECKSUMS_FORMAT, "files": files}))
 
 

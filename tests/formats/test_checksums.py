@@ -241,3 +241,14 @@ def test_a_damaged_export_is_exported_again_not_reused(run: Path, tmp_path: Path
     assert not again["cached"]
     assert checksums.file_digest(out / rel["file"]) == rel[checksums.MANIFEST_KEY]  # the same bytes again
     load_adjacency(out)
+
+
+def test_a_damaged_checksum_list_is_refused_on_read_and_replaced_on_write(run: Path) -> None:
+    from pipeline.models.runs import read_json, write_json
+
+    flip(run / "checksums.json", 0.5)
+    with pytest.raises(CorruptArtifactError, match="checksums.json"):
+        read_run(run)
+    write_json(run / "config.json", json.loads((run / "config.json").read_text()))  # e.g. train --resume
+    assert set(json.loads((run / "checksums.json").read_text())["files"]) == {"config.json"}
+    assert read_json(run / "config.json")["dataset"] == "toy"
