@@ -219,15 +219,29 @@ def resolve_source(spec: DatasetSpec, source: str | Path | None) -> Path:
 # ------------------------------------------------------------------------------------------------ parsing
 
 
-def _read_lines(path: Path) -> list[str]:
+def read_text(path: Path) -> str:
+    """A data file's text: UTF-8, a byte-order mark at its start dropped (a spreadsheet's "UTF-8 with BOM"
+    export would otherwise glue ``\ufeff`` to the first name, making ``\ufeffann`` and ``ann`` two
+    entities). DataFormatError with the line on bytes that are not UTF-8."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise DataFormatError(path, line, None, "not valid UTF-8") from exc
     except OSError as exc:
         raise DataFormatError(path, None, None, f"cannot read: {exc.strerror}") from exc
-    return text.splitlines()  # handles CRLF
+
+
+def _read_lines(path: Path) -> list[str]:
+    return read_text(path).splitlines()  # handles CRLF
+
+
+def check_name(path: Path, line: int, field: str, name: str) -> str:
+    """A name read from a data file; DataFormatError when it holds a NUL (which a graph store cannot
+    take: FalkorDB reports a syntax error mid-ingest)."""
+    if "\x00" in name:
+        raise DataFormatError(path, line, field, f"the name contains a NUL character: {name[:60]!r}")
+    return name
 
 
 def parse_id_map(path: Path, header: bool, expected_rows: int | None = None) -> pd.DataFrame:
@@ -246,7 +260,8 @@ def parse_id_map(path: Path, header: bool, expected_rows: int | None = None) -> 
             ids.append(int(idtext))
         except ValueError:
             raise DataFormatError(path, i, "id", f"not an integer: {idtext[:30]!r}") from None
-        names.append(name.strip('"') if name.startswith('"') and name.endswith('"') else name)
+        name = name.strip('"') if name.startswith('"') and name.endswith('"') else name
+        names.append(check_name(path, i, "name", name))
     arr = np.asarray(ids, dtype=np.int64)
     order = np.argsort(arr, kind="stable")
     arr = arr[order]
@@ -291,6 +306,8 @@ def parse_triples(
             raise DataFormatError(path, i + 1, "confidence", f"{parts[3]} is outside [0, 1]")
         c[i] = conf
         if by_name:
+            for j, fld in ((0, "head"), (1, "relation"), (2, "tail")):
+                check_name(path, i + 1, fld, parts[j])
             h[i] = entity_index.setdefault(parts[0], len(entity_index))
             r[i] = relation_index.setdefault(parts[1], len(relation_index))  # type: ignore[union-attr]
             t[i] = entity_index.setdefault(parts[2], len(entity_index))

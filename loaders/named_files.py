@@ -5,6 +5,7 @@ field raises one DataFormatError with file, line and field."""
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from loaders.base import _read_lines
+from loaders.base import read_text
 from pipeline.errors import DataFormatError, PipelineError
 
 # accepted names of the split files in a --from folder, by role
 SPLIT_STEMS = {"train": ("train",), "val": ("valid", "val", "dev"), "test": ("test",)}
 SUFFIXES = (".tsv", ".txt", ".csv", ".parquet", ".pq")
 FIELDS = ("head", "relation", "tail", "confidence")
-# a tab or anything str.splitlines breaks on would split a recorded TSV line
-LINE_BREAKS = "[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"
+# a tab or anything str.splitlines breaks on would split a recorded TSV line; a NUL is refused by the
+# graph store (FalkorDB: a syntax error mid-ingest)
+LINE_BREAKS = "[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\x00]"
 
 @dataclass(frozen=True)
 class Columns:
@@ -87,13 +89,30 @@ def read_table(path: str | Path, columns: Columns | None = None) -> pd.DataFrame
     return validate_rows(path, frame)
 
 
+def _records(path: Path, delimiter: str) -> Any:
+    """(first line, cells) of each record. A CSV record may span lines (a quoted name holding a line
+    break): the reader is given the text with its line breaks, so such a name keeps its break and is
+    refused by :func:`validate_rows` at the record's first line, instead of being stored with the break
+    silently removed."""
+    text = read_text(path)
+    if delimiter != ",":
+        yield from enumerate((ln.split("\t") for ln in text.splitlines()), start=1)
+        return
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    start = 1
+    try:
+        for cells in reader:
+            yield start, cells
+            start = reader.line_num + 1
+    except csv.Error as exc:  # e.g. an unterminated quote at the end of the file
+        raise DataFormatError(path, start, None, f"not valid CSV: {exc}") from None
+
+
 def _read_text(path: Path, cols: Columns, delimiter: str) -> pd.DataFrame:
-    lines = _read_lines(path)
-    rows = csv.reader(lines, delimiter=delimiter) if delimiter == "," else (ln.split("\t") for ln in lines)
     idx: dict[str, int] | None = None
     positional = True
     out: dict[str, list] = {f: [] for f in (*FIELDS, "line")}
-    for i, cells in enumerate(rows, start=1):
+    for i, cells in _records(path, delimiter):
         if not cells or not any(c.strip() for c in cells):
             continue
         if idx is None:
@@ -155,7 +174,7 @@ def validate_rows(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
         bad = (col == "") | col.str.contains(LINE_BREAKS, regex=True)
         if bad.any():
             j = int(np.argmax(bad.to_numpy()))
-            why = "empty" if col.iloc[j] == "" else "contains a tab or line break"
+            why = "empty" if col.iloc[j] == "" else "contains a tab, a line break or a NUL"
             raise DataFormatError(path, int(lines[j]), fld, f"the name {why}: {frame[fld].iloc[j]!r}")
         frame[fld] = col
     raw = frame["confidence"]

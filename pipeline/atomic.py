@@ -1,19 +1,24 @@
 """Atomic writes: the one helper every artifact goes through, so a crash or kill never leaves a file or a
 folder that looks complete.
 
-A file is written to a hidden temporary sibling (``.NAME.<random>.part``) in the same folder and renamed
-over its destination (``os.replace``, atomic on POSIX); a folder is built as ``.NAME.<random>.part`` and
-renamed into place last. A process killed mid-write leaves only such a hidden ``*.part`` sibling, which the
-next write to the same destination removes (:func:`remove_stale`).
+A file is written to a hidden temporary sibling (``.NAME.p<pid>-<start>.<random>.part``) in the same
+folder and renamed over its destination (``os.replace``, atomic on POSIX); a folder is built the same way
+and renamed into place last. A process killed mid-write leaves only such a hidden ``*.part`` sibling, which
+the next write to the same destination removes (:func:`remove_stale`) -- only once its writer (the pid,
+with the same start time, so a recycled pid is not mistaken for it) is gone: a concurrent writer's live
+temporary is never taken from under it. :func:`exclusive` serialises whole jobs on one name.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +39,83 @@ FILE_MODE = 0o666 & ~_UMASK
 DIR_MODE = 0o777 & ~_UMASK
 
 
+def _start_time(pid: int) -> int | None:
+    """The start time of process ``pid`` (clock ticks since boot, Linux /proc), 0 where the system has
+    no /proc (then the pid alone identifies the writer), None when no such process runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # it exists, owned by someone else
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0 if not Path("/proc/self/stat").exists() else None
+    # the command name (field 2) is in parentheses and may hold spaces: count fields after the last ')'
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+_ME = f"p{os.getpid()}-{_start_time(os.getpid()) or 0}"
+_OWNER = re.compile(r"p(\d+)-(\d+)\.")
+
+
 def _tmp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
+def _my_prefix(path: Path) -> str:
+    # a forked child gets its own pid: computed at each call, not only at import
+    me = _ME if _ME.startswith(f"p{os.getpid()}-") else f"p{os.getpid()}-{_start_time(os.getpid()) or 0}"
+    return f"{_tmp_prefix(path)}{me}."
+
+
+def _writer_alive(name: str, prefix: str) -> bool:
+    """Whether the writer named in a temporary's name still runs (False for names without one: left by
+    a version that did not record its writer)."""
+    m = _OWNER.match(name[len(prefix) :])
+    if m is None:
+        return False
+    start = _start_time(int(m.group(1)))
+    return start is not None and (start == 0 or start == int(m.group(2)))
+
+
 def remove_stale(path: Path) -> int:
-    """Delete the hidden temporaries a killed writer of ``path`` left beside it; returns how many."""
+    """Delete the hidden temporaries that killed writers of ``path`` left beside it; returns how many. A
+    temporary whose writer still runs (another process writing the same destination) is left alone."""
     n = 0
+    prefix = _tmp_prefix(path)
     if path.parent.is_dir():
-        for p in path.parent.glob(f"{_tmp_prefix(path)}*{PART}"):
+        for p in path.parent.glob(f"{prefix}*{PART}"):
+            if _writer_alive(p.name, prefix):
+                continue
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
             n += 1
     return n
+
+
+@contextmanager
+def exclusive(lock: str | Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``lock`` (created if missing) for the block: a second process
+    asking for it says once on stderr that it waits for ``what``, then waits. The kernel releases the
+    lock when its holder dies, so a killed job never leaves it held. No-op where fcntl is missing."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    lock = Path(lock)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for {what} (another process holds {lock})", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def write_with(path: str | Path, write: Callable[[Path], Any]) -> Path:
@@ -53,7 +123,7 @@ def write_with(path: str | Path, write: Callable[[Path], Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=PART)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=_my_prefix(path), suffix=PART)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -85,15 +155,44 @@ def temp_dir(path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=PART))
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_my_prefix(path), suffix=PART))
     os.chmod(tmp, DIR_MODE)
     return tmp
 
 
 def check_folder(path: str | Path | None, option: str = "--out") -> None:
-    """A path a command will create files in must be a folder or not exist yet; an existing file there is
-    refused before any work starts (ArtifactError naming the option)."""
+    """A path a command will create files in must be a folder, or not exist yet under a folder this
+    process may write in; otherwise ArtifactError naming the option, before any work starts (an existing
+    file, a path under a regular file, a folder without write permission)."""
     from pipeline.errors import ArtifactError
 
-    if path is not None and Path(path).exists() and not Path(path).is_dir():
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
         raise ArtifactError(f"{option} {path}: an existing file, not a folder")
+    _check_creatable(path, target, option)
+
+
+def check_file(path: str | Path | None, option: str) -> None:
+    """A file a command will write (``--plot FILE``): not a folder, and its folder creatable as for
+    :func:`check_folder`; ArtifactError naming the option otherwise."""
+    from pipeline.errors import ArtifactError
+
+    if path is None:
+        return
+    if Path(path).is_dir():
+        raise ArtifactError(f"{option} {path}: a folder; give a file name such as {Path(path) / 'out.png'}")
+    _check_creatable(path, Path(path).parent, option)
+
+
+def _check_creatable(given: str | Path, folder: Path, option: str) -> None:
+    """The nearest existing part of ``folder`` (where the missing folders will be created) must be a
+    folder this process may write in."""
+    from pipeline.errors import ArtifactError
+
+    there = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+    if not there.is_dir():
+        raise ArtifactError(f"{option} {given}: {there} is a file, not a folder")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise ArtifactError(f"{option} {given}: no permission to create files in {there}")

@@ -31,8 +31,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from pipeline import atomic
-from pipeline.errors import PipelineError
+from pipeline import atomic, checksums
+from pipeline.errors import ArtifactError, PipelineError
 from pipeline.kg import GraphTensors
 from pipeline.query.model import Conjunction, Query
 from pipeline.registry import Registry
@@ -541,7 +541,7 @@ def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> N
     """L.json (key, config, history) then L.pt (the state, whose presence marks the pair complete), each
     written atomically."""
     atomic.write_json(path / "L.json", info)
-    state = {k: v.detach().cpu() for k, v in calib.state_dict().items()}
+    state = checksums.seal_object({k: v.detach().cpu() for k, v in calib.state_dict().items()})
     atomic.write_with(path / "L.pt", lambda tmp: torch.save(state, tmp))
 
 
@@ -553,5 +553,9 @@ def load_affine(
     if not f.exists():
         return None
     calib = AffineCalibration(entity_dim, relation_dim)
-    calib.load_state_dict(torch.load(f, map_location="cpu", weights_only=True))
+    try:
+        state = torch.load(f, map_location="cpu", weights_only=True)
+    except Exception as exc:  # truncated zip, foreign file: torch raises several types
+        raise ArtifactError(f"{f}: not a readable calibration ({type(exc).__name__}: {str(exc)[:120]})") from None
+    calib.load_state_dict(checksums.verify_object(state, f))
     return calib.to(device)

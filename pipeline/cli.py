@@ -18,6 +18,16 @@ import click
 from pipeline.errors import PipelineError
 
 
+def _path_error(exc: OSError) -> str | None:
+    """The one line for an OSError about a path the user gave (``--out`` under a file or in a folder they
+    cannot write, ``--plot`` likewise): every command that writes gets it here, not one by one. None for
+    an OSError that names no file (not the user's path: left as it is)."""
+    if exc.filename is None:
+        return None
+    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+    return f"error: {where}: {exc.strerror or exc}"
+
+
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn typed errors into one clear line and exit code 2 (never a traceback)."""
 
@@ -27,6 +37,12 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except PipelineError as exc:
             click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except OSError as exc:
+            line = _path_error(exc)
+            if line is None:
+                raise
+            click.echo(line, err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -62,6 +78,12 @@ class FriendlyGroup(click.Group):
             return super().invoke(ctx)
         except PipelineError as exc:
             click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except OSError as exc:  # a command not wrapped by _friendly
+            line = _path_error(exc)
+            if line is None:
+                raise
+            click.echo(line, err=True)
             sys.exit(2)
 
 

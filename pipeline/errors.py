@@ -49,6 +49,15 @@ class ArtifactError(PipelineError):
     """A run directory, export or query set is missing, truncated, foreign or of another data set."""
 
 
+class CorruptArtifactError(ArtifactError):
+    """An artifact's content no longer has the checksum it was written with (a flipped byte, an edit, a
+    file swapped in): names the file (:mod:`pipeline.checksums`)."""
+
+    def __init__(self, path: object, message: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
 def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:
     """Up to n vocabulary entries closest to word (for 'did you mean' messages)."""
     import difflib

@@ -409,7 +409,10 @@ def _write_sections(path: Path, sections: dict[str, str]) -> None:
 
 
 def plot_methods(results: dict[str, Summary], out: str | Path, title: str = "") -> Path:
-    """Grouped bars per query type (one group per type, one bar per method), one panel per metric."""
+    """Grouped bars per query type (one group per type, one bar per method), one panel per metric.
+    ArtifactError, before drawing, when ``out`` cannot be written (under a file, in a folder without
+    write permission, a folder itself)."""
+    atomic.check_file(out, "--plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -99,6 +99,7 @@ def export_adjacency(
             f"--threshold must be in (0, 1], got {threshold} (0 would store the dense matrix)"
         )
     check_top_k(top_k)
+    atomic.check_folder(out, "--out")  # before the model is loaded and scored
     run = read_run(run_dir)
     dev = config.select_device(device)
     model = load_run(run.path, device=dev)

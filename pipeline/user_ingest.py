@@ -5,10 +5,14 @@ The files (or the pulled rows) are validated and staged in a hidden folder (:mod
 back through the benchmark loader, loaded into the store, and only then renamed into place: a failure at
 any step (bad row, unreachable store) leaves no user data set record. Re-ingesting unchanged input is a
 no-op (same source checksum and settings); changed input replaces the record and the store's copy.
+
+Two ingests of one NAME at a time (two shells, two jobs) take turns on a lock file beside the records:
+the second waits for the first, then finds its work done (unchanged input: a no-op) or replaces it.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from typing import Any
 
@@ -30,12 +34,33 @@ def ingest_user(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Stage, load into the store, commit. Returns the report (counts, source, checksum, store report)."""
+    if bool(from_path) == bool(from_store):
+        raise PipelineError("give exactly one of --from PATH and --from-store URI")
+    with _one_at_a_time(name):
+        return _ingest(name, from_path, from_store, store_uri, split, seed, columns, confidence_property,
+                       rel_types, name_property, batch_size, progress)
+
+
+def _one_at_a_time(name: str) -> AbstractContextManager[None]:
+    """The lock of user data set ``name`` (none for a name that staging will refuse anyway)."""
+    from loaders.user import NAME_RE, datasets_root
+    from pipeline.atomic import exclusive
+
+    if not NAME_RE.fullmatch(name):
+        return nullcontext()
+    return exclusive(datasets_root() / f".{name}.lock", f"another ingest of '{name}'")
+
+
+def _ingest(
+    name: str, from_path: str | None, from_store: str | None, store_uri: str | None, split: str, seed: int,
+    columns: str | None, confidence_property: str | None, rel_types: str | None, name_property: str,
+    batch_size: int, progress: bool,
+) -> dict[str, Any]:
+    """:func:`ingest_user` under its lock."""
     from loaders import stage_user_files, stage_user_rows
     from pipeline.store import open_store
     from pipeline.store.ingest import ingest
 
-    if bool(from_path) == bool(from_store):
-        raise PipelineError("give exactly one of --from PATH and --from-store URI")
     if from_store:
         if not confidence_property:
             raise PipelineError("--from-store needs --confidence-property (the relationship property holding c)")

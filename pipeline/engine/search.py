@@ -233,12 +233,17 @@ def _cyclic(
     shapes: dict[tuple, list[Conjunction]] = {}
     for s in subs:
         shapes.setdefault(shape_of(s), []).append(s)
+    # A substitution that still holds a cycle enumerates again, once per candidate: the product of the
+    # candidate counts is what makes a many-cycle query run for minutes. Such runs, and long flat ones,
+    # show a progress line that says how to bound them.
+    nested = bool(subs) and QueryGraph(subs[0]).has_cycle
+    bound = f"capped at {cycle_cap}, approximate" if approximate else "--cycle-cap N bounds it (approximate)"
     for group in shapes.values():
         for i in tqdm(
             range(0, len(group), MAX_BATCH),
-            desc=f"cycle ?{v.name}",
+            desc=f"cycle ?{v.name}: {len(subs)} candidates{', each with cycles left' if nested else ''}; {bound}",
             unit="batch",
-            disable=not show_bar or len(group) <= 4 * MAX_BATCH,
+            disable=not show_bar or (len(group) <= 4 * MAX_BATCH and not nested),
             leave=False,
         ):
             util, ap = _conjunctions(group[i : i + MAX_BATCH], adj, cycle_cap, show_bar=False)

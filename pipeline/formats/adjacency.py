@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import torch
 
-from pipeline import atomic
+from pipeline import atomic, checksums
 from pipeline.errors import ArtifactError
 from pipeline.kg import GraphTensors
 from pipeline.provenance import is_sealed, seal
@@ -110,7 +110,10 @@ def read_shard(
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
-    """The manifest, sealed (written last: its presence marks the export complete)."""
+    """The manifest, sealed (written last: its presence marks the export complete), with the digest
+    of every relation file it lists (:mod:`pipeline.checksums`; checked by :func:`load_adjacency`)."""
+    for rel in manifest.get("relations", []):
+        rel.setdefault(checksums.MANIFEST_KEY, checksums.file_digest(folder / rel["file"]))
     atomic.write_text(folder / MANIFEST, json.dumps(seal(manifest), indent=2, sort_keys=True) + "\n")
 
 
@@ -155,6 +158,9 @@ def reusable(out: Path, model_hash: str, threshold: float, top_k: int | None = N
         except (pa.ArrowInvalid, OSError):
             return None
         if meta.get("model_hash") != model_hash or float(meta.get("threshold", -1)) != float(threshold):
+            return None
+        # a damaged file is exported again, not reported as a cached export (hashing is cheap beside scoring)
+        if checksums.MANIFEST_KEY in rel and checksums.file_digest(p) != rel[checksums.MANIFEST_KEY]:
             return None
     return manifest
 
@@ -221,6 +227,7 @@ def load_adjacency(
     device: str | torch.device = "cpu",
     n_entities: int | None = None,
     n_relations: int | None = None,
+    verify: bool = True,
 ) -> tuple[GraphTensors, dict[str, Any]]:
     """An export directory as the engine's input graph, plus its manifest.
 
@@ -228,7 +235,8 @@ def load_adjacency(
     memory of int64; every id < 2^31), manifest dict). With `dataset`,
     an export of another data set raises ArtifactError; so do a missing manifest, and a truncated,
     foreign, unsorted or out-of-range relation file; with ``n_entities``/``n_relations`` (the data set's
-    sizes) so does an export whose sizes differ.
+    sizes) so does an export whose sizes differ. Each relation file's digest is checked against
+    the manifest's (CorruptArtifactError naming the file; ``verify=False`` skips it, for measuring).
     """
     folder = Path(path)
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
@@ -249,6 +257,8 @@ def load_adjacency(
     rel_col, conf = np.empty(total, ids), np.empty(total, np.float32)
     for rel in manifest["relations"]:
         file = folder / rel["file"]
+        if verify and checksums.MANIFEST_KEY in rel:  # exports written before checksums have none
+            checksums.check_file(file, str(rel[checksums.MANIFEST_KEY]))
         h, t, s, meta = read_relation_file(file, manifest)
         r = int(rel["relation"])
         if meta.get("relation") != str(r) or len(h) != rel["nnz"]:

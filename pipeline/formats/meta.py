@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import atomic
+from pipeline import atomic, checksums
 from pipeline.errors import ArtifactError
 from pipeline.provenance import is_sealed, provenance, seal
 
@@ -55,19 +55,33 @@ def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[s
 
 
 def write_parquet(table: pa.Table, path: Path) -> Path:
-    """Write a table atomically."""
-    return atomic.write_with(path, lambda tmp: pq.write_table(table, tmp))
+    """Write a table atomically, with the checksum of the whole file in its footer
+    (:func:`pipeline.checksums.seal_file`, filled in before the file is renamed into place)."""
+    sealed = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), checksums.META_KEY: checksums.PLACEHOLDER}
+    )
+
+    def write(tmp: Path) -> None:
+        pq.write_table(sealed, tmp)
+        checksums.seal_file(tmp)
+
+    return atomic.write_with(path, write)
 
 
 def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> tuple[pa.Table, dict[str, Any]]:
     """A Parquet artifact and its checked metadata; ArtifactError when missing, unreadable or foreign."""
     if not path.is_file():
         raise ArtifactError(f"{path}: no such {kind}")
+    # the checksum first: a damaged file is reported as damaged, whatever the Parquet reader makes of it
+    sealed = checksums.verify_sealed_file(path, required=False)
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet {kind} ({exc})") from None
-    return table, decode((table.schema.metadata or {}).get(META_KEY), path, fmt, kind, required)
+    metadata = table.schema.metadata or {}
+    if not sealed and checksums.META_KEY in metadata:  # written with a checksum that is no longer there
+        checksums.verify_sealed_file(path, required=True)
+    return table, decode(metadata.get(META_KEY), path, fmt, kind, required)
 
 
 def peek_format(path: Path) -> str | None:

@@ -18,10 +18,12 @@ variables stored by name without the ``?``.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -114,12 +116,31 @@ def read_query_set(path: str | Path) -> QuerySet:
 
 
 def checksum(frame: pd.DataFrame) -> str:
-    """The content of a query set (ids and texts): caches and stage keys depend on the queries, never on a
-    file name."""
+    """The content of a query set, every column (ids, texts, atom records with their entity ids, answers,
+    utilities, seeds): caches and stage keys depend on the queries, never on a file name, and a query whose
+    ``head_eid`` changed while its text did not is another query."""
     h = hashlib.sha256()
-    for qid, text in zip(frame["id"], frame["text"], strict=True):
-        h.update(f"{qid}\t{text}\n".encode())
+    for col in sorted(frame.columns):
+        h.update(f"{col}\n".encode())
+        for value in frame[col]:
+            h.update(json.dumps(_plain(value), sort_keys=True, default=str).encode())
+            h.update(b"\n")
     return h.hexdigest()[:16]
+
+
+def _plain(value: Any) -> Any:
+    """A cell as plain JSON values (numpy arrays and scalars, missing values as None)."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
 
 
 # ------------------------------------------------------------------------------------------ atom records

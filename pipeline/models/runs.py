@@ -5,8 +5,12 @@
     RUN_DIR/results.json     valid/test MSE and MAE (test negatives too where the data set has them), timings
     RUN_DIR/model.pt         {"config": model config, "state_dict": ...} of the selected (best valid) epoch
     RUN_DIR/checkpoint.pt    last epoch's model + optimiser state, for --resume
+    RUN_DIR/checksums.json   the sha256 digest of each JSON document above (sealed), checked when read
 
 Files are written atomically (temp file + rename), so an interrupted run never leaves a half-written one.
+The two ``.pt`` files carry the digest of their own content (:func:`pipeline.checksums.seal_object`), so a
+damaged model is never exported and a damaged checkpoint never resumed; results.json's ``model_hash`` must
+be the hash of the model.pt beside it.
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ from typing import Any
 
 import torch
 
-from pipeline import atomic
-from pipeline.errors import ArtifactError
-from pipeline.formats.meta import read_json
+from pipeline import atomic, checksums
+from pipeline.errors import ArtifactError, CorruptArtifactError
+from pipeline.formats import meta as metafile
 from pipeline.models.base import ConfidenceModel
-from pipeline.provenance import provenance
+from pipeline.provenance import is_sealed, provenance, seal
 
 MODEL_FILE, CHECKPOINT_FILE = "model.pt", "checkpoint.pt"
 CONFIG_FILE, METADATA_FILE, RESULTS_FILE = "config.json", "metadata.json", "results.json"
+CHECKSUMS_FILE = "checksums.json"
+CHECKSUMS_FORMAT = "soft-queries/run-checksums/1"
 
 
 @dataclass(frozen=True)
@@ -42,24 +48,59 @@ class Run:
         return str(self.config["dataset"])
 
 
+def _checksums(folder: Path) -> dict[str, str]:
+    """The run directory's recorded JSON digests ({} when it has none: a run written before checksums)."""
+    path = folder / CHECKSUMS_FILE
+    if not path.exists():
+        return {}
+    try:
+        doc = metafile.read_json(path)
+    except ArtifactError:
+        doc = None  # damaged beyond JSON: the same verdict as an edited one
+    if not isinstance(doc, dict) or doc.get("format") != CHECKSUMS_FORMAT or not is_sealed(doc):
+        raise CorruptArtifactError(path, "not the sealed checksum list of a run directory (edited or damaged)")
+    return dict(doc.get("files", {}))
+
+
 def write_json(path: Path, doc: Any) -> None:
+    """Write a run's JSON document, then record its digest in the run's checksums.json (both atomically)."""
+    path = Path(path)
     atomic.write_json(path, doc)
+    try:
+        kept = _checksums(path.parent)
+    except ArtifactError:  # a damaged list is replaced: writing must not need the run to be intact
+        kept = {}
+    files = {**kept, path.name: checksums.file_digest(path)}
+    atomic.write_json(path.parent / CHECKSUMS_FILE, seal({"format": CHECKSUMS_FORMAT, "files": files}))
+
+
+def read_json(path: Path) -> Any:
+    """A run's JSON document, checked against the digest checksums.json recorded for it (when it did)."""
+    path = Path(path)
+    want = _checksums(path.parent).get(path.name) if path.exists() else None
+    if want is not None:  # before parsing: a damaged file is reported as damaged, not as bad JSON
+        checksums.check_file(path, want)
+    return metafile.read_json(path)
 
 
 def torch_save(path: Path, obj: Any) -> None:
-    atomic.write_with(path, lambda tmp: torch.save(obj, tmp))
+    """Save a document (a dict: sealed with the digest of its content) atomically."""
+    doc = checksums.seal_object(obj) if isinstance(obj, dict) else obj
+    atomic.write_with(path, lambda tmp: torch.save(doc, tmp))
 
 
 def torch_load(path: Path) -> Any:
+    """A saved document, its digest checked (CorruptArtifactError naming the file on a mismatch)."""
     if not path.exists():
         raise ArtifactError(f"{path}: missing (is {path.parent} a run directory?)")
     try:
         # weights_only: a run directory holds tensors and plain values, never pickled modules
-        return torch.load(path, map_location="cpu", weights_only=True)
+        doc = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated zip, foreign file: torch raises several types
         raise ArtifactError(
             f"{path}: not a readable model file ({type(exc).__name__}: {str(exc)[:120]})"
         ) from None
+    return checksums.verify_object(doc, path)
 
 
 def save_model(run_dir: Path, model: ConfidenceModel) -> None:
@@ -93,8 +134,17 @@ def read_run(run_dir: str | Path) -> Run:
     path = Path(run_dir)
     if not path.is_dir():
         raise ArtifactError(f"{path}: not a run directory")
-    results = read_json(path / RESULTS_FILE) if (path / RESULTS_FILE).exists() else {}
-    return Run(path, read_json(path / CONFIG_FILE), read_json(path / METADATA_FILE), results)
+    docs = {}
+    for name in (CONFIG_FILE, METADATA_FILE, RESULTS_FILE):
+        if name == RESULTS_FILE and not (path / name).exists():  # a run still training has none yet
+            docs[name] = {}
+            continue
+        docs[name] = read_json(path / name)
+        if not isinstance(docs[name], dict):
+            raise ArtifactError(f"{path / name}: not a JSON object (is {path} a run directory?)")
+    if "dataset" not in docs[CONFIG_FILE]:
+        raise ArtifactError(f"{path / CONFIG_FILE}: no 'dataset' field (is {path} a run directory?)")
+    return Run(path, docs[CONFIG_FILE], docs[METADATA_FILE], docs[RESULTS_FILE])
 
 
 def load_run(
@@ -110,6 +160,13 @@ def load_run(
     if (model.name != cfg.get("model")) or (model.dim != cfg.get("dim")):
         raise ArtifactError(
             f"{run.path}: model.pt ({model.name}, dim {model.dim}) does not match config.json"
+        )
+    recorded = run.results.get("model_hash")
+    if recorded and model.content_hash() != recorded:
+        raise CorruptArtifactError(
+            run.path / MODEL_FILE,
+            f"not the model {RESULTS_FILE} describes (model hash {model.content_hash()[:12]}…, recorded "
+            f"{str(recorded)[:12]}…); a model file was swapped in, train again",
         )
     return model.to(device)
 

@@ -337,7 +337,10 @@ def _check_resumable(run_dir: Path, cfg: TrainConfig) -> Path:
     path = run_dir / CHECKPOINT_FILE
     if not path.exists():
         raise ArtifactError(f"{path}: no checkpoint to resume from")
-    old = TrainConfig.from_dict(read_json(run_dir / CONFIG_FILE))
+    saved = read_json(run_dir / CONFIG_FILE)
+    if not isinstance(saved, dict):
+        raise ArtifactError(f"{run_dir / CONFIG_FILE}: not a JSON object; cannot resume")
+    old = TrainConfig.from_dict(saved)
     if not cfg.resumable_from(old):
         diff = {k for k, v in cfg.to_dict().items() if old.to_dict().get(k) != v} - {"epochs", "device"}
         raise ArtifactError(f"{run_dir}: cannot resume, the config differs in {', '.join(sorted(diff))}")

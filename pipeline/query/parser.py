@@ -9,6 +9,11 @@
     name   := bare | "quoted" | '#'id              bare: [A-Za-z0-9_.:-]+, quoted: \\" and \\\\ escapes
 
 Every error is a QuerySyntaxError (or ResolutionError for names) pointing at the 1-based column.
+
+Limits, so that every number is exact in the engine's float32 and no text exhausts the interpreter:
+alpha in [0, 1]; beta finite in [0, MAX_BETA] (1e6: a sum of a thousand such atoms stays 30 orders of
+magnitude below float32's overflow at 3.4e38, where 1e39 used to become inf and lose every answer);
+at most MAX_DEPTH (100) nested parentheses and '!' (deeper texts used to end in a RecursionError).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ _VAR = re.compile(r"\?([A-Za-z_][A-Za-z0-9_]*)")
 _ID = re.compile(r"#([0-9]+)")
 _SPACE = re.compile(r"\s+")
 MAX_CONJUNCTIONS = 4096  # distributing '&' over '|' can explode; refuse rather than hang
+MAX_BETA = 1e6  # far inside float32 (see the module docstring)
+MAX_DEPTH = 100  # nested '(' and '!': each level is a few Python frames, the interpreter allows ~1000
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ class _Parser:
         self.text, self.vocab = text, vocab
         self.tokens = tokenize(text)
         self.pos = 0
+        self.depth = 0  # '(' and '!' currently open
 
     @property
     def tok(self) -> Token:
@@ -142,19 +150,28 @@ class _Parser:
             out = [a + b for a in out for b in right]
         return out
 
+    def nest(self, t: Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"nested more than {MAX_DEPTH} levels deep (parentheses and '!'); write it flatter", t)
+
     def unary(self) -> list[list[Atom]]:
         t = self.tok
         if t.kind == "!":
             self.pos += 1
+            self.nest(t)
             inner = self.unary()
+            self.depth -= 1
             if len(inner) != 1 or len(inner[0]) != 1:
                 raise self.fail("'!' applies to a single atom (soft negation of a formula is not defined)", t)
             a = inner[0][0]
             return [[Atom(a.head, a.relation, a.tail, a.alpha, a.beta, not a.negated)]]
         if t.kind == "(":
             self.pos += 1
+            self.nest(t)
             inner = self.disj()
             self.expect(")", "')'")
+            self.depth -= 1
             return inner
         return [[self.atom()]]
 
@@ -174,7 +191,7 @@ class _Parser:
             alpha = self.number("alpha", 0.0, 1.0)
             if self.tok.kind == ",":
                 self.pos += 1
-                beta = self.number("beta", 0.0, float("inf"))
+                beta = self.number("beta", 0.0, MAX_BETA)
         self.expect(")", "')' or ', number'")
         return Atom(head, rel, tail, alpha, beta)
 
@@ -196,9 +213,8 @@ class _Parser:
             x = float(t.text)
         except ValueError:
             raise self.fail(f"{what} must be a number, found {t.text!r}") from None
-        if not (lo <= x <= hi) or x != x or x == float("inf"):
-            need = f"in [{lo:g}, {hi:g}]" if hi != float("inf") else f"a finite number >= {lo:g}"
-            raise self.fail(f"{what} {t.text} must be {need}")
+        if not (lo <= x <= hi):  # NaN fails this too
+            raise self.fail(f"{what} {t.text} must be in [{lo:.15g}, {hi:.15g}]")
         self.pos += 1
         return x
 

@@ -117,7 +117,7 @@ def test_run_directory_contents(tmp_path: Path) -> None:
     assert run.results["test"]["n"] == len(kg.split_facts("test"))
     assert res["test_negatives"]["n"] == 10
     state = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
-    assert set(state) == {"config", "state_dict"}  # a state dict + config, never a pickled module
+    assert set(state) == {"config", "state_dict", "sha256"}  # a state dict + config (+ its checksum), never a pickled module
     model = load_run(tmp_path / "run")
     from pipeline.models.evaluation import confidence_errors
 
@@ -136,6 +136,9 @@ def test_bad_run_directories(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="not a run directory"):
         load_run(tmp_path / "nothing")
     (tmp_path / "run" / "config.json").write_text("{trunc")
+    with pytest.raises(ArtifactError, match="config.json: checksum mismatch"):
+        load_run(tmp_path / "run")
+    (tmp_path / "run" / "checksums.json").unlink()  # a run written before checksums
     with pytest.raises(ArtifactError, match="config.json: not valid JSON"):
         load_run(tmp_path / "run")
 

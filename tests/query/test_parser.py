@@ -51,7 +51,7 @@ def test_names_quoted_ids_and_printing():
         ("#0(#1, ?y) &", 13, "expected an atom"),
         ("#0(#1, ?y) #1(#2, ?y)", 12, "expected '&', '|'"),
         ("#0(#1, ?y, 1.5)", 12, "alpha 1.5 must be in [0, 1]"),
-        ("#0(#1, ?y, 0.5, -2)", 17, "beta -2 must be a finite number >= 0"),
+        ("#0(#1, ?y, 0.5, -2)", 17, "beta -2 must be in [0, 1000000]"),
         ("#0(#1, ?x)", 1, "a query needs the answer variable ?y"),
         ("#0(#1, ?y) | #0(#2, ?x) & #1(?x, #3)", 1, "in every conjunction of its DNF"),
         ("#0(#1, ?y, abc)", 12, "alpha must be a number"),
@@ -118,7 +118,7 @@ def test_records_round_trip():
 NAMES = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 VARS = st.sampled_from(["y", "x", "z", "x_1", "Long_name"]).map(Var)
 NUMS = st.one_of(st.sampled_from([0.0, 0.1, 0.25, 1.0]), st.floats(0.0, 1.0))
-BETAS = st.one_of(st.sampled_from([1.0, 0.1, 3.0]), st.floats(0.0, 1e20))
+BETAS = st.one_of(st.sampled_from([1.0, 0.1, 3.0]), st.floats(0.0, 1e6))
 
 
 @st.composite
