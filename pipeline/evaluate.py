@@ -126,10 +126,15 @@ def undefined_counts(per_query: pd.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def tied_share(per_query: pd.DataFrame) -> dict[str, float]:
-    """The pairs of answers tied in both true and predicted utility: {"tied_pairs", "pairs", "share"} (the
-    share in percent), over every query with answers."""
+    """The pairs of answers tied in both true and predicted utility, summed over the queries: among each
+    query's first 100 answers (the truth the paper's protocol reads, where such pairs counted as agreement)
+    {"tied_pairs", "pairs", "share"}, and among all its answers {"share_all"} (shares in percent)."""
     tied, pairs = float(per_query["tied_pairs"].sum()), float(per_query["pairs"].sum())
-    return {"tied_pairs": int(tied), "pairs": int(pairs), "share": round(100.0 * tied / pairs, 4) if pairs else 0.0}
+    tied_all, pairs_all = float(per_query["tied_pairs_all"].sum()), float(per_query["pairs_all"].sum())
+    return {
+        "tied_pairs": int(tied), "pairs": int(pairs), "share": round(100.0 * tied / pairs, 4) if pairs else 0.0,
+        "share_all": round(100.0 * tied_all / pairs_all, 4) if pairs_all else 0.0,
+    }
 
 
 def query_counts(per_query: pd.DataFrame) -> dict[str, int]:
@@ -254,7 +259,7 @@ def protocol_notes(report: dict[str, Any]) -> str:
     if tied:
         lines.append(
             f"Answer pairs tied in both true and predicted utility: {tied['tied_pairs']:,} of {tied['pairs']:,} "
-            f"({tied['share']:.1f}%)."
+            f"({tied['share']:.1f}%) among each query's first 100 answers; {tied.get('share_all', 0):.1f}% among all."
         )
     if report.get("random"):
         lines.append(
@@ -353,7 +358,7 @@ def comparison_table(dataset: str, methods: dict[str, Summary], protocol: dict[s
     extra = any(protocol.get(m) for m in methods)
     head = [METRICS[m].label for m in names]
     if extra:
-        head += [f"{METRICS[m].label} (paper protocol)" for m in names] + ["doubly tied %", "tau undefined"]
+        head += [f"{METRICS[m].label} (paper protocol)" for m in names] + ["doubly tied % (top 100)", "tau undefined"]
     lines = [
         f"Averages beside the paper ({dataset}):\n",
         "| method | " + " | ".join(head) + " |",

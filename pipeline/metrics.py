@@ -440,9 +440,11 @@ def chance(q: Ranked, n_entities: int) -> Ranked:
 
 def metric_columns(queries: Sequence[Ranked], paper: bool = False) -> dict[str, np.ndarray]:
     """Every registered metric of many queries: {name: (Q,) float64, NaN where undefined}; with paper, also
-    ``paper_<name>`` (:func:`paper_protocol`) and ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs`)."""
+    ``paper_<name>`` (:func:`paper_protocol`), ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs` over
+    the first 100 answers, the truth the paper's protocol reads) and ``tied_pairs_all`` / ``pairs_all``
+    (over every answer, whole tie groups included)."""
     names = list(METRICS.names())
-    extra = [*(f"paper_{m}" for m in names), "tied_pairs", "pairs"] if paper else []
+    extra = [*(f"paper_{m}" for m in names), "tied_pairs", "pairs", "tied_pairs_all", "pairs_all"] if paper else []
     out = {name: np.full(len(queries), math.nan) for name in [*names, *extra]}
     for i, q in enumerate(queries):
         if q.n == 0:
@@ -452,5 +454,7 @@ def metric_columns(queries: Sequence[Ranked], paper: bool = False) -> dict[str, 
         if paper:
             for name, v in paper_protocol(q).items():
                 out[f"paper_{name}"][i] = v
-            out["tied_pairs"][i], out["pairs"][i] = doubly_tied_pairs(q)
+            out["tied_pairs_all"][i], out["pairs_all"][i] = doubly_tied_pairs(q)
+            top = Ranked(q.truth[:PAPER_TOP], q.predicted[:PAPER_TOP], q.first[:PAPER_TOP], q.ties[:PAPER_TOP])
+            out["tied_pairs"][i], out["pairs"][i] = doubly_tied_pairs(top)
     return out

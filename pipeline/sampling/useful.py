@@ -2,7 +2,8 @@
 
 A valid/test query is useful only if its answers on the split's graph differ from those on the train
 graph: different entity ids (in order) or different values once both are rounded to 4 decimals.
-Answers are lists best first, as the engine's ``top_answers`` returns them (top 100, ties by entity id).
+Answers are lists best first, as :func:`pipeline.sampling.truth.cut_answers` returns them (the top 100 and
+the whole tie group at the cut, a group listed by entity id).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def test_cli_evaluate_table_json_and_files(tmp_path: Path) -> None:
     assert doc[0]["undefined"]["tau"] == {"2p": 1, "all": 1}
     assert doc[0]["paper_protocol"]["ndcg"]["2p"] == pytest.approx(100 / 3, abs=1e-4)
     # q1's answers (0, 1) and q2's (1, 2) are tied in neither truth nor prediction
-    assert doc[0]["doubly_tied"] == {"tied_pairs": 0, "pairs": 2, "share": 0.0}
+    assert doc[0]["doubly_tied"] == {"tied_pairs": 0, "pairs": 2, "share": 0.0, "share_all": 0.0}
 
 
 def test_cli_evaluate_bad_input_is_one_line(tmp_path: Path) -> None:
