@@ -283,3 +283,18 @@ def test_random_level_equals_an_answered_constant_predictor(tmp_path: Path) -> N
     disc = np.array([d[t == v].mean() for v in t])
     expected = (sum(1 / j for j in range(1, n + 1)) / n) * disc.sum() / np.sum(disc / np.arange(1, k + 1))
     assert per_query.loc["q0", "random_ndcg"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_an_answers_file_of_format_1_says_what_to_rerun(tmp_path: Path) -> None:
+    """Format 1 had no tie groups: evaluating it is refused in one line naming the file and the command."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.formats import meta as metafile
+
+    path = tmp_path / "old.parquet"
+    raw = metafile.encode("soft-query-answers/1", {"dataset": "toy", "method": "SRC", "query_set": "q"}, ())
+    pq.write_table(pa.table({"query_id": ["q1"]}).replace_schema_metadata({metafile.META_KEY: raw}), path)
+    res = CliRunner().invoke(cli, ["evaluate", str(path)])
+    assert res.exit_code == 2 and res.output.count("\n") == 1
+    assert "old.parquet" in res.output and "re-run `pipeline answer`" in res.output
