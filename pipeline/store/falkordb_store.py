@@ -159,7 +159,7 @@ class FalkorDBStore(Store):
             return super()._write_facts(facts, batch_size, progress)
         if len(heads) == 0:
             return None
-        ids = self._entity_ids(dataset)
+        ids = self._entity_ids(facts.entity_dataset)
         top = max(int(heads.max()), int(tails.max()))
         if (
             min(int(heads.min()), int(tails.min())) < 0
