@@ -140,6 +140,7 @@ class FalkorDBStore(Store):
     def create_entities(
         self, dataset: str, eids: np.ndarray, names: Sequence[str], batch_size: int = 10_000
     ) -> None:
+        self._node_ids = None  # new entities, whichever path writes them: the cached ids may be stale
         if not self.bulk or any("\0" in n for n in names) or "\0" in dataset:
             return super().create_entities(dataset, eids, names, batch_size)
         if len(eids) == 0:
