@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -298,8 +298,11 @@ def ingest_cmd(
         print_table([{"dataset": dataset, "entities": rep["entities"], "relations": rep["relations"],
                       **{f"rows {k}": v for k, v in rows.items()}, "duplicates": rep["duplicate_rows"]}])
         state = "unchanged" if rep["unchanged"] else "recorded"
+        sr = rep["store_report"]
+        done = "unchanged" if sr["skipped"] else "replaced" if sr["replaced"] else "loaded"
         click.echo(f"{state}: {rep['record']} (source {rep['source']}, sha256 {rep['checksum'][:16]}); "
-                   f"store {rep['store']}: {'unchanged' if rep['store_report']['skipped'] else 'loaded'}")
+                   f"store {rep['store']}: {done}")
+        _echo_stale(dataset, sr["stale_sets"], sr["stale_writebacks"])
         return
     kg = load(dataset, source=source)  # validated before the store is touched
     with open_store(store_uri) as store:
@@ -325,6 +328,18 @@ def ingest_cmd(
         ]
     )
     click.echo(f"{'replaced' if report.replaced else 'loaded'} into {where}")
+    _echo_stale(dataset, report.stale_sets, report.stale_writebacks)
+
+
+def _echo_stale(dataset: str, sets: Sequence[str], writebacks: Sequence[Sequence[str]]) -> None:
+    """After a replacing ingest: what in the store was made from another version of the data set."""
+    if sets:
+        click.echo(f"stale (made from another version of '{dataset}', now refused): {len(sets)} query "
+                   f"set(s) in the store: {', '.join(sets)}; sample again (`pipeline sample {dataset} ...`)")
+    if writebacks:
+        listed = ", ".join(f"{s} [{m}]" for s, m in writebacks)
+        click.echo(f"stale (made from another version of '{dataset}', now refused): {len(writebacks)} "
+                   f"write-back(s): {listed}; answer and write back again on a new sample")
 
 
 @cli.command("stats")

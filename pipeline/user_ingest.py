@@ -4,7 +4,11 @@ into the graph store, in that order of checks and the reverse order of commits.
 The files (or the pulled rows) are validated and staged in a hidden folder (:mod:`loaders.user`), read
 back through the benchmark loader, loaded into the store, and only then renamed into place: a failure at
 any step (bad row, unreachable store) leaves no user data set record. Re-ingesting unchanged input is a
-no-op (same source checksum and settings); changed input replaces the record and the store's copy.
+no-op (same source checksum and settings); changed input replaces the record and the store's copy. The
+store's copy is replaced all or nothing as readers see it (:mod:`pipeline.store.ingest`: staged, then one
+committing statement); the record is renamed into place after that commit, so a run killed between the two
+leaves the new version in the store and the old record until it is run again. The report's
+``store_report`` lists the query sets and write-backs in the store that the replacement made stale.
 
 Two ingests of one NAME at a time (two shells, two jobs) take turns on a lock file beside the records:
 the second waits for the first, then finds its work done (unchanged input: a no-op) or replaces it.

@@ -117,6 +117,7 @@ class Facts:
     heads: np.ndarray
     tails: np.ndarray
     confs: dict[str, np.ndarray]
+    entity_dataset: str  # the `dataset` its endpoint entities carry (a staging name while a load is staged)
 
 
 class Store(ABC):
@@ -207,12 +208,16 @@ class Store(ABC):
         confs: dict[str, np.ndarray],
         batch_size: int = 10_000,
         progress: tqdm | None = None,
+        entity_dataset: str | None = None,
     ) -> None:
         """Create one relationship of type ``rel_type`` per (head, tail) between existing entities of
         ``dataset``, with rid and ``conf_train/conf_valid/conf_test`` from ``confs`` (NaN = absent).
-        heads, tails: (n,) int eids; confs values: (n,) float64."""
+        heads, tails: (n,) int eids; confs values: (n,) float64. ``entity_dataset``: the ``dataset`` the
+        endpoint entities carry when it is not ``dataset`` (a staged load, :mod:`pipeline.store.ingest`);
+        the relationships still carry ``dataset``."""
         facts = Facts(
-            dataset, rel_type, int(rid), np.asarray(heads, np.int64), np.asarray(tails, np.int64), confs
+            dataset, rel_type, int(rid), np.asarray(heads, np.int64), np.asarray(tails, np.int64), confs,
+            entity_dataset if entity_dataset is not None else dataset,
         )
         self._write_facts(facts, batch_size, progress)
 
@@ -224,7 +229,7 @@ class Store(ABC):
             for i, (h, t) in enumerate(zip(facts.heads.tolist(), facts.tails.tolist(), strict=True))
         ]
         cypher = with_rel_type(cypher_text("ingest_facts"), facts.rel_type)
-        params = {"dataset": facts.dataset, "rid": facts.rid}
+        params = {"dataset": facts.dataset, "entity_dataset": facts.entity_dataset, "rid": facts.rid}
         self.run_batches(cypher, rows, batch_size, params, progress)
 
     # ------------------------------------------------------------------------------------------ locks

@@ -140,6 +140,7 @@ class FalkorDBStore(Store):
     def create_entities(
         self, dataset: str, eids: np.ndarray, names: Sequence[str], batch_size: int = 10_000
     ) -> None:
+        self._node_ids = None  # new entities, whichever path writes them: the cached ids may be stale
         if not self.bulk or any("\0" in n for n in names) or "\0" in dataset:
             return super().create_entities(dataset, eids, names, batch_size)
         if len(eids) == 0:
@@ -159,7 +160,7 @@ class FalkorDBStore(Store):
             return super()._write_facts(facts, batch_size, progress)
         if len(heads) == 0:
             return None
-        ids = self._entity_ids(dataset)
+        ids = self._entity_ids(facts.entity_dataset)
         top = max(int(heads.max()), int(tails.max()))
         if (
             min(int(heads.min()), int(tails.min())) < 0

@@ -1,11 +1,20 @@
 """`pipeline ingest`: the observed KG of one data set into the store (design sections 1 and 4).
 
-Idempotent and restartable: a ``(:Dataset {name, key, complete})`` marker is written first with
-``complete = false`` and set to ``true`` (with the counts written) last. A run that finds the marker
-complete with the same content key AND the stored counts equal to the marker's changes nothing; anything
-else (a killed load, other content, a doubled copy) deletes the data set's part of the graph and loads it
-again, so a killed-then-rerun load ends in the same state as one clean run. Every check on the input runs
-before the first write: bad input leaves the store untouched.
+All or nothing as readers see it, first load or replacement alike. Readers find a data set's entities and
+relation vocabulary by their ``dataset`` property and its facts only through those entities, so a load
+goes in under a staging name (``<name>\\x1fnext``) that no reader asks for, and ONE statement commits it
+(cypher/dataset_commit): the nodes readers saw are renamed ``<name>\\x1fold``, the staged ones become
+``<name>``, and the ``(:Dataset {name, key, complete, entities, relations, facts})`` load marker is
+written complete with the content key. The old version is deleted after the commit. Killed (the server by
+``kill -9`` or ``pipeline store stop``, or this process) at any moment, the store shows the previous
+complete version or the new one; the leftovers under the two reserved names are ignored by readers and
+deleted by the next ingest, so a killed-then-rerun load ends in the same state as one clean run.
+
+A run that finds the marker complete with the same content key AND the stored counts equal to the
+marker's changes nothing; anything else (other content, a killed load of an older version of this code, a
+doubled copy) is replaced. Every check on the input runs before the first write: bad input leaves the
+store untouched. A replacement reports the data set's query sets and write-backs in the store that were
+made from another version (:func:`pipeline.store.status.stale_work`): they are refused from then on.
 
 Concurrent ingests serialise on the store lock ``dataset:<name>`` (see :mod:`pipeline.store.lock`): the
 second waits, then finds the first one's load complete. The writes are saved when the lock is released.
@@ -27,12 +36,25 @@ from pipeline.errors import DataFormatError, PipelineError
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 from pipeline.store.cypher import cypher_text
 from pipeline.store.lock import dataset_lock
-from pipeline.store.status import dataset_status
+from pipeline.store.status import dataset_status, stale_work
 
 # bump when the graph model changes, so stores loaded by an older version are reloaded
 # (2: the relation vocabulary carries the alpha levels p25/p50/p75)
 FORMAT_VERSION = 2
 DELETE_BATCH = 2_000  # entities per DETACH DELETE round trip (each takes its relationships along)
+# a data set name never holds this control character (ASCII unit separator), so ``<name>\x1fnext`` and
+# ``<name>\x1fold`` are no data set's name
+RESERVED = "\x1f"
+
+
+def staging_name(dataset: str) -> str:
+    """The ``dataset`` of a load before its commit (no reader asks for it)."""
+    return f"{dataset}{RESERVED}next"
+
+
+def replaced_name(dataset: str) -> str:
+    """The ``dataset`` of the version a commit replaced, until it is deleted (no reader asks for it)."""
+    return f"{dataset}{RESERVED}old"
 
 
 @dataclass(frozen=True)
@@ -47,6 +69,10 @@ class IngestReport:
     replaced: bool
     seconds: float
     method: str
+    # the data set's query sets and (set, method) write-backs in the store made from another version: a
+    # replacing load made them stale (empty when nothing was replaced)
+    stale_sets: tuple[str, ...] = ()
+    stale_writebacks: tuple[tuple[str, str], ...] = ()
 
     @property
     def facts_per_s(self) -> float:
@@ -69,8 +95,8 @@ def validate(kg) -> pd.DataFrame:
     """Check everything ingest relies on and return the facts table (h, r, t, conf_train, conf_valid,
     conf_test); raises DataFormatError naming the field before anything is written."""
     where = f"data set {kg.name!r}"
-    if not isinstance(kg.name, str) or not kg.name or "\0" in kg.name:
-        raise DataFormatError(where, None, "name", "a data set needs a non-empty name without NUL")
+    if not isinstance(kg.name, str) or not kg.name or "\0" in kg.name or RESERVED in kg.name:
+        raise DataFormatError(where, None, "name", f"a data set needs a non-empty name without NUL or {RESERVED!r}")
     ne, nr = kg.n_entities, kg.n_relations
     for frame, key, n, fld in ((kg.entities, "eid", ne, "entities"), (kg.relations, "rid", nr, "relations")):
         if not np.array_equal(frame[key].to_numpy(np.int64), np.arange(n)):
@@ -148,26 +174,30 @@ def ingest(
     ensure_schema(store)
     bar = None if progress else False  # the waiting bar: on a terminal only, never when quiet
     with store.lock(dataset_lock(ds), purpose=f"ingest {ds}", timeout_s=lock_timeout_s, progress=bar):
+        staging, old = staging_name(ds), replaced_name(ds)
+        for leftover in (staging, old):  # of a killed ingest
+            delete_dataset(store, leftover)
         st = dataset_status(store, ds)
         if st.complete and st.key == key and st.stored == tuple(counts.values()):
             return IngestReport(
                 ds, **counts, skipped=True, replaced=False, seconds=time.perf_counter() - t0, method=method
             )
         replaced = st.present
-        if replaced:
-            delete_dataset(store, ds)
-        _load(kg, store, facts, types, key, counts, batch_size, progress)
+        _load(kg, store, facts, types, staging, batch_size, progress)
+        store.run(cypher_text("dataset_commit"), {"dataset": ds, "staging": staging, "old": old, "key": key, **counts})
+        delete_dataset(store, old)
+        stale = stale_work(store, ds, key) if replaced else ((), ())
     return IngestReport(
-        ds, **counts, skipped=False, replaced=replaced, seconds=time.perf_counter() - t0, method=method
+        ds, **counts, skipped=False, replaced=replaced, seconds=time.perf_counter() - t0, method=method,
+        stale_sets=stale[0], stale_writebacks=stale[1],
     )
 
 
-def _load(kg, store: Store, facts, types, key: str, counts: dict, batch_size: int, progress: bool) -> None:
-    """Write the marker (incomplete), entities, vocabulary and facts, then mark complete with counts."""
+def _load(kg, store: Store, facts, types, staging: str, batch_size: int, progress: bool) -> None:
+    """Write entities, vocabulary and facts with entities and vocabulary under the name ``staging``
+    (the facts carry the data set's own name: readers reach them only through their entities)."""
     ds = kg.name
-
-    store.run(cypher_text("dataset_begin"), {"dataset": ds, "key": key})
-    store.create_entities(ds, kg.entities["eid"].to_numpy(np.int64), kg.entity_names(), batch_size)
+    store.create_entities(staging, kg.entities["eid"].to_numpy(np.int64), kg.entity_names(), batch_size)
     levels = alpha_levels(kg)
     no_rows = (None, None, None)
     vocab = [
@@ -179,7 +209,7 @@ def _load(kg, store: Store, facts, types, key: str, counts: dict, batch_size: in
         }
         for i, (n, t) in enumerate(zip(kg.relation_names(), types, strict=True))
     ]
-    store.run_batches(cypher_text("ingest_relations"), vocab, batch_size, {"dataset": ds})
+    store.run_batches(cypher_text("ingest_relations"), vocab, batch_size, {"dataset": staging})
     with tqdm(total=len(facts), unit="fact", desc=f"ingest {ds}", disable=not progress, leave=False) as bar:
         for rid, part in facts.groupby("r", sort=True):
             store.create_facts(
@@ -191,5 +221,5 @@ def _load(kg, store: Store, facts, types, key: str, counts: dict, batch_size: in
                 {k: part[k].to_numpy(np.float64) for k in CONF_COLUMNS},
                 batch_size,
                 bar,
+                entity_dataset=staging,
             )
-    store.run(cypher_text("dataset_complete"), {"dataset": ds, **counts})

@@ -93,3 +93,15 @@ def count_facts(store: Store, dataset: str, types: list[str]) -> int:
 def dataset_names(store: Store) -> list[str]:
     """The data sets that have a load marker in the store's graph."""
     return [r["name"] for r in store.run(cypher_text("dataset_names")) if r["name"] is not None]
+
+
+def stale_work(store: Store, dataset: str, version: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The query sets and (set, method) write-backs of ``dataset`` in the store recorded with another
+    version than ``version`` (content key): what a replacing ingest made stale. Work recorded without a
+    version (written before versions existed) is not listed."""
+    params = {"dataset": dataset, "version": version}
+    sets = tuple(str(r["set"]) for r in store.run(cypher_text("dataset_stale_sets"), params))
+    backs = tuple(
+        (str(r["set"]), str(r["method"])) for r in store.run(cypher_text("dataset_stale_writebacks"), params)
+    )
+    return sets, backs

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.store.ingest import ingest
+from pipeline.store.ingest import ingest, staging_name
 from pipeline.store.stats import dataset_stats
 from tests.store.kgs import make_kg, snapshot
 
@@ -116,16 +116,22 @@ def test_a_killed_ingest_reruns_at_once_to_the_clean_state(fresh_store):
     dead = _child(uri, 0.0, mode="die")
     dead.communicate(timeout=120)
     assert dead.returncode == -9
-    half = snapshot(fresh_store, "race")
-    assert half["marker"][0]["complete"] is False and 0 < len(half["facts"]) < 9000
+    # readers see nothing of it; what it wrote lies under the staging name (entities first, then facts)
+    assert snapshot(fresh_store, "race") == {"entities": [], "relations": [], "facts": [], "marker": []}
+    staged = fresh_store.run(
+        "MATCH (n:Entity {dataset: $d}) OPTIONAL MATCH (n)-[e]->() RETURN count(DISTINCT n) AS n, count(e) AS e",
+        {"d": staging_name("race")},
+    )[0]
+    assert staged["n"] == 3000 and 0 < staged["e"] < 9000
     # its lock is still there, but its pid is dead on this host: the re-run takes it over at once
     assert fresh_store.run("MATCH (l:Lock) RETURN l.pid AS pid") == [{"pid": dead.pid}]
     again = _child(uri, 0.0)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
-    assert json.loads(out) == {"skipped": False, "replaced": True}
+    assert json.loads(out) == {"skipped": False, "replaced": False}  # nothing was there to replace
     snap = snapshot(fresh_store, "race")
     assert (len(snap["entities"]), len(snap["facts"]), snap["marker"][0]["complete"]) == (3000, 9000, True)
+    assert fresh_store.run("MATCH (n:Entity) RETURN count(n) AS n") == [{"n": 3000}]  # no leftover
     assert fresh_store.run("MATCH (l:Lock) WHERE l.owner IS NOT NULL RETURN count(l) AS n") == [{"n": 0}]
 
 
