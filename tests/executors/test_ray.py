@@ -112,7 +112,7 @@ def test_a_failing_shard_is_one_cli_line(cluster: RayExecutor, runs: dict[str, P
     (shards / "rel-0001-h000000000-000000120.arrow" / "x").mkdir(parents=True)
     res = CliRunner().invoke(
         cli, ["export", str(runs["ukge_logi"]), "--threshold", "0.3", "--out", str(tmp_path / "e"),
-              "--executor", "ray", "--shards", str(shards)],
+              "--executor", "ray", "--shards", str(shards), "--allow-dense"],  # a toy model: dense at 0.3
     )
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
