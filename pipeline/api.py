@@ -9,14 +9,15 @@ Every example below makes its own tiny KG (a TSV of named facts) and runs as a d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from pipeline.api_types import Answers, Atom, Dataset, Explanation, Export, QuerySet, Ranking, Run
-from pipeline.errors import PipelineError, close_matches
+from pipeline.errors import PathError, PipelineError, close_matches
 
 __all__ = [
     "Answers",
@@ -38,6 +39,28 @@ __all__ = [
     "sample",
     "train",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_line(fn: F) -> F:
+    """An OSError about a path the caller gave becomes a :class:`PathError` (a PipelineError and still an
+    OSError) with the CLI's line, as every command reports it."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PipelineError:
+            raise
+        except OSError as exc:
+            err = PathError.of(exc)
+            if err is None:
+                raise
+            raise err from exc
+
+    return wrapper  # type: ignore[return-value]
+
 
 # The metrics' rows of pl.evaluate, in the paper's order (registry names -> the tables' labels).
 METRIC_ROWS = ("tau", "rho", "map", "ndcg")
@@ -67,6 +90,7 @@ USER_OPTIONS = ("split", "seed", "columns", "batch_size", "progress", "from_stor
                 "rel_types", "name_property")
 
 
+@_one_line
 def ingest(name: str, source: str | Path | None = None, *, store: str | None = None, **options: Any) -> Dataset:
     r"""Load a data set into the graph store, like ``pipeline ingest``; returns it as a :class:`Dataset`.
 
@@ -107,6 +131,7 @@ def ingest(name: str, source: str | Path | None = None, *, store: str | None = N
     return Dataset(name, rep["store"])
 
 
+@_one_line
 def dataset(name: str, *, store: str | None = None) -> Dataset:
     r"""A data set already ingested (or a benchmark, whose files the loaders find): names, facts, stats.
 
@@ -127,6 +152,7 @@ def dataset(name: str, *, store: str | None = None) -> Dataset:
 
 
 # ----------------------------------------------------------------------------------------------- query
+@_one_line
 def query(
     text: str,
     *,
@@ -183,6 +209,7 @@ TRAIN_OPTIONS = ("psl", "epochs", "dim", "lr", "batch_size", "negatives", "patie
                  "device", "resume", "overwrite", "source", "config", "progress")
 
 
+@_one_line
 def train(dataset: Dataset | str, *, model: str = "ukge_logi", out: str | Path, **options: Any) -> Run:
     r"""Train an uncertain-KG embedding, like ``pipeline train``: on the train facts, selected on valid,
     with the test MSE/MAE in ``metrics``. options: epochs, dim, lr, batch_size, negatives, patience,
@@ -214,6 +241,7 @@ def train(dataset: Dataset | str, *, model: str = "ukge_logi", out: str | Path, 
     return Run(done.path, metrics, res)
 
 
+@_one_line
 def export(
     run: Run | str | Path,
     *,
@@ -246,6 +274,7 @@ def export(
 
 
 # ------------------------------------------------------------------------ sample, answer, evaluate
+@_one_line
 def sample(
     dataset: Dataset | str,
     *,
@@ -336,9 +365,10 @@ def answer_report(
 
 
 ANSWER_OPTIONS = ("method", "train", "allow_split_mismatch", "run", "l_epochs", "device", "seed", "explain",
-                  "union", "progress")
+                  "union", "progress", "write_back", "store")
 
 
+@_one_line
 def answer(
     queries: QuerySet | str | Path,
     *,
@@ -353,7 +383,8 @@ def answer(
     folder) with a ``calibration`` (none, D, L or D+L; D chooses delta on the ``valid`` set, L is fitted on
     options["train"]), or a query-embedding baseline run (``model``, from ``pipeline train-qe``). The
     answers file goes to ``out`` (default: ``answers/`` beside the queries). options: method, train,
-    allow_split_mismatch, run, l_epochs, device, seed, explain (witnesses of the top K), union, progress.
+    allow_split_mismatch, run, l_epochs, device, seed, explain (witnesses of the top K), union, progress;
+    write_back=True writes the top answers (and witnesses) into the store (``store``), like ``--write-back``.
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -387,6 +418,10 @@ def answer(
         options.get("run"), int(options.get("l_epochs", 20)), options.get("device"), int(options.get("seed", 0)),
         int(options.get("explain", 0)), None, options.get("union"), bool(options.get("progress", True)),
     )
+    if options.get("write_back"):
+        from pipeline.writeback import write_back_file
+
+        report["written_back"] = write_back_file(report["path"], options.get("store"))
     read = read_answers(report["path"])
     frame = read.frame.copy()
     if "entity_name" in frame:
@@ -397,6 +432,7 @@ def answer(
     return Answers(Path(report["path"]), read.method, frame, report)
 
 
+@_one_line
 def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     r"""The metrics x100 of one answers file, like ``pipeline evaluate``'s table: index tau, rho, MAP,
     NDCG; columns the query types in the paper's order, then avg (the numbers of ``pipeline evaluate
@@ -436,6 +472,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------- the store
+@_one_line
 def cypher(statement: str, params: dict[str, Any] | None = None, *, store: str | None = None) -> pd.DataFrame:
     r"""Run one Cypher statement on the project's store (authenticated), like ``pipeline cypher``: its rows
     as a DataFrame (nodes and relationships as their property maps).

@@ -15,17 +15,15 @@ from typing import Any
 
 import click
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PathError, PipelineError
 
 
 def _path_error(exc: OSError) -> str | None:
     """The one line for an OSError about a path the user gave (``--out`` under a file or in a folder they
     cannot write, ``--plot`` likewise): every command that writes gets it here, not one by one. None for
     an OSError that names no file (not the user's path: left as it is)."""
-    if exc.filename is None:
-        return None
-    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
-    return f"error: {where}: {exc.strerror or exc}"
+    err = PathError.of(exc)
+    return None if err is None else f"error: {err}"
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:

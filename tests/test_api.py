@@ -128,6 +128,9 @@ def test_answer_and_evaluate_equal_the_cli(tiny: dict) -> None:
             got = table.loc[label, t]
             assert (want is None and pd.isna(got)) or got == pytest.approx(want, nan_ok=True)
     pd.testing.assert_frame_equal(pl.evaluate(report["path"]), table)
+    written = pl.answer(qs, adjacency=adj, out=tmp / "api", write_back=True, progress=False).report["written_back"]
+    n = pl.cypher("MATCH (:Query {dataset: 'tiny'})-[a:ANSWER]->(:Entity) RETURN count(a) AS n")["n"][0]
+    assert written["answers"] == n > 0
 
 
 def test_stats_cypher_and_dataset_tables(tiny: dict) -> None:
@@ -184,6 +187,21 @@ def test_error_messages_are_the_cli_lines(call, args: list[str]) -> None:
     with pytest.raises(pl.PipelineError) as info:
         call()
     assert res.output == f"error: {info.value}\n"
+
+
+def test_a_path_error_is_a_pipeline_error_and_still_an_oserror() -> None:
+    from pipeline.api import _one_line
+    from pipeline.cli import _path_error
+
+    missing = "/nonexistent/folder/file"
+    with pytest.raises(pl.PipelineError) as info:
+        _one_line(lambda: open(missing))()
+    assert isinstance(info.value, OSError) and info.value.filename == missing
+    assert str(info.value) == f"{missing}: No such file or directory"
+    try:
+        open(missing)
+    except OSError as exc:
+        assert _path_error(exc) == f"error: {info.value}"
 
 
 def readme_python_block() -> str:
