@@ -4,7 +4,15 @@ from __future__ import annotations
 
 
 class PipelineError(Exception):
-    """Base of every error the CLI reports as one line (exit code 2)."""
+    """Base of every error the CLI reports as one line (exit code 2); the Python API raises the same.
+
+    >>> import pipeline as pl
+    >>> try:
+    ...     pl.dataset("ppi5")
+    ... except pl.PipelineError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    unknown data set 'ppi5' (did you mean ppi5k?); known: ...
+    """
 
 
 class DataFormatError(PipelineError):
