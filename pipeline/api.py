@@ -118,17 +118,16 @@ def ingest(name: str, source: str | Path | None = None, *, store: str | None = N
         extra = set(options) - {"batch_size"}
         if extra:
             raise PipelineError(f"ingest {name}: {', '.join(sorted(extra))} apply to your own KG, not a benchmark")
-        _, where = ingest_benchmark(name, None if source is None else str(source), store,
-                                    options.get("batch_size", 10_000), progress)
-        return Dataset(name, where)
+        ingest_benchmark(name, None if source is None else str(source), store, options.get("batch_size", 10_000),
+                         progress)
+        return Dataset(name, store)
     if source is None and from_store is None:
         from loaders import get_spec
 
         get_spec(name)  # an unknown name: one line with the close ones
         raise PipelineError(f"ingest {name}: give source=FILE_OR_FOLDER (your own KG) or from_store=URI")
-    rep = ingest_user(name, None if source is None else str(source), from_store, store, progress=progress,
-                      **options)
-    return Dataset(name, rep["store"])
+    ingest_user(name, None if source is None else str(source), from_store, store, progress=progress, **options)
+    return Dataset(name, store)
 
 
 @_one_line
@@ -291,7 +290,8 @@ def sample(
 ) -> QuerySet:
     r"""Sample soft queries with exact ground truth by walks over the store, like ``pipeline sample``
     (valid/test keep only the queries the split's graph answers differently). types: names or "1p,2p"
-    (None: the split's defaults); browse: also write (:Query) nodes into the store.
+    (None: the split's defaults); store: default the :class:`Dataset`'s; browse: also write (:Query) nodes
+    into the store.
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -309,6 +309,8 @@ def sample(
 
     if isinstance(types, str):
         types = [t.strip() for t in types.split(",") if t.strip()]
+    if store is None and isinstance(dataset, Dataset):
+        store = dataset.store
     res = sample_dataset(_name(dataset), out, split, list(types) if types else None, per_type,
                          ALPHA_MODES.canonical(alpha), BETA_MODES.canonical(beta), seed, store,
                          browse=browse, progress=progress)

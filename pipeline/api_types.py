@@ -26,7 +26,7 @@ class Dataset:
     """
 
     name: str
-    store: str | None = None  # the store URI it was ingested into (None: PIPELINE_STORE, else embedded)
+    store: str | None = None  # the store URI given to ingest (None: PIPELINE_STORE, else the embedded one)
 
     @cached_property
     def _kg(self) -> Any:

@@ -154,6 +154,8 @@ def test_stats_cypher_and_dataset_tables(tiny: dict) -> None:
         (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of --graph"),
         (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks'"),
         (lambda: pl.cypher("  "), "empty Cypher statement"),
+        (lambda: pl.ingest("ppi5k", split="0.5,0.5,0"), "ingest ppi5k: split apply to your own KG"),
+        (lambda: pl.ingest("nosuch_kg"), "unknown data set 'nosuch_kg'"),
         (lambda: pl.evaluate("/nonexistent/answers.parquet"), "/nonexistent/answers.parquet"),
     ],
 )
