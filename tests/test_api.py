@@ -4,7 +4,9 @@ one-line messages, and every line of the README's "From Python" example runs."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
+import io
 import json
 import re
 from pathlib import Path
@@ -204,16 +206,23 @@ def test_a_path_error_is_a_pipeline_error_and_still_an_oserror() -> None:
         assert _path_error(exc) == f"error: {info.value}"
 
 
-def readme_python_block() -> str:
+def readme_python_blocks() -> tuple[str, str]:
+    """The "From Python" section's code and the output it shows."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## From Python", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    section = text.split("## From Python", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    return code, shown
 
 
 def test_readme_from_python_runs_every_line(store_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    code = readme_python_block()
+    code, shown = readme_python_blocks()
     assert "pl.query(" in code and "pl.evaluate(" in code
     monkeypatch.chdir(tmp_path)
     scope: dict[str, object] = {}
-    exec(compile(code, "README.md (From Python)", "exec"), scope)  # noqa: S102
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md (From Python)", "exec"), scope)  # noqa: S102
+    printed = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+    assert shown.strip("\n") in printed
     assert isinstance(scope["table"], pd.DataFrame) and list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG"]
