@@ -148,6 +148,15 @@ def test_stats_cypher_and_dataset_tables(tiny: dict) -> None:
     assert tiny["adj"].n_facts == len(tiny["adj"].facts) > 0
 
 
+def test_a_benchmark_ingested_from_python_has_the_cli_stats(store_env: str) -> None:
+    require_data("ppi5k")
+    ppi = pl.ingest("ppi5k", progress=False)
+    frame = ppi.stats()
+    stats = json.loads(_cli("stats", "ppi5k", "--json"))
+    assert frame.reset_index().rename(columns={"relation": "name"}).to_dict("records") == stats["per_relation"]
+    assert len(ppi.entities) == stats["entities"] and len(ppi.relations) == stats["relations"]
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
