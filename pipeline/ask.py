@@ -31,14 +31,15 @@ def ask(
     dataset: str,
     graph: str | None = None,
     adjacency: str | Path | None = None,
-    top: int = 20,
+    top: int | None = 20,
     cycle_cap: int | None = None,
     device: str = "cpu",
-    explain: bool = False,
+    explain: bool | int = False,
     calibration: tuple[str, ...] = (),
 ) -> Ranking:
     """Parse text against the data set's vocabulary and answer it on exactly one source: an observed graph
-    (train|valid|test) or a neural adjacency export directory."""
+    (train|valid|test) or a neural adjacency export directory. top None: every answer. explain: True
+    explains every row returned, a number K the first K of them."""
     from loaders import load
 
     if (graph is None) == (adjacency is None):
@@ -79,7 +80,8 @@ def ask(
         from pipeline.explanations import OBSERVED, PREDICTED, witness_record
 
         found = OBSERVED if graph is not None else PREDICTED
-        ws = explain_answers(query, adj, [r["eid"] for r in rows], cycle_cap)
+        shown = rows if explain is True else rows[: int(explain)]
+        ws = explain_answers(query, adj, [r["eid"] for r in shown], cycle_cap)
         capped = bool(res.approximate[0])
         # the utility shown is the answer's (as ranked), the witness may reach more under a cycle cap
         witnesses = [

@@ -15,17 +15,15 @@ from typing import Any
 
 import click
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PathError, PipelineError
 
 
 def _path_error(exc: OSError) -> str | None:
     """The one line for an OSError about a path the user gave (``--out`` under a file or in a folder they
     cannot write, ``--plot`` likewise): every command that writes gets it here, not one by one. None for
     an OSError that names no file (not the user's path: left as it is)."""
-    if exc.filename is None:
-        return None
-    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
-    return f"error: {where}: {exc.strerror or exc}"
+    err = PathError.of(exc)
+    return None if err is None else f"error: {err}"
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -234,14 +232,10 @@ def store_status_cmd(as_json: bool) -> None:
 def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, as_json: bool) -> None:
     """Run one Cypher STATEMENT on the project's store (authenticated) and print its rows.
     Example: pipeline cypher "MATCH (q:Query {dataset: $d}) RETURN q.qid, q.text LIMIT 5" --param d=ppi5k"""
-    from pipeline.store import open_store
-    from pipeline.store.statement import cell, parse_params, run_statement
+    from pipeline.store.statement import cell, parse_params, query_store
 
     values = parse_params(params)  # checked before the store is started
-    if not statement.strip():
-        raise PipelineError("empty Cypher statement")
-    with open_store(store_uri) as store:
-        rows = run_statement(store, statement, values)
+    rows = query_store(statement, values, store_uri)
     if as_json:
         echo_json(rows)
         return
@@ -281,13 +275,9 @@ def ingest_cmd(
     With --from/--from-store, first record DATASET as your own uncertain KG (see README)."""
     from dataclasses import asdict
 
-    from loaders import load
-    from pipeline.store import open_store
-    from pipeline.store.ingest import ingest
+    from pipeline.user_ingest import ingest_benchmark, ingest_user
 
     if from_path or from_store:
-        from pipeline.user_ingest import ingest_user
-
         rep = ingest_user(dataset, from_path, from_store, store_uri, split=split, seed=seed, columns=columns,
                           confidence_property=confidence_property, rel_types=rel_types,
                           name_property=name_property, batch_size=batch_size, progress=not as_json)
@@ -304,10 +294,7 @@ def ingest_cmd(
                    f"store {rep['store']}: {done}")
         _echo_stale(dataset, sr["stale_sets"], sr["stale_writebacks"])
         return
-    kg = load(dataset, source=source)  # validated before the store is touched
-    with open_store(store_uri) as store:
-        report = ingest(kg, store, batch_size=batch_size, progress=not as_json)
-        where = store.uri
+    report, where = ingest_benchmark(dataset, source, store_uri, batch_size, progress=not as_json)
     if as_json:
         echo_json({**asdict(report), "store": where})
         return
@@ -515,45 +502,21 @@ def train_cmd(
 
     A run directory that already holds a run is never started over silently: --resume continues it,
     --overwrite deletes it first."""
-    import dataclasses
+    from pipeline.models.config import steps_per_epoch
+    from pipeline.models.stage import train_dataset
 
-    from loaders import load
-    from pipeline import config
-    from pipeline.atomic import check_folder
-    from pipeline.models import train
-    from pipeline.models.config import fitted_batch_size, steps_per_epoch, train_config
-
-    check_folder(out, "--out")
-    cfg = train_config(
-        dataset.lower(),
-        model_name,
-        config_file,
-        psl=psl or None,
-        epochs=epochs,
-        dim=dim,
-        lr=lr,
-        batch_size=batch_size,
-        negatives=negatives,
-        patience=patience,
-        select_on=select_on,
-        seed=seed,
-        device=device,
-    )
     if resume and overwrite:
         raise click.UsageError("--resume and --overwrite exclude each other")
-    kg = load(cfg.dataset, source=source)
-    n_train = len(kg.graph("train"))
-    if batch_size is None and config_file is None:  # a replayed config keeps its own batch size
-        cfg = dataclasses.replace(cfg, batch_size=fitted_batch_size(cfg.batch_size, n_train))
-    out = out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}"
-    res = train(kg, cfg, out, resume=resume, overwrite=overwrite)
-    out = str(out)
+    done = train_dataset(dataset, model_name, out, config_file=config_file, source=source, resume=resume,
+                         overwrite=overwrite, psl=psl or None, epochs=epochs, dim=dim, lr=lr, batch_size=batch_size,
+                         negatives=negatives, patience=patience, select_on=select_on, seed=seed, device=device)
+    res, cfg, n_train, out = done.results, done.config, done.n_train, str(done.path)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
     # what was chosen: a small graph's batch size is not the model's default
     click.echo(
-        f"trained {cfg.model} on {kg.name}: {n_train} train facts, batch size {cfg.batch_size} "
+        f"trained {cfg.model} on {done.dataset}: {n_train} train facts, batch size {cfg.batch_size} "
         f"({steps_per_epoch(cfg.batch_size, n_train)} steps per epoch{_batch_note(cfg, n_train, batch_size, config_file)}), "
         f"{cfg.epochs} epochs at most, dim {cfg.dim}, lr {cfg.lr:g}"
     )
@@ -681,19 +644,11 @@ def sample_cmd(dataset: str, out_dir: str, types: str | None, per_type: int | No
                seed: int, store_uri: str | None, source: str | None, no_browse: bool, as_json: bool) -> None:
     """Sample soft queries of DATASET by Cypher walks over the store, with exact ground truth (easy: train
     graph, hard: the split's graph); valid/test keep only useful queries."""
-    from loaders import load
-    from pipeline.atomic import check_folder
-    from pipeline.sampling.run import sample_to_dir
-    from pipeline.sampling.sampler import SamplingError, resolve_types
-    from pipeline.store import open_store
+    from pipeline.sampling.run import sample_dataset
 
-    check_folder(out_dir, "--out")
-    names = resolve_types([t.strip() for t in types.split(",") if t.strip()] if types else None, split)
-    if per_type is not None and per_type < 1:  # checked before the data and the store are touched
-        raise SamplingError(f"--per-type must be at least 1, got {per_type}")
-    kg = load(dataset, source=source)
-    with open_store(store_uri) as store:
-        res = sample_to_dir(kg, store, out_dir, split, names, per_type, alpha, beta, seed, browse=not no_browse)
+    names = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    res = sample_dataset(dataset, out_dir, split, names, per_type, alpha, beta, seed, store_uri, source,
+                         browse=not no_browse)
     if as_json:
         echo_json(res)
         return
@@ -767,6 +722,7 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
+    from pipeline.api import answer_report
     from pipeline.atomic import check_folder
     from pipeline.executors import make_executor
 
@@ -782,8 +738,9 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     if set_name is not None:
         raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
     with make_executor(executor_name, address, workers) as executor:
-        report = _answer(queries, method_name, adjacency, model_run, calibration, out_dir, valid_queries, train_queries,
-                         allow_split_mismatch, run_dir, l_epochs, device, seed, as_json, explain_k, executor, union)
+        report = answer_report(queries, method_name, adjacency, model_run, calibration, out_dir, valid_queries,
+                               train_queries, allow_split_mismatch, run_dir, l_epochs, device, seed, explain_k,
+                               executor, union, progress=not as_json)
     valid = valid_queries
     if write_back:
         from pipeline.writeback import write_back_file
@@ -858,40 +815,6 @@ def browse_cmd(query_id: str, html_path: str, method: str | None, dataset: str |
                f"{', '.join(rep['answers'])})")
 
 
-def _answer(queries: str, method_name: str | None, adjacency: str | None, model_run: str | None, calibration: str,
-            out_dir: str | None, valid_queries: str | None, train_queries: str | None, allow_split_mismatch: bool,
-            run_dir: str | None, l_epochs: int, device: str | None, seed: int, as_json: bool, explain_k: int,
-            executor: Any, union: str | None = None) -> dict[str, Any]:
-    """`pipeline answer` with a built executor: SRC or a query-embedding baseline."""
-    method_name = method_name or ("src" if model_run is None else None)
-    if method_name == "src":
-        from pipeline.methods.src import answer_src
-
-        if adjacency is None:
-            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
-                                "(or --model RUN_DIR for a query-embedding baseline)")
-        if union:
-            raise PipelineError("--union applies to the query-embedding baselines only (SRC's union is exact)")
-        report = answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                            seed, l_epochs, progress=not as_json, allow_split_mismatch=allow_split_mismatch,
-                            explain=explain_k, executor=executor)
-    else:
-        from pipeline.answer import run_answer
-        from pipeline.formats.queryset import read_query_set
-        from pipeline.methods import METHODS, QueryEmbedding
-
-        if model_run is None:
-            raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
-        if calibration != "none":
-            raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
-        if explain_k:
-            raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
-        cls = METHODS[method_name] if method_name else QueryEmbedding
-        method = cls.build(model_run, device, union=union)
-        report = run_answer(read_query_set(queries), method, out_dir, progress=not as_json, executor=executor)
-    return report
-
-
 @cli.command("evaluate")
 @click.argument("answers", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the reports).")
@@ -905,29 +828,29 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     Saves <answers>.metrics.json and .metrics.md beside each answers file."""
     from pathlib import Path
 
-    from pipeline import evaluate
+    from pipeline.evaluate import evaluate_answers, plot_methods, save_report, text_table, update_results
 
     errors: list[str] = []
     # a folder goes on past a bad file (reported); a single file's error is the command's error
-    reports = evaluate.evaluate_answers(answers, errors if Path(answers).is_dir() else None)
+    reports = evaluate_answers(answers, errors if Path(answers).is_dir() else None)
     for e in errors:  # one bad file of a folder is reported, the others are still evaluated
         click.echo(f"error: {e} (skipped)", err=True)
     if not reports:
         raise PipelineError(f"{answers}: no answers file could be evaluated")
     for r in reports:
-        evaluate.save_report(r, Path(r["file"]).with_suffix(""))
+        save_report(r, Path(r["file"]).with_suffix(""))
     if docs_dir:
-        evaluate.update_results(reports, docs_dir)
+        update_results(reports, docs_dir)
     if plot_file:
         by_method = {r["method"]: r["summary"] for r in reports}
-        evaluate.plot_methods(by_method, plot_file, title=", ".join(sorted({r["dataset"] for r in reports})))
+        plot_methods(by_method, plot_file, title=", ".join(sorted({r["dataset"] for r in reports})))
     if as_json:
         echo_json(reports)
         return
     for r in reports:
         click.echo(f"{r['dataset']}  {r['method']}  ({sum(r['counts'].values())} queries: "
                    + ", ".join(f"{t} {n}" for t, n in r["counts"].items()) + ")")
-        click.echo(evaluate.text_table(r["summary"]))
+        click.echo(text_table(r["summary"]))
         for name, by in (r.get("undefined") or {}).items():
             click.echo(f"{name} undefined on {by['all']} queries (one answer, or constant true or predicted utilities)")
         if r.get("random"):

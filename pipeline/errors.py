@@ -4,7 +4,15 @@ from __future__ import annotations
 
 
 class PipelineError(Exception):
-    """Base of every error the CLI reports as one line (exit code 2)."""
+    """Base of every error the CLI reports as one line (exit code 2); the Python API raises the same.
+
+    >>> import pipeline as pl
+    >>> try:
+    ...     pl.dataset("ppi5")
+    ... except pl.PipelineError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    unknown data set 'ppi5' (did you mean ppi5k?); known: ...
+    """
 
 
 class DataFormatError(PipelineError):
@@ -56,6 +64,25 @@ class CorruptArtifactError(ArtifactError):
     def __init__(self, path: object, message: str) -> None:
         self.path = str(path)
         super().__init__(f"{self.path}: {message}")
+
+
+class PathError(PipelineError, OSError):
+    """An OSError about a path the caller gave (an ``out`` folder under a file, a folder they cannot write):
+    still an OSError (errno, filename), and a PipelineError whose message is the CLI's one line."""
+
+    def __init__(self, original: OSError) -> None:
+        super().__init__(original.errno, original.strerror, original.filename, None, original.filename2)
+        where = str(original.filename) + (f" -> {original.filename2}" if original.filename2 is not None else "")
+        self.line = f"{where}: {original.strerror or original}"
+
+    def __str__(self) -> str:
+        return self.line
+
+    @classmethod
+    def of(cls, exc: OSError) -> PathError | None:
+        """The PathError of an OSError that names a file; None for one that names none (not the caller's
+        path: left as it is)."""
+        return None if exc.filename is None else cls(exc)
 
 
 def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:

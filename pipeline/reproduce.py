@@ -263,14 +263,14 @@ def answer_stage(
 
 def evaluate_stage(ctx: Context, answer_files: list[str], docs: str | Path | None) -> list[dict[str, Any]]:
     """Metrics of every answers file (always run: cheap, and keeps the docs current)."""
-    from pipeline import evaluate
+    from pipeline.evaluate import evaluate_file, plot_methods, save_report, update_results
 
-    reports = [evaluate.evaluate_file(p) for p in answer_files]
+    reports = [evaluate_file(p) for p in answer_files]
     for r in reports:
-        evaluate.save_report(r, Path(r["file"]).with_suffix(""))
+        save_report(r, Path(r["file"]).with_suffix(""))
     if docs is not None:
-        evaluate.update_results(reports, docs)
-        evaluate.plot_methods(
+        update_results(reports, docs)
+        plot_methods(
             {r["method"]: r["summary"] for r in reports}, Path(docs) / f"results_{ctx.cfg.dataset}.png",
             title=ctx.cfg.dataset,
         )
@@ -335,9 +335,9 @@ def reproduce(
     reports = evaluate_stage(ctx, answer_files, docs)
     seconds = time.perf_counter() - t_start
     if docs is not None:
-        from pipeline import evaluate
+        from pipeline.evaluate import set_section
 
-        evaluate.set_section(docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, ctx.stages, runs, seconds))
+        set_section(docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, ctx.stages, runs, seconds))
     summary = {
         "dataset": cfg.dataset,
         "config": asdict(cfg),

@@ -98,3 +98,19 @@ def _ingest(
         "store": where_to,
         "store_report": asdict(report),
     }
+
+
+def ingest_benchmark(
+    name: str, source: str | None = None, store_uri: str | None = None, batch_size: int = 10_000,
+    progress: bool = True,
+) -> tuple[Any, str]:
+    """``pipeline ingest NAME [--source DIR]`` for a registered data set: validate its files, then load the
+    store. Returns (the store's :class:`pipeline.store.ingest.IngestReport`, the store's URI)."""
+    from loaders import load
+    from pipeline.store import open_store
+    from pipeline.store.ingest import ingest
+
+    kg = load(name, source=source)  # validated before the store is touched
+    with open_store(store_uri) as store:
+        report = ingest(kg, store, batch_size=batch_size, progress=progress)
+        return report, store.uri

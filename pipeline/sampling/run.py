@@ -67,3 +67,34 @@ def sample_to_dir(
         "browsable": written,
         "types": [r.summary() for r in reports],
     }
+
+
+def sample_dataset(
+    dataset: str,
+    out_dir: str | Path,
+    split: str = "test",
+    types: list[str] | None = None,
+    per_type: int | None = None,
+    alpha: str = "zero",
+    beta: str = "equal",
+    seed: int = 0,
+    store_uri: str | None = None,
+    source: str | None = None,
+    browse: bool = True,
+    progress: bool = True,
+) -> dict:
+    """``pipeline sample DATASET``: check the options before the data and the store are touched, load the
+    data set, sample over the store (:func:`sample_to_dir`). types: None = the split's defaults."""
+    from loaders import load
+    from pipeline.atomic import check_folder
+    from pipeline.sampling.sampler import SamplingError, resolve_types
+    from pipeline.store import open_store
+
+    check_folder(out_dir, "--out")
+    names = resolve_types(types, split)
+    if per_type is not None and per_type < 1:
+        raise SamplingError(f"--per-type must be at least 1, got {per_type}")
+    kg = load(dataset, source=source)
+    with open_store(store_uri) as store:
+        return sample_to_dir(kg, store, out_dir, split, names, per_type, alpha, beta, seed, browse=browse,
+                             progress=progress)

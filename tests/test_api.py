@@ -1,0 +1,237 @@
+"""The Python API (issue 30, section 1): every public name's doctest runs, the API's answers are the
+CLI's on the same inputs (query, answer + evaluate), errors are PipelineError subclasses with the CLI's
+one-line messages, and every line of the README's "From Python" example runs."""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import pipeline as pl
+from pipeline.cli import cli
+from tests.conftest import require_data
+from tests.store.test_user_kg import toy_kg
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store_env(fresh_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh PIPELINE_HOME and the session's FalkorDB server as the default store (PIPELINE_STORE), so
+    the examples run as written: no store argument, the password found by itself."""
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PIPELINE_STORE", fresh_store.uri)
+    return fresh_store.uri
+
+
+def _cli(*args: str) -> str:
+    res = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    import pipeline.api
+
+    assert pl.__all__ == pipeline.api.__all__
+    functions = {"ingest", "dataset", "query", "train", "export", "sample", "answer", "evaluate", "cypher"}
+    values = {"Dataset", "Ranking", "Explanation", "Atom", "Run", "Export", "QuerySet", "Answers"}
+    assert set(pl.__all__) == functions | values | {"PipelineError"}
+    assert len(pl.__all__) == len(set(pl.__all__))
+    for name in pl.__all__:
+        obj = getattr(pl, name)
+        assert obj.__doc__ and ">>> " in obj.__doc__, name
+
+
+def test_api_names_win_over_submodules_of_the_same_name() -> None:
+    import pipeline.answer
+    import pipeline.evaluate
+    import pipeline.export
+    import pipeline.query  # noqa: F401
+
+    assert callable(pl.evaluate) and callable(pl.export) and callable(pl.answer) and callable(pl.query)
+    assert pl.evaluate.__module__ == "pipeline.api"
+
+
+def test_every_docstring_example_runs(store_env: str) -> None:
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    ran = set()
+    for name in pl.__all__:
+        obj = getattr(pl, name)
+        for test in finder.find(obj, name, globs={}):
+            if test.examples and test.name == name:
+                runner.run(test)
+                ran.add(name)
+    assert runner.failures == 0, f"{runner.failures} doctest failures (output above)"
+    assert ran == set(pl.__all__)
+
+
+@pytest.fixture
+def tiny(store_env: str, tmp_path: Path) -> dict[str, object]:
+    """A 16-entity KG ingested, trained (tiny), exported, and a sampled test set."""
+    f = tmp_path / "kg.tsv"
+    f.write_text(toy_kg())
+    pl.ingest("tiny", source=f, progress=False)
+    run = pl.train("tiny", out=tmp_path / "run", epochs=3, dim=8, device="cpu", progress=False)
+    adj = pl.export(run, threshold=0.3, top_k=4, out=tmp_path / "adj", progress=False)
+    qs = pl.sample("tiny", split="test", alpha="zero", beta="equal", per_type=5, seed=0, types="1p,2p",
+                   out=tmp_path / "q", browse=False, progress=False)
+    return {"run": run, "adj": adj, "qs": qs, "tmp": tmp_path}
+
+
+def test_query_frame_is_the_cli_json(tiny: dict) -> None:
+    adj = tiny["adj"]
+    for text, source in (("links(node_00, ?x) & feeds(?x, ?y)", ["--graph", "test"]),
+                         ("links(node_00, ?y, 0.2) | blocks(?y, node_03)", ["--adjacency", str(adj.path)])):
+        want = json.loads(_cli("query", text, "--dataset", "tiny", *source, "--top", "1000", "--json"))
+        kw = {"graph": "test"} if source[0] == "--graph" else {"adjacency": adj}
+        got = pl.query(text, dataset="tiny", **kw)
+        assert list(got.frame.columns) == ["rank", "eid", "name", "utility"]
+        assert got.frame.drop(columns="rank").to_dict("records") == want
+        assert list(got.frame["rank"]) == list(range(1, len(want) + 1))
+    # explained: the records are the CLI's, the atom values sum to the utility
+    want = json.loads(_cli("query", "links(node_00, ?x) & feeds(?x, ?y)", "--dataset", "tiny", "--graph", "test",
+                           "--top", "3", "--explain", "--json"))
+    got = pl.query("links(node_00, ?x) & feeds(?x, ?y)", dataset=pl.dataset("tiny"), graph="test", top=3, explain=3)
+    assert [e.record for e in got.explanations] == want
+    for e in got.explanations:
+        assert sum(a.value for a in e.atoms) == pytest.approx(e.utility, abs=1e-5)
+        assert e.text.startswith(f"#{e.rank} {e.name}")
+
+
+def test_answer_and_evaluate_equal_the_cli(tiny: dict) -> None:
+    qs, adj, tmp = tiny["qs"], tiny["adj"], tiny["tmp"]
+    assert len(qs) > 0
+    ans = pl.answer(qs, adjacency=adj, out=tmp / "api", progress=False)
+    report = json.loads(_cli("answer", str(qs.path), "--adjacency", str(adj.path), "--out", str(tmp / "cli"),
+                             "--json"))
+    cli_frame = pd.read_parquet(report["path"])
+    pd.testing.assert_frame_equal(ans.frame[cli_frame.columns].reset_index(drop=True), cli_frame)
+    assert ans.frame["name"].str.startswith("node_").all()
+    table = pl.evaluate(ans)
+    (doc,) = json.loads(_cli("evaluate", report["path"], "--json"))
+    summary = doc["summary"]
+    assert list(table.index) == ["tau", "rho", "MAP", "NDCG"]
+    assert list(table.columns) == [*doc["counts"], "avg"] == ["1p", "2p", "avg"]
+    for label, key in zip(table.index, ("tau", "rho", "map", "ndcg"), strict=True):
+        for t in table.columns:
+            want = summary[key].get(t)
+            got = table.loc[label, t]
+            assert (want is None and pd.isna(got)) or got == pytest.approx(want, nan_ok=True)
+    pd.testing.assert_frame_equal(pl.evaluate(report["path"]), table)
+    written = pl.answer(qs, adjacency=adj, out=tmp / "api", write_back=True, progress=False).report["written_back"]
+    n = pl.cypher("MATCH (:Query {dataset: 'tiny'})-[a:ANSWER]->(:Entity) RETURN count(a) AS n")["n"][0]
+    assert written["answers"] == n > 0
+
+
+def test_stats_cypher_and_dataset_tables(tiny: dict) -> None:
+    ds = pl.dataset("tiny")
+    stats = json.loads(_cli("stats", "tiny", "--json"))
+    frame = ds.stats()
+    assert frame["test"].tolist() == [r["test"] for r in stats["per_relation"]]
+    assert len(ds.entities) == 16 and set(ds.relations["name"]) == {"links", "feeds", "blocks"}
+    assert len(ds.facts) == 120 and set(ds.facts["split"]) <= {"train", "val", "test"}
+    statement = "MATCH (e:Entity {dataset: $d}) RETURN e.name AS name ORDER BY name LIMIT 3"
+    want = json.loads(_cli("cypher", statement, "--param", "d=tiny", "--json"))
+    assert pl.cypher(statement, {"d": "tiny"}).to_dict("records") == want
+    assert pl.cypher("MATCH (e:Entity {dataset: 'none'}) RETURN e.name").empty
+    assert {"valid", "test"} <= set(tiny["run"].metrics.index)
+    assert tiny["adj"].n_facts == len(tiny["adj"].facts) > 0
+
+
+def test_a_benchmark_ingested_from_python_has_the_cli_stats(store_env: str) -> None:
+    require_data("ppi5k")
+    ppi = pl.ingest("ppi5k", progress=False)
+    frame = ppi.stats()
+    stats = json.loads(_cli("stats", "ppi5k", "--json"))
+    assert frame.reset_index().rename(columns={"relation": "name"}).to_dict("records") == stats["per_relation"]
+    assert len(ppi.entities) == stats["entities"] and len(ppi.relations) == stats["relations"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: pl.dataset("ppi5"), "unknown data set 'ppi5' (did you mean ppi5k?"),
+        (lambda: pl.query("binding(a, ?y", dataset="ppi5k", graph="test"), "column 9: unknown entity 'a'"),
+        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of --graph"),
+        (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks'"),
+        (lambda: pl.cypher("  "), "empty Cypher statement"),
+        (lambda: pl.ingest("ppi5k", split="0.5,0.5,0"), "ingest ppi5k: split apply to your own KG"),
+        (lambda: pl.ingest("nosuch_kg"), "unknown data set 'nosuch_kg'"),
+        (lambda: pl.evaluate("/nonexistent/answers.parquet"), "/nonexistent/answers.parquet"),
+    ],
+)
+def test_errors_are_pipeline_errors_with_the_cli_line(call, message: str) -> None:
+    require_data("ppi5k")
+    with pytest.raises(pl.PipelineError) as info:
+        call()
+    assert message in str(info.value)
+    if "column" not in message:  # a query's syntax error shows the text and a caret below, as the CLI does
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "args"),
+    [
+        (lambda: pl.query("bindng(883.DvMF_1608, ?y)", dataset="ppi5k", graph="test"),
+         ["query", "bindng(883.DvMF_1608, ?y)", "--dataset", "ppi5k", "--graph", "test"]),
+        (lambda: pl.query("binding(883.DvMF_1608, ?y", dataset="ppi5k", graph="test"),
+         ["query", "binding(883.DvMF_1608, ?y", "--dataset", "ppi5k", "--graph", "test"]),
+        (lambda: pl.evaluate("/nonexistent/answers.parquet"), ["evaluate", "/nonexistent/answers.parquet"]),
+        (lambda: pl.sample("ppi5k", split="test", alpha="zero", beta="equal", per_type=0, seed=0, out="/tmp/q"),
+         ["sample", "ppi5k", "--per-type", "0", "--out", "/tmp/q"]),
+    ],
+)
+def test_error_messages_are_the_cli_lines(call, args: list[str]) -> None:
+    require_data("ppi5k")
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2
+    with pytest.raises(pl.PipelineError) as info:
+        call()
+    assert res.output == f"error: {info.value}\n"
+
+
+def test_a_path_error_is_a_pipeline_error_and_still_an_oserror() -> None:
+    from pipeline.api import _one_line
+    from pipeline.cli import _path_error
+
+    missing = "/nonexistent/folder/file"
+    with pytest.raises(pl.PipelineError) as info:
+        _one_line(lambda: open(missing))()
+    assert isinstance(info.value, OSError) and info.value.filename == missing
+    assert str(info.value) == f"{missing}: No such file or directory"
+    try:
+        open(missing)
+    except OSError as exc:
+        assert _path_error(exc) == f"error: {info.value}"
+
+
+def readme_python_blocks() -> tuple[str, str]:
+    """The "From Python" section's code and the output it shows."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## From Python", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    return code, shown
+
+
+def test_readme_from_python_runs_every_line(store_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, shown = readme_python_blocks()
+    assert "pl.query(" in code and "pl.evaluate(" in code
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md (From Python)", "exec"), scope)  # noqa: S102
+    printed = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+    assert shown.strip("\n") in printed
+    assert isinstance(scope["table"], pd.DataFrame) and list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG"]
