@@ -491,6 +491,6 @@ def cypher(statement: str, params: dict[str, Any] | None = None, *, store: str |
     2  cid
     3  dan
     """
-    from pipeline.store.statement import query_store
+    from pipeline.store import query_store
 
     return pd.DataFrame(query_store(statement, params, store))

@@ -232,7 +232,8 @@ def store_status_cmd(as_json: bool) -> None:
 def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, as_json: bool) -> None:
     """Run one Cypher STATEMENT on the project's store (authenticated) and print its rows.
     Example: pipeline cypher "MATCH (q:Query {dataset: $d}) RETURN q.qid, q.text LIMIT 5" --param d=ppi5k"""
-    from pipeline.store.statement import cell, parse_params, query_store
+    from pipeline.store import query_store
+    from pipeline.store.statement import cell, parse_params
 
     values = parse_params(params)  # checked before the store is started
     rows = query_store(statement, values, store_uri)

@@ -15,6 +15,7 @@ The store never imports torch.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline import config
@@ -92,3 +93,15 @@ __all__ = [
     "relation_types",
     "with_rel_type",
 ]
+
+
+def query_store(statement: str, params: dict[str, Any] | None = None, store_uri: str | None = None) -> list[dict]:
+    """``pipeline cypher``: one statement on the store at ``store_uri`` (default: PIPELINE_STORE, else the
+    embedded server, logged in from its credentials file); its rows. An empty statement is refused before
+    the store is opened (or started)."""
+    from pipeline.store.statement import run_statement
+
+    if not statement.strip():
+        raise PipelineError("empty Cypher statement")
+    with open_store(store_uri) as store:
+        return run_statement(store, statement, params)

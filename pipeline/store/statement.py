@@ -52,15 +52,3 @@ def one_line(message: str) -> str:
 def cell(value: Any) -> str:
     """A value as a table cell: strings as they are, everything else as JSON (lists, maps, null)."""
     return value if isinstance(value, str) else json.dumps(value, default=str)
-
-
-def query_store(statement: str, params: dict[str, Any] | None = None, store_uri: str | None = None) -> list[dict]:
-    """``pipeline cypher``: one statement on the store at ``store_uri`` (default: PIPELINE_STORE, else the
-    embedded server, logged in from its credentials file); its rows. An empty statement is refused before
-    the store is opened (or started)."""
-    from pipeline.store import open_store
-
-    if not statement.strip():
-        raise PipelineError("empty Cypher statement")
-    with open_store(store_uri) as store:
-        return run_statement(store, statement, params)
