@@ -128,3 +128,28 @@ def test_lesmis_page_reads_at_the_default_zoom(fresh_store, tmp_path: Path) -> N
         whole = [n["caption"] for n in g.nodes if n["id"].startswith("e:") and n["caption"] in sizes]
         assert whole
         assert_readable(sizes, whole, [e["caption"] for e in g.edges if e["caption"]])
+
+
+def test_lesmis_from_python_equals_the_cli(fresh_store, tmp_path: Path) -> None:
+    """The same first hour through `import pipeline as pl` (issue 32 with issue 30's API): ingest, a query
+    by name with its explanation, train with the defaults, export, a query over the export; the answers
+    equal the CLI's and the explanation's atom values sum to each utility."""
+    import pipeline as pl
+
+    path, conf = lesmis_file(tmp_path)
+    ds = pl.ingest("lesmis", source=path, store=fresh_store.uri, seed=0, progress=False)
+    assert len(ds.entities) == 77
+    r = pl.query("co_occurs(Valjean, ?y, 0.5)", dataset="lesmis", graph="test", explain=2)
+    want = {t: c for (h, t), c in conf.items() if h == "Valjean" and c >= 0.5}
+    assert dict(zip(r.frame["name"], r.frame["utility"], strict=True)) == pytest.approx(want)
+    for e, u in zip(r.explanations, r.frame["utility"][:2], strict=False):
+        assert sum(a.value for a in e.atoms) == pytest.approx(u, abs=1e-6)
+    run = pl.train("lesmis", model="ukge_logi", dim=32, epochs=40, seed=0, device="cpu", out=tmp_path / "run",
+                   progress=False)
+    exp = pl.export(run, threshold=0.1, out=tmp_path / "exp", progress=False)
+    text = "co_occurs(Valjean, ?x, 0.1) & co_occurs(?x, ?y, 0.1)"
+    api = pl.query(text, dataset="lesmis", adjacency=exp, top=5).frame
+    cli_rows = json.loads(_run("query", text, "--dataset", "lesmis", "--adjacency", str(exp.path), "--top", "5",
+                               "--json").stdout)
+    assert api["name"].tolist() == [row["name"] for row in cli_rows]
+    assert api["utility"].tolist() == pytest.approx([row["utility"] for row in cli_rows])
