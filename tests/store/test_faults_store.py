@@ -136,7 +136,8 @@ def test_the_data_user_cannot_wipe_or_reconfigure_the_server(home):
 
 
 def _as_nobody(code: str) -> subprocess.CompletedProcess:
-    runuser = shutil.which("runuser")
+    # sbin is not on every PATH (a CI runner's may lack it): look there too
+    runuser = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
     if os.geteuid() != 0 or runuser is None:
         pytest.skip("needs root and runuser to act as a second OS user")
     # the system's python: a virtual environment under root's home may not be executable by others
