@@ -300,3 +300,20 @@ def test_training_with_batch_negatives_and_resuming_an_older_run(
             device="cpu",
             progress=False,
         )
+
+
+def test_training_targets_cap_a_crossing_tie_group_at_random_not_by_id() -> None:
+    """A truth holds the whole tie group at its cut (issue 35); training keeps at most 100 targets: every
+    answer above the cut value, then a seeded random choice within the group (same every run, not the
+    lowest ids), best first."""
+    from pipeline.baselines.training import cap_answers
+
+    answers = [7, 3] + list(range(100, 400))  # two above the cut, then 300 tied at 0.5
+    utils = [0.9, 0.8] + [0.5] * 300
+    a, u = cap_answers("q1", answers, utils)
+    assert len(a) == 100 and a[:2] == [7, 3] and u == [0.9, 0.8] + [0.5] * 98
+    assert a[2:] != list(range(100, 198))  # not the first (lowest-id) members
+    assert set(a[2:]) <= set(range(100, 400)) and len(set(a)) == 100
+    assert cap_answers("q1", answers, utils) == (a, u)  # seeded by the query id
+    assert cap_answers("q2", answers, utils)[0] != a
+    assert cap_answers("q", [1, 2], [0.3, 0.2]) == ([1, 2], [0.3, 0.2])  # short lists unchanged
