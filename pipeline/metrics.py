@@ -60,13 +60,7 @@ def rank_entities(utility: torch.Tensor) -> torch.Tensor:
     utility: (n_entities,) or (B, n_entities) float, -inf = the entity fails the query (NaN counts as -inf).
     Returns the same shape, int64, 1 = best; ties broken by entity id (lower id first), -inf last.
     """
-    u = _nan_as_neginf(utility)
-    # A stable descending sort keeps equal utilities in entity-id order: exactly the tie rule.
-    order = torch.sort(u, dim=-1, descending=True, stable=True).indices
-    ranks = torch.empty_like(order)
-    positions = torch.arange(1, u.shape[-1] + 1, device=u.device).expand_as(order)
-    ranks.scatter_(-1, order, positions)
-    return ranks
+    return rank_and_tie_groups(utility)[0]
 
 
 def tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,6 +68,13 @@ def tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     first = 1 + the number of entities with a strictly larger utility; ties = the number of entities with
     the same utility (itself included). NaN counts as -inf, and every -inf shares one group at the end."""
+    _, first, ties = rank_and_tie_groups(utility)
+    return first, ties
+
+
+def rank_and_tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(rank, first, ties) of :func:`rank_entities` and :func:`tie_groups` from one sort (the answers
+    file needs all three for every batch)."""
     u = _nan_as_neginf(utility)
     squeeze = u.dim() == 1
     if squeeze:
@@ -81,8 +82,9 @@ def tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     b, n = u.shape
     if n == 0:
         empty = torch.zeros_like(u, dtype=torch.int64)
-        return (empty[0], empty[0]) if squeeze else (empty, empty)
-    vals, order = torch.sort(u, dim=-1, descending=True)
+        return tuple(e[0] if squeeze else e for e in (empty, empty, empty))  # type: ignore[return-value]
+    # A stable descending sort keeps equal utilities in entity-id order: exactly the rank's tie rule.
+    vals, order = torch.sort(u, dim=-1, descending=True, stable=True)
     pos = torch.arange(n, device=u.device).expand(b, n)
     starts = torch.ones_like(vals, dtype=torch.bool)
     starts[:, 1:] = vals[:, 1:] != vals[:, :-1]
@@ -92,11 +94,11 @@ def tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     first = torch.cummax(torch.where(starts, pos, torch.zeros_like(pos)), dim=-1).values
     last_rev = torch.cummax(torch.where(ends, n - 1 - pos, torch.zeros_like(pos)).flip(-1), dim=-1).values
     last = (n - 1 - last_rev).flip(-1)
-    out_first = torch.empty_like(order)
-    out_ties = torch.empty_like(order)
-    out_first.scatter_(-1, order, first + 1)
-    out_ties.scatter_(-1, order, last - first + 1)
-    return (out_first[0], out_ties[0]) if squeeze else (out_first, out_ties)
+    out = [torch.empty_like(order) for _ in range(3)]
+    out[0].scatter_(-1, order, pos + 1)
+    out[1].scatter_(-1, order, first + 1)
+    out[2].scatter_(-1, order, last - first + 1)
+    return tuple(o[0] if squeeze else o for o in out)  # type: ignore[return-value]
 
 
 def ranks_of(utility: np.ndarray | torch.Tensor, entities: np.ndarray | list[int]) -> np.ndarray:
@@ -198,8 +200,8 @@ def _best_first(q: Ranked) -> Ranked:
     order = np.argsort(-np.asarray(q.truth, dtype=np.float64), kind="stable")
     if np.array_equal(order, np.arange(q.n)):
         return q
-    pick = lambda a: None if a is None else np.asarray(a)[order]  # noqa: E731
-    return Ranked(pick(q.truth), pick(q.predicted), pick(q.first), pick(q.ties), pick(q.id_rank))
+    cols = [np.asarray(c)[order] for c in (q.truth, q.predicted, q.first, q.ties)]
+    return Ranked(*cols, None if q.id_rank is None else np.asarray(q.id_rank)[order])
 
 
 def ndcg(q: Ranked) -> float:
@@ -328,7 +330,8 @@ def paper_protocol(q: Ranked) -> dict[str, float]:
         pos = np.arange(1, n + 1, dtype=np.float64)
         i, j = np.triu_indices(n, k=1)
         tau = float(np.sum(np.sign(r[j] - r[i])) / (n * (n - 1) / 2))
-        a, b = pos - pos.mean(), average_ranks(r) - average_ranks(r).mean()
+        ar = average_ranks(r)
+        a, b = pos - pos.mean(), ar - ar.mean()
         rho = float(np.sum(a * b) / math.sqrt(float(np.sum(a * a) * np.sum(b * b))))
     return {"tau": tau, "rho": rho, "map": ap_of_ranks(r), "ndcg": ndcg_of_ranks(r)}
 

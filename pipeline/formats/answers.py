@@ -26,7 +26,7 @@ import torch
 
 from pipeline.errors import ArtifactError
 from pipeline.formats import meta as metafile
-from pipeline.metrics import rank_entities, tie_groups
+from pipeline.metrics import rank_and_tie_groups
 
 FORMAT = "soft-query-answers/2"
 # Format 1 had no tie groups (rank_first, ties), which the tie-aware metrics need: such files are refused
@@ -83,9 +83,10 @@ def write_answers(frame: pd.DataFrame, path: str | Path, meta: dict[str, Any]) -
 def read_answers(path: str | Path) -> Answers:
     """Read one answers file; ArtifactError names the file and what is wrong with it."""
     path = Path(path)
-    if path.is_file() and metafile.peek_format(path) in OLD_FORMATS:
+    old = metafile.peek_format(path) if path.is_file() else None
+    if old in OLD_FORMATS:
         raise ArtifactError(
-            f"{path}: an answers file of format {metafile.peek_format(path)!r}, written before the tie-aware "
+            f"{path}: an answers file of format {old!r}, written before the tie-aware "
             f"metrics (it has no tie groups); re-run `pipeline answer` to write format {FORMAT!r}"
         )
     table, meta = metafile.read_parquet(path, FORMAT, "answers file", REQUIRED_META)
@@ -128,8 +129,7 @@ def rows_from_utilities(
     Returns one row per (query, entity) for the k best-ranked entities and every ground-truth answer."""
     if not query_ids:
         return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
-    ranks = rank_entities(utility)
-    first, ties = tie_groups(utility)
+    ranks, first, ties = rank_and_tie_groups(utility)
     k = min(k, utility.shape[-1])
     top = torch.topk(-ranks, k, dim=-1).indices.cpu().numpy()  # the k smallest ranks, best first
     u_cpu = utility.float().cpu().numpy()

@@ -17,7 +17,7 @@ from pipeline.errors import PipelineError, StoreUnavailable
 from pipeline.store import cypher_text, embedded, open_store
 from pipeline.store.ingest import ingest
 from tests.store.kgs import make_kg
-from tests.store.test_faults_store import kill_server
+from tests.store.test_faults_store import Interrupt, kill_server
 
 V1 = make_kg("team")  # 5 entities, 2 relations, 6 distinct facts
 V2 = make_kg(
@@ -69,24 +69,6 @@ def everything(store) -> dict:
     }
 
 
-class Interrupt:
-    """Counts a FalkorDB store's round trips (queries, GRAPH.BULK and its EXISTS check) and, after the
-    ``at``-th, kills the server (``kill``) or stops it (``stop``)."""
-
-    def __init__(self, store, at: int, how: str) -> None:
-        self.n, self.at, self.how = 0, at, how
-        call = store._call
-
-        def counted(fn, what):
-            out = call(fn, what)
-            self.n += 1
-            if self.n == self.at:
-                kill_server() if self.how == "kill" else embedded.stop()
-            return out
-
-        store._call = counted
-
-
 def _v1_store(graph: str, bulk: bool):
     store = open_store(graph=graph)
     store.bulk = bulk
@@ -98,7 +80,7 @@ def _v1_store(graph: str, bulk: bool):
 def test_a_replacing_ingest_is_all_or_nothing_when_the_server_dies_at_any_point(home, bulk):
     with _v1_store("reference", bulk) as store:
         before = visible(store)
-        probe = Interrupt(store, at=0, how="none")
+        probe = Interrupt(store, at=0, how="none", method="_call")
         report = ingest(V2, store, batch_size=2, progress=False)
         trips = probe.n
         after = visible(store)
@@ -110,7 +92,7 @@ def test_a_replacing_ingest_is_all_or_nothing_when_the_server_dies_at_any_point(
     for at in range(1, trips + 1):
         how = "stop" if at % 5 == 0 else "kill"  # `pipeline store stop` at some points, kill -9 at the rest
         store = _v1_store(f"trial{at}", bulk)
-        Interrupt(store, at, how)
+        Interrupt(store, at, how, method="_call")
         try:  # fails, or (stopped after its last round trip) returns: what a reader sees decides
             ingest(V2, store, batch_size=2, progress=False)
         except StoreUnavailable:

@@ -330,21 +330,23 @@ def _prepare(graph: str):
     return store
 
 
-class _Interrupt:
-    """Counts a store's round trips and, after the ``at``-th, kills (or stops) the server."""
+class Interrupt:
+    """Counts a store's round trips through its method ``method`` (``_execute``: every Cypher statement;
+    ``_call``: also GRAPH.BULK and its checks) and, after the ``at``-th, kills (``kill``) or stops
+    (``stop``) the server."""
 
-    def __init__(self, store, at: int, how: str) -> None:
+    def __init__(self, store, at: int, how: str, method: str = "_execute") -> None:
         self.n, self.at, self.how = 0, at, how
-        execute = store._execute
+        inner = getattr(store, method)
 
-        def counted(cypher, params):
-            rows = execute(cypher, params)
+        def counted(*args):
+            out = inner(*args)
             self.n += 1
             if self.n == self.at:
                 kill_server() if self.how == "kill" else embedded.stop()
-            return rows
+            return out
 
-        store._execute = counted
+        setattr(store, method, counted)
 
 
 def _after_restart(graph: str, qs, b, before: dict, after: dict, what: str) -> str:
@@ -380,7 +382,7 @@ def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tm
         if previous:
             writeback.write_back(store, a[0], qs, top=a[1], witnesses=a[2])
         before = _visible(store, qs, method)
-        probe = _Interrupt(store, at=0, how="none")
+        probe = Interrupt(store, at=0, how="none")
         writeback.write_back(store, b[0], qs, top=b[1], witnesses=b[2])
         statements = probe.n
         after = _visible(store, qs, method)
@@ -391,7 +393,7 @@ def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tm
         store = _prepare(f"trial{at}")
         if previous:
             writeback.write_back(store, a[0], qs, top=a[1], witnesses=a[2])
-        _Interrupt(store, at, how)
+        Interrupt(store, at, how)
         try:  # fails, or (stopped after its last round trip) returns: what a reader sees decides
             writeback.write_back(store, b[0], qs, top=b[1], witnesses=b[2])
         except StoreUnavailable:
