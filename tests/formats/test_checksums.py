@@ -252,3 +252,16 @@ def test_a_damaged_checksum_list_is_refused_on_read_and_replaced_on_write(run: P
     write_json(run / "config.json", json.loads((run / "config.json").read_text()))  # e.g. train --resume
     assert set(json.loads((run / "checksums.json").read_text())["files"]) == {"config.json"}
     assert read_json(run / "config.json")["dataset"] == "toy"
+
+
+def test_query_set_checksum_covers_the_answer_lists_and_their_bounds() -> None:
+    """The answer columns are hashed as arrays: any value, and where one query's list ends, changes it."""
+    import pandas as pd
+
+    from pipeline.formats.queryset import checksum
+
+    base = pd.DataFrame({"id": ["a", "b"], "answers_hard": [[1, 2], [3]], "utilities_hard": [[0.5, 0.25], [0.125]]})
+    moved = base.assign(answers_hard=[[1], [2, 3]], utilities_hard=[[0.5], [0.25, 0.125]])
+    other = base.assign(utilities_hard=[[0.5, 0.25], [0.126]])
+    sums = {checksum(f) for f in (base, moved, other)}
+    assert len(sums) == 3 and checksum(base.copy()) == checksum(base)
