@@ -54,7 +54,7 @@ def main() -> None:
                             t0 = time.perf_counter()
                             report = ingest(kg, store, batch_size=args.batch_size, progress=False)
                             wall = time.perf_counter() - t0
-                            extra = _overheads(store, kg, name) if store.backend == "falkordb" else {}
+                            extra = _overheads(store, kg, name) if "snapshot" not in store.cannot else {}
                             store.drop()
                             store.checkpoint()  # the drop needs no saving: it is a throw-away graph
                         rows.append(

@@ -115,6 +115,7 @@ REGISTRIES = {
     "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
     "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
     "executors": ("pipeline.executors", "EXECUTORS"),
+    "stores": ("pipeline.store.backends", "STORES"),
 }
 
 

@@ -51,9 +51,6 @@ from pipeline.query import Vocabulary, to_text
 from pipeline.store.lock import dataset_lock
 
 TOP = 10  # answers per query in the store; the full ranking stays in the Parquet file
-NATIVE_BATCH = 1000
-BOLT_BATCH = 30  # FalkorDB's experimental Bolt takes ~30 rows a batch (design section 4)
-WITNESS_BOLT_BATCH = 2  # a witness row holds its atoms: a few hundred bytes each, Bolt's limit is ~4 KB
 
 
 def set_id(qs: QuerySet) -> str:
@@ -82,12 +79,10 @@ def _float(x: float) -> float | None:
     return None if x is None or math.isnan(x) else round(float(x), 6)
 
 
-def _batch(store: Any) -> int:
-    return BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH
-
-
 def _require_entities(store: Any, dataset: str) -> None:
-    have = store.run("MATCH (e:Entity {dataset: $dataset}) RETURN count(e) AS n", {"dataset": dataset})
+    from pipeline.store import cypher_text
+
+    have = store.run(cypher_text("dataset_entity_count"), {"dataset": dataset})
     if not have or int(have[0]["n"]) == 0:
         raise PipelineError(f"the store holds no entities of '{dataset}': run `pipeline ingest {dataset}` first")
 
@@ -129,7 +124,7 @@ def write_queries(store: Any, qs: QuerySet, generation: str | None = None) -> in
         check_set_version(store, dataset, set_id(qs), version, fix + ", or delete the old set's nodes")
         params["version"] = version or qs.meta.get("dataset_version")
         rows = query_rows(qs, vocab=store_vocabulary(store, dataset))
-        store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
+        store.run_batches(cypher_text("write_queries"), rows, store.write_batch, params)
         if generation is None:
             store.run(cypher_text("write_queries_commit"), {"dataset": dataset, "set": set_id(qs)})
     return len(rows)
@@ -289,9 +284,9 @@ def write_back(
         if query_nodes:
             write_queries(store, query_set, generation)
         step = {**params, "generation": generation}
-        store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), step)
-        batch = WITNESS_BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH // 10
-        store.run_batches(cypher_text("writeback_witnesses"), explained, batch, step)
+        # batch sizes are the store's own (its backend declares them: `pipeline ls stores`)
+        store.run_batches(cypher_text("writeback_answers"), rows, store.write_batch, step)
+        store.run_batches(cypher_text("writeback_witnesses"), explained, store.witness_batch, step)
         store.run(cypher_text("writeback_commit"), {**step, "answers": len(rows), "witnesses": len(explained),
                                                     "at": int(time.time() * 1000), "version": version})
         _remove_other_generations(store, params, generation)

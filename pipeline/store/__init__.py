@@ -16,10 +16,10 @@ The store never imports torch.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from pipeline import config
 from pipeline.errors import PipelineError
+from pipeline.store.backends import STORES, StoreBackend, backend_for
 from pipeline.store.base import (
     CONF_COLUMNS,
     CypherError,
@@ -32,60 +32,26 @@ from pipeline.store.base import (
 from pipeline.store.cypher import cypher_text
 from pipeline.store.lock import StoreLocked, StoreLockLost, dataset_lock
 
-BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
-
 
 def open_store(uri: str | None = None, graph: str | None = None) -> Store:
-    """Connect to a store by URI (default: PIPELINE_STORE, else ``embedded``). ``graph`` overrides the
+    """Connect to a store by URI (default: PIPELINE_STORE, else ``embedded``): the backend registered for
+    its scheme opens it (:mod:`pipeline.store.backends`, ``pipeline ls stores``). ``graph`` overrides the
     FalkorDB graph / Neo4j database named in the URI. Raises StoreUnavailable when it cannot be reached,
-    PipelineError on a malformed URI."""
+    PipelineError on a malformed URI or an unknown scheme."""
     uri = (uri or config.default_store_uri()).strip()
-    if uri in ("embedded", "embedded:", "embedded://"):
-        from pipeline.store import embedded
-        from pipeline.store.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
-
-        info = embedded.start()
-        return FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port
-    except ValueError:
-        raise PipelineError(f"store URI {uri!r}: the port is not a number") from None
-    if scheme == "falkordb":
-        from pipeline.store.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
-
-        if not parts.hostname:
-            raise PipelineError(f"store URI {uri!r} names no host; expected falkordb://host:port[/graph]")
-        from pipeline.store import embedded
-
-        user = unquote(parts.username) if parts.username else None
-        password = unquote(parts.password) if parts.password else None
-        if password is None:  # e.g. the address `pipeline store status` prints: the embedded server's own users
-            creds = embedded.credentials_for(parts.hostname, port or 6379)
-            if creds is not None:
-                user, password = creds.user, creds.password
-        return FalkorDBStore(
-            parts.hostname, port or 6379, graph or parts.path.strip("/") or DEFAULT_GRAPH, password,
-            username=user,
-        )
-    if scheme in BOLT_SCHEMES:
-        from pipeline.store.bolt_store import BoltStore
-
-        return BoltStore(uri, database=graph)
-    raise PipelineError(
-        f"unknown store URI {uri!r}; expected embedded, falkordb://host:port[/graph], bolt://host:port "
-        "or neo4j://host:port"
-    )
+    return backend_for(uri).open(uri, graph)
 
 
 __all__ = [
     "CONF_COLUMNS",
+    "STORES",
     "CypherError",
     "Store",
+    "StoreBackend",
     "StoreLockLost",
     "StoreLocked",
     "cypher_text",
+    "backend_for",
     "dataset_lock",
     "open_store",
     "quote_rel_type",

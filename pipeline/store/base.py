@@ -124,7 +124,16 @@ class Store(ABC):
     """A connection to one graph: ``run`` a query, ``run_batches`` of UNWIND rows, plus the
     backend-specific index creation and bulk load. Use as a context manager or call :meth:`close`."""
 
-    backend: str = ""
+    # What differs between backends, declared by each Store class and read by the rest of the project
+    # (which never asks which backend it talks to); `pipeline ls stores` prints them.
+    backend: str = ""  # the implementation's name (ingest reports "<backend>-bulk" / "<backend>-cypher")
+    write_batch: int = 1000  # rows per UNWIND batch of a write-back (answers, query nodes)
+    witness_batch: int = 100  # witness rows per batch (each row holds its atoms: a few hundred bytes)
+    index_listing: str = ""  # the cypher/ file that lists the existing indexes (label, property)
+    bulk_load: bool = False  # a native bulk path besides the portable UNWIND batches (``bulk`` switches it)
+    # what callers must not ask of it ("drop graph", "bulk load", "snapshot", "rollback"; the contract suite
+    # checks each claim)
+    cannot: tuple[str, ...] = ()
     uri: str = ""
     graph: str = ""
 
@@ -170,9 +179,19 @@ class Store(ABC):
         return len(rows)
 
     # ------------------------------------------------------------------------------------------ schema
-    @abstractmethod
     def indexes(self) -> set[tuple[str, str]]:
-        """The existing single-property node indexes as (label, property) pairs."""
+        """The existing single-property node indexes as (label, property) pairs (from ``index_listing``)."""
+        return self._index_pairs(self.run(cypher_text(self.index_listing)))
+
+    @staticmethod
+    @abstractmethod
+    def _index_pairs(rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        """(label, property) pairs from the rows of ``index_listing``."""
+
+    def drop(self) -> None:
+        """Delete this whole graph (tests and benchmarks; ingest deletes one data set instead). Raises
+        PipelineError where the backend cannot (``"drop graph"`` in ``cannot``)."""
+        raise PipelineError(f"the {self.backend} store {self.uri} cannot drop a graph")
 
     def ensure_index(self, label: str, prop: str) -> bool:
         """Create ``INDEX FOR (n:label) ON (n.prop)`` unless it exists (the common subset has no

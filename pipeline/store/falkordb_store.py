@@ -25,6 +25,11 @@ class FalkorDBStore(Store):
     """A FalkorDB graph on host:port. ``bulk=False`` forces the portable UNWIND Cypher path."""
 
     backend = "falkordb"
+    write_batch = 1000
+    witness_batch = 100
+    index_listing = "falkordb_indexes"
+    bulk_load = True
+    cannot = ("rollback",)  # no transactions: every write is an idempotent MERGE or a one-statement commit
 
     def __init__(
         self,
@@ -118,9 +123,6 @@ class FalkorDBStore(Store):
             return plain(v)
 
         return [dict(zip(keys, (conv(v) for v in row), strict=True)) for row in result.result_set]
-
-    def indexes(self) -> set[tuple[str, str]]:
-        return self._index_pairs(self.run(cypher_text("falkordb_indexes")))
 
     @staticmethod
     def _index_pairs(rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
