@@ -1,6 +1,6 @@
 // Entities that can answer a walk: every entity with at least one incoming fact in the split's graph.
-// __conf__ is conf_train | conf_valid | conf_test (the graph's confidence property; null = not a fact there).
+// {CONF} is conf_train | conf_valid | conf_test (the graph's confidence property; null = not a fact there).
 MATCH (:Entity {dataset: $dataset})-[f]->(t:Entity {dataset: $dataset})
-WHERE f.__conf__ IS NOT NULL
+WHERE f.{CONF} IS NOT NULL
 RETURN DISTINCT t.eid AS eid
 ORDER BY eid

@@ -24,18 +24,16 @@ GRAPH_PROPERTY = {"train": "conf_train", "valid": "conf_valid", "test": "conf_te
 
 
 def cypher(name: str, graph: str, relation_types: dict[str, str] | None = None) -> str:
-    """The text of cypher/<name>.cypher with its placeholders filled: ``__conf__`` by the graph's
-    confidence property and ``__Rk__`` by relation types. Both come from fixed vocabularies (never from
-    user text), which is why they may be formatted into the query."""
-    from pipeline.store import cypher_text
+    """The text of cypher/<name>.cypher with its placeholders filled: ``{CONF}`` by the graph's
+    confidence property and ``{Rk}`` by relation types (``relation_types`` keyed ``R1``, ``R2``, ...). Both
+    come from fixed vocabularies (never from user text), which is why they may be formatted into the query."""
     from pipeline.store.base import quote_rel_type
+    from pipeline.store.cypher import cypher_text, fill
 
     if graph not in GRAPH_PROPERTY:
         raise PipelineError(f"unknown graph '{graph}'; expected one of {', '.join(GRAPH_PROPERTY)}")
-    text = cypher_text(name).replace("__conf__", GRAPH_PROPERTY[graph])
-    for key, rtype in (relation_types or {}).items():
-        text = text.replace(f"__{key}__", quote_rel_type(rtype))
-    return text
+    types = {key: quote_rel_type(rtype) for key, rtype in (relation_types or {}).items()}
+    return fill(cypher_text(name), {"CONF": GRAPH_PROPERTY[graph], **types})
 
 
 @dataclass

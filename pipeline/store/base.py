@@ -35,11 +35,11 @@ import numpy as np
 from tqdm import tqdm
 
 from pipeline.errors import PipelineError
-from pipeline.store.cypher import cypher_text
+from pipeline.store.cypher import cypher_text, fill
 from pipeline.store.lock import StoreLock, new_owner
 
 # the Cypher placeholder for a relationship type; formatted in only by :func:`with_rel_type`
-REL_PLACEHOLDER = "{REL}"
+REL_PLACEHOLDER = "REL"
 
 # FalkorDB accepts no backtick inside a quoted identifier and its bulk loader splits type names on ':'
 # (and reads NUL-terminated strings), so these characters (and '%', to stay injective) are
@@ -74,7 +74,7 @@ def relation_types(names: Sequence[str]) -> list[str]:
 def quote_rel_type(rel_type: str) -> str:
     """A relationship type as query text, backtick-quoted; only types made by :func:`relation_type` are
     accepted, so no text from the data reaches a query unescaped. The one place that formats a type into
-    Cypher (``with_rel_type`` and the sampling walks' ``__Rk__`` placeholders should both use it)."""
+    Cypher (``with_rel_type`` and the sampling walks' ``{Rk}`` placeholders both use it)."""
     if not isinstance(rel_type, str) or not rel_type or "`" in rel_type:
         raise PipelineError(f"{rel_type!r} is not a validated relationship type")
     if rel_type != relation_type(_decode(rel_type)):
@@ -84,10 +84,7 @@ def quote_rel_type(rel_type: str) -> str:
 
 def with_rel_type(cypher: str, rel_type: str) -> str:
     """Format a relationship type into a query at its ``{REL}`` placeholder (see :func:`quote_rel_type`)."""
-    quoted = quote_rel_type(rel_type)
-    if REL_PLACEHOLDER not in cypher:
-        raise PipelineError("query has no {REL} placeholder")
-    return cypher.replace(REL_PLACEHOLDER, quoted)
+    return fill(cypher, {REL_PLACEHOLDER: quote_rel_type(rel_type)})
 
 
 def _decode(rel_type: str) -> str:
@@ -202,7 +199,7 @@ class Store(ABC):
         if (label, prop) in self.indexes():
             return False
         try:
-            self.run(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+            self.run(fill(cypher_text("create_index"), {"LABEL": label, "PROP": prop}))
         except CypherError:
             if (label, prop) in self.indexes():
                 return False  # another client created it between the check and the CREATE

@@ -34,7 +34,7 @@ from tqdm import tqdm
 from loaders.levels import alpha_levels
 from pipeline.errors import DataFormatError, PipelineError
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
-from pipeline.store.cypher import cypher_text
+from pipeline.store.cypher import cypher_statements, cypher_text
 from pipeline.store.lock import dataset_lock
 from pipeline.store.status import dataset_status, stale_work
 
@@ -139,14 +139,12 @@ def delete_dataset(store: Store, dataset: str) -> int:
 
 
 def schema_indexes() -> list[tuple[str, str]]:
-    """The (label, property) node indexes listed in cypher/schema.cypher, one CREATE INDEX per line."""
+    """The (label, property) node indexes listed in cypher/schema.cypher, one CREATE INDEX statement each."""
     found = []
-    for line in cypher_text("schema").splitlines():
-        m = re.fullmatch(r"\s*CREATE INDEX FOR \(n:(\w+)\) ON \(n\.(\w+)\)\s*;?\s*", line)
+    for statement in cypher_statements("schema"):
+        m = re.fullmatch(r"CREATE INDEX FOR \(n:(\w+)\) ON \(n\.(\w+)\)", " ".join(statement.split()))
         if m is None:
-            if line.strip():
-                raise PipelineError(f"cypher/schema.cypher: cannot read {line.strip()!r}")
-            continue
+            raise PipelineError(f"cypher/schema.cypher: cannot read {statement!r}")
         found.append((m.group(1), m.group(2)))
     return found
 

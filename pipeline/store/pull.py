@@ -5,7 +5,7 @@ the user's nodes and relationships are never written.
 Every relationship whose confidence property is set (optionally only of some relationship types) is a
 row ``head, relation, tail, conf``: head/tail are the nodes' name property, relation the relationship
 type. The pipeline's own nodes (``:Entity``, ``:Relation``, ``:Dataset``, ``:Lock``, ``:Query``) are
-skipped, so pulling from the pipeline's own graph never reads its copies back.
+skipped, so pulling from the pipeline's own graph never reads its copies back (cypher/pull_facts.cypher).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pandas as pd
 
 from pipeline.errors import DataFormatError, PipelineError
 from pipeline.store.base import Store
+from pipeline.store.cypher import cypher_text, fill
 
 PROPERTY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-OWN_LABELS = ("Entity", "Relation", "Dataset", "Lock", "Query")
 PAGE = 10_000
 
 
@@ -41,14 +41,8 @@ def pull_rows(
     the store, the relationship and the field; the range [0, 1] is checked by the loader."""
     conf = _property(confidence_property, "--confidence-property")
     name = _property(name_property, "--name-property")
-    own = " AND ".join(f"NOT h:{lab} AND NOT t:{lab}" for lab in OWN_LABELS)
-    where = f"r.{conf} IS NOT NULL AND {own}" + (" AND type(r) IN $types" if rel_types else "")
-    cypher = (
-        f"MATCH (h)-[r]->(t) WHERE {where} "
-        f"RETURN h.{name} AS head, type(r) AS relation, t.{name} AS tail, r.{conf} AS conf "
-        "ORDER BY relation, head, tail, conf SKIP $skip LIMIT $limit"
-    )
-    params: dict = {"types": list(rel_types)} if rel_types else {}
+    cypher = fill(cypher_text("pull_facts"), {"CONF": conf, "NAME": name})
+    params: dict = {"types": list(rel_types) if rel_types else None}
     rows: list[dict] = []
     while True:
         page = store.run(cypher, {**params, "skip": len(rows), "limit": PAGE})

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from pipeline.errors import PipelineError, StoreUnavailable
 from pipeline.store import cypher_text, embedded, open_store
+from pipeline.store.cypher import fill
 from pipeline.store.ingest import ingest
 from tests.store.kgs import make_kg
 from tests.store.test_faults_store import Interrupt, kill_server
@@ -49,7 +50,7 @@ def visible(store, dataset: str = "team") -> dict:
     except PipelineError as exc:
         return {"refused": str(exc).split(" in ")[0]}
     vocab = store_vocabulary(store, dataset)
-    edges = cypher_text("sample_in_edges").replace("__conf__", "conf_test")
+    edges = fill(cypher_text("sample_in_edges"), {"CONF": "conf_test"})
     facts = sorted(
         (r["head"], r["rid"], eid, r["conf"])
         for eid in range(stats["entities"])
