@@ -67,7 +67,7 @@ class BoltStore(Store):
                 f"{self.uri} refused the credentials ({exc.message}); set NEO4J_AUTH=user/password"
             ) from None
         except (ServiceUnavailable, OSError, ValueError) as exc:
-            raise StoreUnavailable(f"cannot reach a Bolt server at {self.uri}: {exc}") from None
+            raise StoreUnavailable(f"cannot reach a Bolt server at {self.uri}: {_one_line(exc)}") from None
         except neo4j.exceptions.Neo4jError as exc:
             raise StoreUnavailable(f"{self.uri}: {exc.message or exc}") from None
 
@@ -86,7 +86,7 @@ class BoltStore(Store):
                     return session.execute_write(work)
                 return session.execute_read(work)
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            raise StoreUnavailable(f"lost the Bolt server at {self.uri}: {exc}") from None
+            raise StoreUnavailable(f"lost the Bolt server at {self.uri}: {_one_line(exc)}") from None
         except neo4j.exceptions.Neo4jError as exc:
             raise CypherError(
                 f"{self.uri} rejected the query: {exc.message or exc}\n  query: {' '.join(cypher.split())[:200]}"
@@ -114,6 +114,11 @@ class BoltStore(Store):
         if driver is not None:
             driver.close()
             self._driver = None
+
+
+def _one_line(exc: BaseException) -> str:
+    """The driver's message on one line (it spreads an unreachable address over several)."""
+    return " ".join(str(exc).split())
 
 
 def _value(v: Any) -> Any:
