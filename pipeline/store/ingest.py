@@ -166,7 +166,7 @@ def ingest(
     ds = kg.name
     types = relation_types(kg.relation_names())
     key = content_key(kg)
-    method = f"{store.backend}-bulk" if getattr(store, "bulk", False) else f"{store.backend}-cypher"
+    method = f"{store.backend}-bulk" if store.bulk_load and store.bulk else f"{store.backend}-cypher"
     counts = dict(entities=kg.n_entities, relations=kg.n_relations, facts=len(facts))
 
     ensure_schema(store)

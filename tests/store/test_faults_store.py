@@ -372,8 +372,11 @@ def _after_restart(graph: str, qs, b, before: dict, after: dict, what: str) -> s
 @pytest.mark.parametrize("previous", [True, False], ids=["replacing", "first"])
 def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tmp_path, monkeypatch, previous):
     from pipeline import writeback
+    from pipeline.store.falkordb_store import FalkorDBStore
 
-    monkeypatch.setattr(writeback, "NATIVE_BATCH", 10)  # more statements, so more points to kill at
+    # more statements, so more points to kill at (the batch sizes are the backend's own declaration)
+    monkeypatch.setattr(FalkorDBStore, "write_batch", 10)
+    monkeypatch.setattr(FalkorDBStore, "witness_batch", 1)
     qs, (a, b) = _toy_write_backs(tmp_path)
     method = a[0].method
     # the two complete states, and how many round trips B's write-back makes
@@ -413,8 +416,10 @@ def test_write_back_is_all_or_nothing_when_killed_at_random_moments(home, tmp_pa
     import time
 
     from pipeline import writeback
+    from pipeline.store.falkordb_store import FalkorDBStore
 
-    monkeypatch.setattr(writeback, "NATIVE_BATCH", 10)
+    monkeypatch.setattr(FalkorDBStore, "write_batch", 10)
+    monkeypatch.setattr(FalkorDBStore, "witness_batch", 1)
     qs, (a, b) = _toy_write_backs(tmp_path)
     with _prepare("reference") as store:
         writeback.write_back(store, a[0], qs, top=a[1], witnesses=a[2])
