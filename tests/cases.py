@@ -111,7 +111,7 @@ class StoreCase(ComponentCase):
     # a string parameter that is Cypher text itself: it must come back as data, never run
     text_parameter: ClassVar[str] = "x\"'`}) DETACH DELETE n //"
 
-    def test_its_schemes_open_it(self, store: Any) -> None:
+    def test_opened_by_uri_and_found_by_each_scheme(self, store: Any) -> None:
         from pipeline.store.backends import backend_for
 
         backend = self.component()

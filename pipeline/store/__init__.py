@@ -9,7 +9,8 @@ shared ``cypher/<name>.cypher`` files.
 URIs: ``embedded`` (started under PIPELINE_HOME when needed, authenticated from its credentials file),
 ``falkordb://[user:password@]host:port[/graph]`` (without a password: the file PIPELINE_STORE_CREDENTIALS
 names, else the embedded server's own credentials when it is the server at that address),
-``bolt://[user:pass@]host:port[/database]``, ``neo4j://...`` (also ``+s``/``+ssc`` variants).
+``bolt://[user:pass@]host:port[/database]``, ``neo4j://...`` (also ``+s``/``+ssc`` variants): the
+backends registered by scheme in :mod:`pipeline.store.backends` (``pipeline ls stores``).
 The store never imports torch.
 """
 
