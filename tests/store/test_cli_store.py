@@ -97,3 +97,16 @@ def test_store_commands(tmp_path, monkeypatch):
     finally:
         assert invoke("store", "stop").stdout.strip() == "stopped"
     assert invoke("store", "stop").stdout.strip() == "not running"
+
+
+def test_ls_stores_is_the_backends_registry():
+    """`pipeline ls stores`: each backend with its schemes and declared differences; an unknown scheme is
+    one line naming the accepted forms."""
+    rows = {r["name"]: r for r in json.loads(invoke("ls", "stores", "--json").stdout)}
+    assert set(rows) == {"embedded", "falkordb", "neo4j"}
+    assert set(rows["neo4j"]["schemes"].split(", ")) == {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
+    assert (rows["neo4j"]["write batch"], rows["neo4j"]["bulk load"], rows["falkordb"]["bulk load"]) == (30, "no", "yes")
+    assert "drop graph" in rows["neo4j"]["cannot"]
+    table = invoke("ls", "stores").stdout.splitlines()
+    assert table[0].split()[:2] == ["name", "uri"] and len(table) == 5
+    one_line_error(invoke("stats", "ppi5k", "--store", "redis://h:1"), "unknown store URI", "falkordb://", "bolt://")
