@@ -25,11 +25,12 @@ from pathlib import Path
 
 import torch
 
+from pipeline.answer import AnswerOptions, answer_queries
 from pipeline.browse import read_page_graph, render_html
 from pipeline.formats.adjacency import read_manifest
 from pipeline.formats.answers import read_answers
 from pipeline.formats.witnesses import read_witnesses
-from pipeline.methods.src import answer_src
+from pipeline.methods import MethodOptions
 from pipeline.query import QUERY_TYPES
 from pipeline.store import open_store
 from pipeline.stored_queries import read_stored_queries
@@ -65,7 +66,8 @@ def main() -> None:
     read_s = time.perf_counter() - t
     assert stored.path is not None, "no query of the set parsed"
     t = time.perf_counter()
-    report = answer_src(stored.path, args.adjacency, out_dir=out, explain=args.explain, progress=False)
+    how = AnswerOptions(out_dir=out, explain=args.explain, progress=False)
+    report = answer_queries(stored.path, MethodOptions(adjacency=args.adjacency), how)
     answer_explain_s = time.perf_counter() - t
     answer_s = report["seconds"]
     explain_s = answer_explain_s - answer_s  # run_answer's own seconds are the answering; the rest explains

@@ -318,54 +318,6 @@ def sample(
     return QuerySet(Path(res["file"]), qs.frame, qs.meta, res)
 
 
-def answer_report(
-    queries: str,
-    method_name: str | None,
-    adjacency: str | None,
-    model_run: str | None,
-    calibration: str = "none",
-    out_dir: str | None = None,
-    valid_queries: str | None = None,
-    train_queries: str | None = None,
-    allow_split_mismatch: bool = False,
-    run_dir: str | None = None,
-    l_epochs: int = 20,
-    device: str | None = None,
-    seed: int = 0,
-    explain_k: int = 0,
-    executor: Any = None,
-    union: str | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """``pipeline answer QUERIES``: SRC over an export (default) or a query-embedding baseline run
-    (``model_run``), with the method's option rules; returns the report the command prints."""
-    method_name = method_name or ("src" if model_run is None else None)
-    if method_name == "src":
-        from pipeline.methods.src import answer_src
-
-        if adjacency is None:
-            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
-                                "(or --model RUN_DIR for a query-embedding baseline)")
-        if union:
-            raise PipelineError("--union applies to the query-embedding baselines only (SRC's union is exact)")
-        return answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                          seed, l_epochs, progress=progress, allow_split_mismatch=allow_split_mismatch,
-                          explain=explain_k, executor=executor)
-    from pipeline.answer import run_answer
-    from pipeline.formats.queryset import read_query_set
-    from pipeline.methods import METHODS, QueryEmbedding
-
-    if model_run is None:
-        raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
-    if calibration != "none":
-        raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
-    if explain_k:
-        raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
-    cls = METHODS[method_name] if method_name else QueryEmbedding
-    method = cls.build(model_run, device, union=union)
-    return run_answer(read_query_set(queries), method, out_dir, progress=progress, executor=executor)
-
-
 ANSWER_OPTIONS = ("method", "train", "allow_split_mismatch", "run", "l_epochs", "device", "seed", "explain",
                   "union", "progress", "write_back", "store")
 
@@ -402,28 +354,36 @@ def answer(
     ('ukge_logi SRC', True, True)
     """
     from loaders import load
+    from pipeline.answer import AnswerOptions, answer_queries
     from pipeline.calibration import CALIBRATIONS
     from pipeline.formats.answers import read_answers
+    from pipeline.methods import METHODS, MethodOptions
 
     _check_options(options, ANSWER_OPTIONS, "answer")
     method_name = options.get("method")
-    if method_name is not None:
-        from pipeline.methods import METHODS
-
-        method_name = METHODS.canonical(method_name)
     train_set = options.get("train")
-    report = answer_report(
-        _path(queries), method_name, None if adjacency is None else _path(adjacency),
-        None if model is None else str(model), CALIBRATIONS.canonical(calibration),
-        None if out is None else str(out), None if valid is None else _path(valid),
-        None if train_set is None else _path(train_set), bool(options.get("allow_split_mismatch", False)),
-        options.get("run"), int(options.get("l_epochs", 20)), options.get("device"), int(options.get("seed", 0)),
-        int(options.get("explain", 0)), None, options.get("union"), bool(options.get("progress", True)),
+    method = MethodOptions(
+        name=None if method_name is None else METHODS.canonical(method_name),
+        adjacency=None if adjacency is None else _path(adjacency),
+        model_run=None if model is None else str(model),
+        calibration=CALIBRATIONS.canonical(calibration),
+        union=options.get("union"),
+        run_dir=options.get("run"),
+        l_epochs=int(options.get("l_epochs", 20)),
+        device=options.get("device"),
+        seed=int(options.get("seed", 0)),
     )
-    if options.get("write_back"):
-        from pipeline.writeback import write_back_file
-
-        report["written_back"] = write_back_file(report["path"], options.get("store"))
+    how = AnswerOptions(
+        out_dir=None if out is None else str(out),
+        valid_queries=None if valid is None else _path(valid),
+        train_queries=None if train_set is None else _path(train_set),
+        allow_split_mismatch=bool(options.get("allow_split_mismatch", False)),
+        explain=int(options.get("explain", 0)),
+        write_back=bool(options.get("write_back")),
+        store=options.get("store"),
+        progress=bool(options.get("progress", True)),
+    )
+    report = dict(answer_queries(_path(queries), method, how))
     read = read_answers(report["path"])
     frame = read.frame.copy()
     if "entity_name" in frame:

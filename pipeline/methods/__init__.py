@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
-from pipeline.methods.base import Method
+from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.methods.qe import ConENE, LogicENE, QueryEmbedding
 from pipeline.methods.src import SRC
 from pipeline.registry import Registry
 
 METHODS: Registry[type[Method]] = Registry("method", (SRC, LogicENE, ConENE))
 
-__all__ = ["METHODS", "SRC", "ConENE", "LogicENE", "Method", "QueryEmbedding"]
+__all__ = [
+    "METHODS", "SRC", "BuildInputs", "Capabilities", "ConENE", "LogicENE", "Method", "MethodOptions", "QueryEmbedding",
+]

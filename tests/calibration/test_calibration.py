@@ -23,9 +23,9 @@ from pipeline.engine import Adjacency, evaluate_batch
 from pipeline.engine.adjacency import fact_relations
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.answers import read_answers
-from pipeline.methods.src import answer_src as run_answer
 from pipeline.models import load_run
 from pipeline.query.parser import parse
+from tests.answer.src_entry import answer_src as run_answer
 from tests.cases import ComponentCase, MethodCase
 
 
