@@ -63,7 +63,7 @@ DELTA_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
 # Bumped whenever L's training changes what it learns, so saved calibrations of older code are never reused.
 L_VERSION = 2
 
-# (queries, graph) -> (B, n_entities) utilities; the engine's evaluate_batch.
+# (queries, graph) -> (B, n_entities) utilities; the engine's search_batch.
 Evaluator = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
 
 
@@ -427,7 +427,7 @@ def fit_affine(
     """Train L on train_queries (alphas set to 0) against their true utilities on the truth graph.
 
     adj: the engine's index of the exported neural adjacency (predicted confidences); truth: the observed
-    train graph (GraphTensors or Adjacency); evaluate: the engine's evaluate_batch. valid_score(adjacency)
+    train graph (GraphTensors or Adjacency); evaluate: the engine's search_batch. valid_score(adjacency)
     -> higher is better, computed after every epoch; the best epoch (epoch 0 = identity) is kept.
     Shapes the engine cannot differentiate through are left out and named in the history.
     Returns the calibration and the history {epochs: {n: {loss, valid}}, shapes_used, shapes_skipped}."""
@@ -589,7 +589,7 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
     """Apply calibration L to the method's adjacency: a saved fit with the same key, else a new fit on the
     ``train`` query set, selected by ``score`` on the valid queries (max over the delta grid under D+L).
     Returns the method with the calibrated adjacency and L's key/dir/run in its info."""
-    from pipeline.engine import as_adjacency, evaluate_batch
+    from pipeline.engine import as_adjacency, search_batch
     from pipeline.formats.queryset import checksum
     from pipeline.models import load_run
     from pipeline.provenance import stable_key
@@ -632,7 +632,7 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
             return max(score(trial.with_delta(d)) for d in deltas)
 
         calib, history = fit_affine(
-            model, adj, train.queries(), truth, evaluate_batch, valid_score if score is not None else None, lcfg,
+            model, adj, train.queries(), truth, search_batch, valid_score if score is not None else None, lcfg,
             fit.progress,
         )
         save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": fit.key_parts, "history": history})

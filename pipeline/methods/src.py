@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import torch
 
 from pipeline.calibration import CALIBRATIONS, lower_alphas
-from pipeline.engine import Adjacency, as_adjacency, evaluate_batch
+from pipeline.engine import Adjacency, as_adjacency, search_batch
 from pipeline.errors import ArtifactError, PipelineError
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
@@ -66,7 +66,7 @@ class SRC(Method):
         if self.adjacency is None:
             raise PipelineError("this SRC did not load its export (built for an executor's actors): answer through them")
         with torch.no_grad():
-            return evaluate_batch([lower_alphas(q, self.delta) for q in queries], self.adjacency)
+            return search_batch([lower_alphas(q, self.delta) for q in queries], self.adjacency)
 
     def settings(self) -> dict[str, Any]:
         return {

@@ -73,11 +73,11 @@ def test_choose_delta_takes_the_best_and_the_smallest_on_ties() -> None:
 
 
 def test_ranks_agree_with_the_numpy_oracle(toy_set) -> None:
-    from pipeline.engine import evaluate
+    from pipeline.engine import search_query
 
     frame, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy"), progress=False)
     for qid, text in zip(toy_set.frame["id"], toy_set.frame["text"], strict=True):
-        u = evaluate(parse(text), PREDICTED).numpy()
+        u = search_query(parse(text), PREDICTED).numpy()
         rows = frame[frame["query_id"] == qid]
         assert rows["rank"].tolist() == ranks_of(u, rows["entity"].to_numpy()).tolist()
 
