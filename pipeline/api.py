@@ -223,12 +223,12 @@ def train(dataset: Dataset | str, *, model: str = "ukge_logi", out: str | Path, 
     >>> run.path.name, list(run.metrics.columns)
     ('run', ['n', 'MSE', 'MAE'])
     """
-    from pipeline.models.registry import MODELS
+    from pipeline.models.registry import BACKBONES
     from pipeline.models.stage import train_dataset
 
     _check_options(options, TRAIN_OPTIONS, "train")
     progress = bool(options.pop("progress", True))
-    done = train_dataset(_name(dataset), MODELS.canonical(model), out, config_file=options.pop("config", None),
+    done = train_dataset(_name(dataset), BACKBONES.canonical(model), out, config_file=options.pop("config", None),
                          source=options.pop("source", None), resume=bool(options.pop("resume", False)),
                          overwrite=bool(options.pop("overwrite", False)), progress=progress, **options)
     res = done.results

@@ -106,9 +106,9 @@ def _registry(kind: str) -> Any:
 # ls KIND -> (module, registry attribute); every registry is a pipeline.registry.Registry
 REGISTRIES = {
     "datasets": ("loaders", "REGISTRY"),
-    "models": ("pipeline.models.registry", "MODELS"),
+    "models": ("pipeline.models.registry", "BACKBONES"),
     "methods": ("pipeline.methods", "METHODS"),
-    "baselines": ("pipeline.baselines", "MODELS"),
+    "baselines": ("pipeline.baselines", "QE_MODELS"),
     "calibrations": ("pipeline.calibration", "CALIBRATIONS"),
     "query-types": ("pipeline.query.types", "QUERY_TYPES"),
     "metrics": ("pipeline.metrics", "METRICS"),

@@ -1,4 +1,4 @@
-"""SRC evaluation (design section 2): utility vectors of soft queries on one graph, exactly.
+"""SRC's max-plus search (design section 2): utility vectors of soft queries on one graph, exactly.
 
 A conjunction is planned from its query graph: constant atoms become scalars, anchor atoms and self-loops
 fold into their variable's state, multi-edges are summed, and each tree component is eliminated leaf by
