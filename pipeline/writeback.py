@@ -82,7 +82,7 @@ def _float(x: float) -> float | None:
     return None if x is None or math.isnan(x) else round(float(x), 6)
 
 
-def _batch(store: Any) -> int:
+def _batch_size(store: Any) -> int:
     return BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH
 
 
@@ -129,7 +129,7 @@ def write_queries(store: Any, qs: QuerySet, generation: str | None = None) -> in
         check_set_version(store, dataset, set_id(qs), version, fix + ", or delete the old set's nodes")
         params["version"] = version or qs.meta.get("dataset_version")
         rows = query_rows(qs, vocab=store_vocabulary(store, dataset))
-        store.run_batches(cypher_text("write_queries"), rows, _batch(store), params)
+        store.run_batches(cypher_text("write_queries"), rows, _batch_size(store), params)
         if generation is None:
             store.run(cypher_text("write_queries_commit"), {"dataset": dataset, "set": set_id(qs)})
     return len(rows)
@@ -270,7 +270,7 @@ def write_back(
     dataset = answers.meta["dataset"]
     if query_set.meta.get("dataset") != dataset:
         raise PipelineError(f"answers of '{dataset}' but the query set is of '{query_set.meta.get('dataset')}'")
-    params = {"dataset": dataset, "set": set_id(query_set), "method": answers.method}
+    params = {"dataset": dataset, "set": set_id(query_set), "method": answers.label}
     rows = top_answer_rows(answers.frame, top)
     explained = witnesses if isinstance(witnesses, list) else witness_rows(witnesses, top) if witnesses is not None else []
     # one writer of the data set's part of the graph at a time. All or nothing as readers see it (FalkorDB
@@ -279,17 +279,17 @@ def write_back(
     # any moment before leaves the previous write-back, after it the new one. Leftovers of an earlier,
     # killed write-back are removed first, the replaced generation last.
     generation = new_generation()
-    with store.lock(dataset_lock(dataset), purpose=f"write back {answers.method} of {set_id(query_set)}"):
+    with store.lock(dataset_lock(dataset), purpose=f"write back {answers.label} of {set_id(query_set)}"):
         version = dataset_version(store, dataset)
         fix = (f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`) and answer it, "
                "or ingest the version it was made from")
         check_version(query_set.meta.get("dataset_version"), version, f"the query set {query_set.path}", dataset, fix)
         check_set_version(store, dataset, params["set"], version, fix)
-        _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.method))
+        _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.label))
         if query_nodes:
             write_queries(store, query_set, generation)
         step = {**params, "generation": generation}
-        store.run_batches(cypher_text("writeback_answers"), rows, _batch(store), step)
+        store.run_batches(cypher_text("writeback_answers"), rows, _batch_size(store), step)
         batch = WITNESS_BOLT_BATCH if getattr(store, "backend", "") == "neo4j" else NATIVE_BATCH // 10
         store.run_batches(cypher_text("writeback_witnesses"), explained, batch, step)
         store.run(cypher_text("writeback_commit"), {**step, "answers": len(rows), "witnesses": len(explained),
