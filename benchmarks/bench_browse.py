@@ -78,13 +78,13 @@ def main() -> None:
     write_s = time.perf_counter() - t
     total_s = time.perf_counter() - t_all
     with open_store(args.store) as store:
-        rows = store.run(PER_QUERY, {"dataset": dataset, "set": args.set_name, "method": answers.method})
+        rows = store.run(PER_QUERY, {"dataset": dataset, "set": args.set_name, "method": answers.label})
         pages: dict[str, list[tuple[float, int, int, int]]] = {}
         for r in sorted(rows, key=lambda r: r["qid"]):
             if len(pages.setdefault(r["type"], [])) >= args.pages_per_type or not r["answers"]:
                 continue
             t = time.perf_counter()
-            g = read_page_graph(store, r["qid"], answers.method, dataset, args.set_name)
+            g = read_page_graph(store, r["qid"], answers.label, dataset, args.set_name)
             size = len(render_html(g).encode())
             pages[r["type"]].append((time.perf_counter() - t, len(g.nodes), len(g.edges), size))
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, one thread; "

@@ -350,7 +350,7 @@ def answer(
     >>> run = pl.train("toy", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
     >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
     >>> ans = pl.answer(qs, adjacency=adj, out=tmp / "ans", progress=False)
-    >>> ans.method, sorted(set(ans.frame["query_id"])) == sorted(qs.frame["id"]), "name" in ans.frame
+    >>> ans.label, sorted(set(ans.frame["query_id"])) == sorted(qs.frame["id"]), "name" in ans.frame
     ('ukge_logi SRC', True, True)
     """
     from loaders import load
@@ -391,7 +391,7 @@ def answer(
     else:
         names = load(read.meta["dataset"]).entities["name"].to_numpy()
         frame["name"] = names[frame["entity"].to_numpy()]
-    return Answers(Path(report["path"]), read.method, frame, report)
+    return Answers(Path(report["path"]), read.label, frame, report)
 
 
 @_one_line

@@ -199,7 +199,7 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
     per_query = query_metrics(ans.frame, paper=True, n_entities=int(n_entities) if n_entities else None)
     return {
         "dataset": ans.meta["dataset"],
-        "method": ans.method,
+        "method": ans.label,
         "file": str(path),
         "query_set": ans.meta.get("query_set"),
         "counts": query_counts(per_query),

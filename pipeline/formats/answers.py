@@ -62,11 +62,17 @@ class Answers:
     path: Path | None = None
 
     @property
-    def method(self) -> str:
-        """The table key of this answer set, e.g. ``ukge_logi SRC(D+L)``."""
+    def label(self) -> str:
+        """The method's label, the table key of this answer set, e.g. ``ukge_logi SRC(D+L)``."""
         method, backbone = str(self.meta["method"]), self.meta.get("backbone")
         # files written before methods were labels carry the backbone apart
         return method if not backbone or method.startswith(f"{backbone} ") else f"{backbone} {method}"
+
+    @property
+    def name(self) -> str | None:
+        """The method's registry name (``src``, ``logice_ne``...); None in files written before it was kept."""
+        name = self.meta.get("method_name")
+        return None if name is None else str(name)
 
 
 # ----------------------------------------------------------------------------------------------- file I/O

@@ -146,7 +146,7 @@ def test_l_and_d_fit_select_cache_and_repeat(toy_pipeline: dict, tmp_path: Path)
     assert a.equals(b)
     # A calibrated answer set differs from the uncalibrated one only through the confidences and alphas.
     plain = read_answers(run_answer(p["test"], p["export"], "none", tmp_path / "c", progress=False)["path"])
-    assert plain.method == "ukge_logi SRC" and read_answers(rep["path"]).method == "ukge_logi SRC(D+L)"
+    assert plain.label == "ukge_logi SRC" and read_answers(rep["path"]).label == "ukge_logi SRC(D+L)"
     assert set(plain.frame["query_id"]) == set(a["query_id"])
 
 
@@ -375,7 +375,7 @@ class CalibrationCase(ComponentCase):
             progress=False, kg=p["kg"],
         )
         ans = read_answers(rep["path"])
-        assert ans.method == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
+        assert ans.label == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
         assert ("delta" in ans.meta) == calib.uses_delta and ("l_dir" in ans.meta) == calib.uses_l
         graph, _ = load_adjacency(p["export"])
         adj = Adjacency.from_graph(graph)
