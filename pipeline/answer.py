@@ -306,11 +306,47 @@ def answer_queries(
     report: AnswerReport = run_answer(qs, built, options.out_dir, {"valid": valid, "train": train},
                                       options.progress, executor)  # type: ignore[assignment]
     if options.explain:
-        from pipeline.explain_answers import explain_answers_file
-
         report["witnesses"] = explain_answers_file(report["path"], qs, built, options.explain, options.progress)
     if options.write_back:
         from pipeline.writeback import write_back_file
 
         report["written_back"] = write_back_file(report["path"], options.store)
     return report
+
+
+def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, progress: bool = True) -> str:
+    """``--explain K``, after an answers file is written: its rows gain the query text with names and each
+    entity's name (optional columns of :mod:`pipeline.formats.answers`; the file is rewritten atomically
+    with the same metadata), and the witnesses of every query's top-K answers (by the engine, over the
+    same calibrated adjacency and the same lowered alphas as the answers) go to ``<stem>.witnesses.parquet``
+    (:mod:`pipeline.formats.witnesses`). method: the method that wrote the file (SRC: adjacency, delta).
+    Returns the witnesses file's path."""
+    from tqdm import tqdm
+
+    from loaders import load
+    from pipeline.calibration import lower_alphas
+    from pipeline.engine.witness import find_witnesses
+    from pipeline.formats.answers import read_answers, write_answers
+    from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
+    from pipeline.query import Vocabulary, to_text
+    from pipeline.witness_records import PREDICTED, witness_record
+
+    vocab = Vocabulary.from_kg(load(method.dataset))
+    ans = read_answers(path)
+    queries = dict(zip(qs.frame["id"].astype(str), qs.queries(), strict=True))
+    texts = {qid: to_text(q, vocab) for qid, q in queries.items()}
+    frame = ans.frame
+    frame["query"] = frame["query_id"].map(texts)
+    frame["entity_name"] = [vocab.entities[int(e)] for e in frame["entity"]]
+    write_answers(frame, path, ans.meta)
+    rows: list[dict[str, Any]] = []
+    # answers only (finite u > 0), best first: rows_of numbers the witnesses by this order
+    top = frame[(frame["rank"] <= k) & (frame["utility"] > 0)].sort_values(["query_id", "rank"], kind="stable")
+    by_query = {qid: g["entity"].tolist() for qid, g in top.groupby("query_id", sort=False)}
+    for qid, ents in tqdm(by_query.items(), desc="explain", unit="query", disable=not progress, leave=False):
+        q = lower_alphas(queries[qid], float(getattr(method, "delta", 0.0)))
+        ws = find_witnesses(q, method.adjacency, [int(e) for e in ents])
+        ends = [[(u.head, u.tail) for u in w.atoms] for w in ws]
+        rows += rows_of(qid, texts[qid], [witness_record(w, q, vocab, PREDICTED) for w in ws], ends)
+    meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
+    return str(write_witnesses(rows, witnesses_path(path), meta))

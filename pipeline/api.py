@@ -184,7 +184,7 @@ def query(
     #1 cid  utility 1.5
     """
     from pipeline.ask import ask
-    from pipeline.explanations import witness_lines
+    from pipeline.witness_records import witness_lines
 
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)

@@ -432,7 +432,7 @@ def query_cmd(
         click.echo(ans.empty_reason)
         return
     if explain:
-        from pipeline.explanations import witness_lines
+        from pipeline.witness_records import witness_lines
 
         for i, rec in enumerate(ans.witnesses or []):
             click.echo("\n".join(witness_lines(i + 1, rec)))
