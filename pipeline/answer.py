@@ -326,6 +326,7 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     from loaders import load
     from pipeline.calibration import lower_alphas
     from pipeline.engine.witness import find_witnesses
+    from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers, write_answers
     from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
     from pipeline.query import Vocabulary, to_text
@@ -336,13 +337,13 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     queries = dict(zip(qs.frame["id"].astype(str), qs.queries(), strict=True))
     texts = {qid: to_text(q, vocab) for qid, q in queries.items()}
     frame = ans.frame
-    frame["query"] = frame["query_id"].map(texts)
-    frame["entity_name"] = [vocab.entities[int(e)] for e in frame["entity"]]
+    frame[col.QUERY_TEXT] = frame[col.QUERY_ID].map(texts)
+    frame[col.ENTITY_NAME] = [vocab.entities[int(e)] for e in frame[col.ENTITY]]
     write_answers(frame, path, ans.meta)
     rows: list[dict[str, Any]] = []
     # answers only (finite u > 0), best first: rows_of numbers the witnesses by this order
-    top = frame[(frame["rank"] <= k) & (frame["utility"] > 0)].sort_values(["query_id", "rank"], kind="stable")
-    by_query = {qid: g["entity"].tolist() for qid, g in top.groupby("query_id", sort=False)}
+    top = frame[(frame[col.RANK] <= k) & (frame[col.UTILITY] > 0)].sort_values([col.QUERY_ID, col.RANK], kind="stable")
+    by_query = {qid: g[col.ENTITY].tolist() for qid, g in top.groupby(col.QUERY_ID, sort=False)}
     for qid, ents in tqdm(by_query.items(), desc="explain", unit="query", disable=not progress, leave=False):
         q = lower_alphas(queries[qid], float(getattr(method, "delta", 0.0)))
         ws = find_witnesses(q, method.adjacency, [int(e) for e in ents])

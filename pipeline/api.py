@@ -356,6 +356,7 @@ def answer(
     from loaders import load
     from pipeline.answer import AnswerOptions, answer_queries
     from pipeline.calibration import CALIBRATIONS
+    from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers
     from pipeline.methods import METHODS, MethodOptions
 
@@ -386,11 +387,11 @@ def answer(
     report = dict(answer_queries(_path(queries), method, how))
     read = read_answers(report["path"])
     frame = read.frame.copy()
-    if "entity_name" in frame:
-        frame["name"] = frame["entity_name"]
+    if col.ENTITY_NAME in frame:
+        frame["name"] = frame[col.ENTITY_NAME]
     else:
         names = load(read.meta["dataset"]).entities["name"].to_numpy()
-        frame["name"] = names[frame["entity"].to_numpy()]
+        frame["name"] = names[frame[col.ENTITY].to_numpy()]
     return Answers(Path(report["path"]), read.label, frame, report)
 
 

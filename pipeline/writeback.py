@@ -46,6 +46,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.errors import ArtifactError, PipelineError
+from pipeline.formats import answers as col
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.query import Vocabulary, to_text
 from pipeline.store.lock import dataset_lock
@@ -180,16 +181,12 @@ def committed_generation(store: Any, dataset: str, set_name: str, method: str) -
 
 def top_answer_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
     """One row per (query, answer) with rank <= top and a finite utility: qid, eid, rank, utility, truth_utility."""
-    keep = frame[(frame["rank"] <= top) & frame["utility"].map(math.isfinite)].sort_values(["query_id", "rank"])
+    keep = frame[(frame[col.RANK] <= top) & frame[col.UTILITY].map(math.isfinite)].sort_values([col.QUERY_ID, col.RANK])
     return [
-        {
-            "qid": str(r.query_id),
-            "eid": int(r.entity),
-            "rank": int(r.rank),
-            "utility": _float(r.utility),
-            "truth_utility": _float(r.truth_utility),
-        }
-        for r in keep.itertuples(index=False)
+        {"qid": str(q), "eid": int(e), "rank": int(k), "utility": _float(u), "truth_utility": _float(t)}
+        for q, e, k, u, t in zip(
+            keep[col.QUERY_ID], keep[col.ENTITY], keep[col.RANK], keep[col.UTILITY], keep[col.TRUTH_UTILITY], strict=True
+        )
     ]
 
 
@@ -236,7 +233,7 @@ def check_witnesses(witnesses: pd.DataFrame, answers: pd.DataFrame, where: str) 
     """Witnesses must explain these answers: each (query, rank) names the file's entity and utility
     (to 1e-6); a witnesses file left from another answers run is refused, never written back."""
     explained = witnesses.drop_duplicates(["query_id", "rank"])[["query_id", "rank", "entity", "entity_name", "utility"]]
-    both = explained.merge(answers[["query_id", "rank", "entity", "utility"]], on=["query_id", "rank"], how="left",
+    both = explained.merge(answers[[col.QUERY_ID, col.RANK, col.ENTITY, col.UTILITY]], on=["query_id", "rank"], how="left",
                            suffixes=("", "_file"))
     missing = both[both["entity_file"].isna()]
     if len(missing):

@@ -83,3 +83,19 @@ def test_one_answering_entry() -> None:
         assert "answer_queries" in text, f"{rel} does not call pipeline.answer.answer_queries"
         for rebuilt in ("run_answer(", "SRC.build(", ".from_options(", "explain_answers_file(", "write_back_file("):
             assert rebuilt not in text, f"{rel} rebuilds the answering stage ({rebuilt.rstrip('(')})"
+
+
+def test_the_answers_columns_are_named_once() -> None:
+    """The answers file's columns are spelled in its format module only; readers use its constants."""
+    import re
+
+    from pipeline.formats import answers
+
+    owner = ROOT / "pipeline" / "formats" / "answers.py"
+    names = (answers.TRUTH_RANK, answers.RANK_FIRST, answers.TIES)
+    pat = re.compile("|".join(rf"[\"']{n}[\"']" for n in names))
+    readers = [p for p in (ROOT / "pipeline").rglob("*.py") if p != owner and "formats.answers" in p.read_text()]
+    assert readers, "no reader of the answers file found"
+    for p in readers:
+        hits = {m.group(0) for m in pat.finditer(p.read_text())}
+        assert not hits, f"{p.relative_to(ROOT)} spells answers columns {sorted(hits)}: use pipeline.formats.answers'"
