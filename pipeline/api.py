@@ -311,9 +311,9 @@ def sample(
         types = [t.strip() for t in types.split(",") if t.strip()]
     if store is None and isinstance(dataset, Dataset):
         store = dataset.store
-    res = sample_dataset(_name(dataset), out, split, list(types) if types else None, per_type,
-                         ALPHA_MODES.canonical(alpha), BETA_MODES.canonical(beta), seed, store,
-                         browse=browse, progress=progress)
+    res = sample_dataset(_name(dataset), out, split=split, types=list(types) if types else None, per_type=per_type,
+                         alpha=ALPHA_MODES.canonical(alpha), beta=BETA_MODES.canonical(beta), seed=seed,
+                         store_uri=store, browse=browse, progress=progress)
     qs = read_query_set(res["file"])
     return QuerySet(Path(res["file"]), qs.frame, qs.meta, res)
 

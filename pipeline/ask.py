@@ -22,7 +22,7 @@ class Ranking:
     rows: list[dict]
     n_answers: int  # before the top-k cut
     approximate: bool
-    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.explanations)
+    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.witness_records)
     empty_reason: str | None = None  # without answers: one line saying why (pipeline.engine.empty)
 
 

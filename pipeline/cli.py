@@ -648,8 +648,8 @@ def sample_cmd(dataset: str, out_dir: str, types: str | None, per_type: int | No
     from pipeline.sampling.run import sample_dataset
 
     names = [t.strip() for t in types.split(",") if t.strip()] if types else None
-    res = sample_dataset(dataset, out_dir, split, names, per_type, alpha, beta, seed, store_uri, source,
-                         browse=not no_browse)
+    res = sample_dataset(dataset, out_dir, split=split, types=names, per_type=per_type, alpha=alpha, beta=beta,
+                         seed=seed, store_uri=store_uri, source=source, browse=not no_browse)
     if as_json:
         echo_json(res)
         return
@@ -910,8 +910,9 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type, None, threshold, seed, store_uri, docs_dir,
-                        log=lambda m: click.echo(m, err=True), progress=not as_json)
+                        runs[0].partition("=")[2], per_type=per_type, threshold=threshold, seed=seed,
+                        store_uri=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
+                        progress=not as_json)
         if as_json:
             echo_json(doc)
         else:
@@ -1105,7 +1106,8 @@ def synth_cmd(name: str, entities: int, relations: int, facts: int, like: str, s
     it as the user data set NAME through `pipeline ingest NAME --from FILE`."""
     from pipeline.synth import synth_dataset
 
-    rep = synth_dataset(name, entities, relations, facts, seed, like, out, split, store_uri, progress=not as_json)
+    rep = synth_dataset(name, entities, relations, facts, seed=seed, like=like, out=out, split=split,
+                        store_uri=store_uri, progress=not as_json)
     if as_json:
         echo_json(rep)
         return

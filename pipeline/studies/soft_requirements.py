@@ -114,6 +114,7 @@ def run_study(
     dataset: str,
     out: str | Path,
     run_dir: str | Path,
+    *,
     per_type: int = 50,
     types: list[str] | None = None,
     threshold: float = 0.1,
