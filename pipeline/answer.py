@@ -247,23 +247,24 @@ def check_method_options(cls: type[Method], options: MethodOptions, explain: int
     from pipeline.methods import METHODS
 
     caps = cls.capabilities
+    name = getattr(cls, "name", "a query-embedding baseline")  # QueryEmbedding: the run's model, not read yet
 
     def takers(flag: str) -> str:
         names = [n for n in METHODS.names() if getattr(METHODS[n].capabilities, flag)]
         return ", ".join(names) or "no method"
 
     if getattr(options, caps.source) is None:
-        raise PipelineError(f"--method {cls.name} answers from {caps.source_flag}: give it "
+        raise PipelineError(f"--method {name} answers from {caps.source_flag}: give it "
                             f"({', '.join(f'{METHODS[n].capabilities.source_flag} for {n}' for n in METHODS.names())})")
     if options.calibration != "none" and not caps.calibration:
-        raise PipelineError(f"--calibration applies to {takers('calibration')} only; {cls.name} is not calibrated")
+        raise PipelineError(f"--calibration applies to {takers('calibration')} only; {name} is not calibrated")
     if explain and not caps.explain:
-        raise PipelineError(f"--explain applies to {takers('explain')} only: {cls.name} has no witnesses")
+        raise PipelineError(f"--explain applies to {takers('explain')} only: {name} has no witnesses")
     if options.union is not None and not caps.union:
-        raise PipelineError(f"--union applies to {takers('union')} only ({cls.name} answers disjunctions exactly)")
+        raise PipelineError(f"--union applies to {takers('union')} only ({name} answers disjunctions exactly)")
     if any_shape and not caps.any_shape:
         raise PipelineError(f"--from-store answers queries of any shape: use {takers('any_shape')} "
-                            f"({cls.name} answers the registered query types only)")
+                            f"({name} answers the registered query types only)")
 
 
 def valid_score(valid: QuerySet) -> Callable[[Method], float]:
