@@ -67,7 +67,7 @@ L_VERSION = 2
 Evaluator = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
 
 
-def method_name(calibration: str) -> str:
+def method_label(calibration: str) -> str:
     """The table name of a calibration: none -> SRC, D -> SRC(D), ..."""
     return CALIBRATIONS[calibration].label
 
