@@ -25,11 +25,12 @@ from pathlib import Path
 
 import torch
 
+from pipeline.answer import AnswerOptions, answer_queries
 from pipeline.browse import read_page_graph, render_html
 from pipeline.formats.adjacency import read_manifest
 from pipeline.formats.answers import read_answers
 from pipeline.formats.witnesses import read_witnesses
-from pipeline.methods.src import answer_src
+from pipeline.methods import MethodOptions
 from pipeline.query import QUERY_TYPES
 from pipeline.store import open_store
 from pipeline.stored_queries import read_stored_queries
@@ -65,7 +66,8 @@ def main() -> None:
     read_s = time.perf_counter() - t
     assert stored.path is not None, "no query of the set parsed"
     t = time.perf_counter()
-    report = answer_src(stored.path, args.adjacency, out_dir=out, explain=args.explain, progress=False)
+    how = AnswerOptions(out_dir=out, explain=args.explain, progress=False)
+    report = answer_queries(stored.path, MethodOptions(adjacency=args.adjacency), how)
     answer_explain_s = time.perf_counter() - t
     answer_s = report["seconds"]
     explain_s = answer_explain_s - answer_s  # run_answer's own seconds are the answering; the rest explains
@@ -76,13 +78,13 @@ def main() -> None:
     write_s = time.perf_counter() - t
     total_s = time.perf_counter() - t_all
     with open_store(args.store) as store:
-        rows = store.run(PER_QUERY, {"dataset": dataset, "set": args.set_name, "method": answers.method})
+        rows = store.run(PER_QUERY, {"dataset": dataset, "set": args.set_name, "method": answers.label})
         pages: dict[str, list[tuple[float, int, int, int]]] = {}
         for r in sorted(rows, key=lambda r: r["qid"]):
             if len(pages.setdefault(r["type"], [])) >= args.pages_per_type or not r["answers"]:
                 continue
             t = time.perf_counter()
-            g = read_page_graph(store, r["qid"], answers.method, dataset, args.set_name)
+            g = read_page_graph(store, r["qid"], answers.label, dataset, args.set_name)
             size = len(render_html(g).encode())
             pages[r["type"]].append((time.perf_counter() - t, len(g.nodes), len(g.edges), size))
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, one thread; "

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from loaders import load
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix
 from pipeline.engine.maxplus import maxplus
 from pipeline.kg import observed_graph
@@ -54,10 +54,10 @@ def throughput(
 ) -> float:
     """Queries per second evaluating `queries` in batches of `batch` (stops early after budget_s). The
     warm-up runs other queries, so the engine's memo of derived arrays is only as warm as in real use."""
-    evaluate_batch(warmup, adj)
+    search_batch(warmup, adj)
     done, start = 0, time.perf_counter()
     for i in range(0, len(queries), batch):
-        evaluate_batch(queries[i : i + batch], adj)
+        search_batch(queries[i : i + batch], adj)
         done += len(queries[i : i + batch])
         if time.perf_counter() - start > budget_s:
             break

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from loaders import load
 from pipeline.engine import Adjacency, solve, top_answers
-from pipeline.engine.explain import explain
+from pipeline.engine.witness import find_witnesses
 from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES
 
@@ -77,7 +77,7 @@ def main() -> None:
         t_ans, t_exp, ratios = [], [], []
         for q, ids in kept:
             a = best_of(lambda q=q: top_answers(solve([q], adj).utility[0], k=100))
-            e = best_of(lambda q=q, ids=ids: explain(q, adj, ids))
+            e = best_of(lambda q=q, ids=ids: find_witnesses(q, adj, ids))
             t_ans.append(a)
             t_exp.append(e)
             ratios.append(e / a)

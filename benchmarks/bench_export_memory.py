@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.engine import Adjacency, evaluate_batch  # noqa: E402
+from pipeline.engine import Adjacency, search_batch  # noqa: E402
 from pipeline.evaluate import ordered_types  # noqa: E402
 from pipeline.formats.adjacency import load_adjacency  # noqa: E402
 from pipeline.formats.queryset import read_query_set  # noqa: E402
@@ -69,7 +69,7 @@ def main() -> None:
             for t, q in by_type.items():
                 t1 = time.perf_counter()
                 for i in range(0, len(q), BATCH):
-                    evaluate_batch(q[i : i + BATCH], adj)
+                    search_batch(q[i : i + BATCH], adj)
                 per_type.setdefault(t, {})[f"seconds_{k + 1}"] = time.perf_counter() - t1
                 per_type[t]["peak_mib"] = peak_mib()
         n_answered = sum(len(q) for q in by_type.values())

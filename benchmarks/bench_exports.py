@@ -61,7 +61,7 @@ BATCH = 256
 
 
 def engines() -> dict[str, tuple[Callable, Callable]]:
-    """name -> (index builder, evaluate_batch)."""
+    """name -> (index builder, search_batch)."""
     import pipeline.engine as after
     import tests.engine.reference.adjacency as ref_adj
     import tests.engine.reference.evaluate as ref_eval
@@ -75,14 +75,14 @@ def engines() -> dict[str, tuple[Callable, Callable]]:
 
         old, mp._SPLIT_MULTI_EDGES = mp._SPLIT_MULTI_EDGES, False
         try:
-            return after.evaluate_batch(queries, adj)
+            return after.search_batch(queries, adj)
         finally:
             mp._SPLIT_MULTI_EDGES = old
 
     return {
         "before": (before_index, ref_eval.evaluate_batch),
         "unsplit": (after.Adjacency.from_graph, unsplit_evaluate),
-        "after": (after.Adjacency.from_graph, after.evaluate_batch),
+        "after": (after.Adjacency.from_graph, after.search_batch),
     }
 
 
@@ -246,13 +246,13 @@ def l_paths(adj, graph, train: list[Query], seed: int, repeat: int) -> dict:
     (no autograd, gradients spliced in at the facts the engine reads), the latter also with ConfBuffers kept
 across its steps (as fit_affine does), alternating, `repeat` times each:
     seconds per phase (index, forward, backward), the losses and the largest gradient difference."""
-    from pipeline.engine import evaluate_batch
+    from pipeline.engine import search_batch
 
     calib, tables = random_l(graph, seed)
     qs = [zero_alphas(q) for q in train[:64]]
     rels = query_relations(qs)
     with torch.no_grad():
-        truth = evaluate_batch(qs, adj)
+        truth = search_batch(qs, adj)
     buffers = ConfBuffers(adj)  # as fit_affine keeps them across its steps
     paths = {
         **L_PATHS,
@@ -267,7 +267,7 @@ across its steps (as fit_affine does), alternating, `repeat` times each:
             cal = build(adj, calib, tables, rels)
             sync(graph.device)
             t1 = time.perf_counter()
-            loss = (evaluate_batch(qs, cal) - truth).pow(2).mean()
+            loss = (search_batch(qs, cal) - truth).pow(2).mean()
             sync(graph.device)
             t2 = time.perf_counter()
             loss.backward()

@@ -82,11 +82,13 @@ def stage(args: argparse.Namespace) -> dict:
                     skipped.append(m[1])
         return {"queries": res["queries"], "file": res["file"], "types_skipped": skipped}
     if args.stage.startswith("answer"):
-        from pipeline.methods.src import answer_src
+        from pipeline.answer import AnswerOptions, answer_queries
+        from pipeline.methods import MethodOptions
 
         exp = work / ("export_topk" if args.stage == "answer_topk" else "export")
         qfile = next((work / "queries").glob("*.parquet"))
-        rep = answer_src(qfile, exp, "none", work / args.stage, device="cpu", seed=args.seed, progress=False)
+        method = MethodOptions(adjacency=exp, device="cpu", seed=args.seed)
+        rep = answer_queries(qfile, method, AnswerOptions(out_dir=work / args.stage, progress=False))
         return {"answer_seconds": rep["seconds"]}
     raise SystemExit(f"unknown stage {args.stage}")
 

@@ -1,5 +1,11 @@
 """The answering stage: a query set in, an answers file out, for any method (:mod:`pipeline.methods`).
 
+:func:`answer_queries` is its one entry: the CLI (``answer``, ``answer --from-store``), the Python API,
+``reproduce`` (SRC and the baselines) and the studies call it. It builds the method from
+:class:`~pipeline.methods.base.MethodOptions` (checked against the method's declared capabilities; the
+calibration's selection score is made here and handed to the method, which never imports this stage),
+answers, and optionally explains (``--explain K``) and writes back (``--write-back``).
+
 Queries are batched by type (one shape per batch) and each batch goes through ``method.utilities``; the
 rows kept per query (top 100 and every ground-truth answer) and the file are :mod:`pipeline.formats.answers`.
 """
@@ -7,9 +13,10 @@ rows kept per query (top 100 and every ground-truth answer) and the file are :mo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -18,8 +25,8 @@ import torch
 from pipeline.atomic import check_folder
 from pipeline.errors import PipelineError
 from pipeline.formats.answers import TOP_K, rows_from_utilities, write_answers
-from pipeline.formats.queryset import QuerySet, checksum
-from pipeline.methods.base import Method
+from pipeline.formats.queryset import QuerySet, checksum, read_query_set
+from pipeline.methods.base import BuildInputs, Method, MethodOptions
 
 if TYPE_CHECKING:
     from pipeline.executors import Executor
@@ -187,3 +194,161 @@ def run_answer(
     }
     write_answers(frame, path, meta)
     return {"path": str(path), "method": method.label, "seconds": seconds, "throughput": stats, **settings}
+
+
+# ------------------------------------------------------------------------------------------ the one entry
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerOptions:
+    """How :func:`answer_queries` answers, besides the method. out_dir: the answers folder (default:
+    ``answers/`` beside the query set); valid_queries/train_queries: the sets calibration chooses and fits
+    on (paths or query sets; checked to be of the query set's data set and of their split unless
+    allow_split_mismatch); explain: the witnesses of each query's top K answers beside the file (0: none);
+    write_back: the top answers (and witnesses) into the store at ``store``; executor: where the batches
+    run; progress: progress bars."""
+
+    out_dir: str | Path | None = None
+    valid_queries: QuerySet | str | Path | None = None
+    train_queries: QuerySet | str | Path | None = None
+    allow_split_mismatch: bool = False
+    explain: int = 0
+    write_back: bool = False
+    store: str | None = None
+    executor: Executor | None = None
+    progress: bool = True
+
+
+class AnswerReport(TypedDict, total=False):
+    """What :func:`answer_queries` returns (and ``pipeline answer --json`` prints): the answers file's
+    path, the method's label, seconds, throughput per type, the method's settings (delta, calibration...),
+    plus ``witnesses`` (the witnesses file) and ``written_back`` ({answers, witnesses, atoms}) when asked."""
+
+    path: str
+    method: str
+    seconds: float
+    throughput: dict[str, dict[str, float]]
+    witnesses: str
+    written_back: dict[str, int]
+
+
+def method_class(options: MethodOptions) -> type[Method]:
+    """The method class ``options`` name (default: SRC, or the baseline that trained ``model_run``)."""
+    from pipeline.methods import METHODS, QueryEmbedding
+
+    if options.name is not None:
+        return METHODS[options.name]
+    return QueryEmbedding if options.model_run is not None else METHODS["src"]
+
+
+def check_method_options(cls: type[Method], options: MethodOptions, explain: int = 0, any_shape: bool = False) -> None:
+    """The option rules every method follows, read from its declared capabilities (PipelineError names the
+    option and the methods that take it)."""
+    from pipeline.methods import METHODS
+
+    caps = cls.capabilities
+    name = getattr(cls, "name", "a query-embedding baseline")  # QueryEmbedding: the run's model, not read yet
+
+    def takers(flag: str) -> str:
+        names = [n for n in METHODS.names() if getattr(METHODS[n].capabilities, flag)]
+        return ", ".join(names) or "no method"
+
+    if getattr(options, caps.source) is None:
+        raise PipelineError(f"--method {name} answers from {caps.source_flag}: give it "
+                            f"({', '.join(f'{METHODS[n].capabilities.source_flag} for {n}' for n in METHODS.names())})")
+    if options.calibration != "none" and not caps.calibration:
+        raise PipelineError(f"--calibration applies to {takers('calibration')} only; {name} is not calibrated")
+    if explain and not caps.explain:
+        raise PipelineError(f"--explain applies to {takers('explain')} only: {name} has no witnesses")
+    if options.union is not None and not caps.union:
+        raise PipelineError(f"--union applies to {takers('union')} only ({name} answers disjunctions exactly)")
+    if any_shape and not caps.any_shape:
+        raise PipelineError(f"--from-store answers queries of any shape: use {takers('any_shape')} "
+                            f"({name} answers the registered query types only)")
+
+
+def valid_score(valid: QuerySet) -> Callable[[Method], float]:
+    """The selection score of a built method on the valid queries (what calibration chooses with)."""
+    return lambda method: selection_score(answer_query_set(valid, method, progress=False)[0])
+
+
+def _query_set(qs: QuerySet | str | Path | None) -> QuerySet | None:
+    return qs if qs is None or isinstance(qs, QuerySet) else read_query_set(qs)
+
+
+def answer_queries(
+    queries: QuerySet | str | Path, method: Method | MethodOptions, options: AnswerOptions = AnswerOptions()
+) -> AnswerReport:
+    """Answer a query set with any method and write the answers file; optionally explain and write back.
+
+    method: a built :class:`Method`, or :class:`MethodOptions` to build one (its option rules checked
+    against the method's capabilities; calibration fitted on the valid/train sets of ``options``).
+    Returns the :class:`AnswerReport` (the answers file at report["path"])."""
+    qs = _query_set(queries)
+    assert qs is not None
+    dataset = qs.meta["dataset"]
+    valid, train = _query_set(options.valid_queries), _query_set(options.train_queries)
+    check_role(valid, "--valid-queries", dataset, options.allow_split_mismatch)
+    check_role(train, "--train-queries", dataset, options.allow_split_mismatch)
+    executor = options.executor
+    if isinstance(method, MethodOptions):
+        cls = method_class(method)
+        check_method_options(cls, method, options.explain, any_shape=bool(qs.meta.get("store_set")))
+        # remote actors each load the method's files; the driver needs them only to fit or to explain
+        load = bool(options.explain) or executor is None or executor.in_process
+        inputs = BuildInputs(dataset=dataset, valid=valid, train=train,
+                             score=valid_score(valid) if valid is not None else None,
+                             progress=options.progress, load=load)
+        built = cls.from_options(method, inputs)
+    else:
+        built = method
+        if options.explain and not built.capabilities.explain:
+            raise PipelineError(f"--explain: {built.name} has no witnesses")
+    report: AnswerReport = run_answer(qs, built, options.out_dir, {"valid": valid, "train": train},
+                                      options.progress, executor)  # type: ignore[assignment]
+    if options.explain:
+        report["witnesses"] = explain_answers_file(report["path"], qs, built, options.explain, options.progress)
+    if options.write_back:
+        from pipeline.writeback import write_back_file
+
+        report["written_back"] = write_back_file(report["path"], options.store)
+    return report
+
+
+def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, progress: bool = True) -> str:
+    """``--explain K``, after an answers file is written: its rows gain the query text with names and each
+    entity's name (optional columns of :mod:`pipeline.formats.answers`; the file is rewritten atomically
+    with the same metadata), and the witnesses of every query's top-K answers (by the engine, over the
+    same calibrated adjacency and the same lowered alphas as the answers) go to ``<stem>.witnesses.parquet``
+    (:mod:`pipeline.formats.witnesses`). method: the method that wrote the file (SRC: adjacency, delta).
+    Returns the witnesses file's path."""
+    from tqdm import tqdm
+
+    from loaders import load
+    from pipeline.calibration import lower_alphas
+    from pipeline.engine.witness import find_witnesses
+    from pipeline.formats import answers as col
+    from pipeline.formats.answers import read_answers, write_answers
+    from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
+    from pipeline.query import Vocabulary, to_text
+    from pipeline.witness_records import PREDICTED, witness_record
+
+    vocab = Vocabulary.from_kg(load(method.dataset))
+    ans = read_answers(path)
+    queries = dict(zip(qs.frame["id"].astype(str), qs.queries(), strict=True))
+    texts = {qid: to_text(q, vocab) for qid, q in queries.items()}
+    frame = ans.frame
+    frame[col.QUERY_TEXT] = frame[col.QUERY_ID].map(texts)
+    frame[col.ENTITY_NAME] = [vocab.entities[int(e)] for e in frame[col.ENTITY]]
+    write_answers(frame, path, ans.meta)
+    rows: list[dict[str, Any]] = []
+    # answers only (finite u > 0), best first: rows_of numbers the witnesses by this order
+    top = frame[(frame[col.RANK] <= k) & (frame[col.UTILITY] > 0)].sort_values([col.QUERY_ID, col.RANK], kind="stable")
+    by_query = {qid: g[col.ENTITY].tolist() for qid, g in top.groupby(col.QUERY_ID, sort=False)}
+    for qid, ents in tqdm(by_query.items(), desc="explain", unit="query", disable=not progress, leave=False):
+        q = lower_alphas(queries[qid], float(getattr(method, "delta", 0.0)))
+        ws = find_witnesses(q, method.adjacency, [int(e) for e in ents])
+        ends = [[(u.head, u.tail) for u in w.atoms] for w in ws]
+        rows += rows_of(qid, texts[qid], [witness_record(w, q, vocab, PREDICTED) for w in ws], ends)
+    meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
+    return str(write_witnesses(rows, witnesses_path(path), meta))

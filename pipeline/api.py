@@ -184,7 +184,7 @@ def query(
     #1 cid  utility 1.5
     """
     from pipeline.ask import ask
-    from pipeline.explanations import witness_lines
+    from pipeline.witness_records import witness_lines
 
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
@@ -223,12 +223,12 @@ def train(dataset: Dataset | str, *, model: str = "ukge_logi", out: str | Path, 
     >>> run.path.name, list(run.metrics.columns)
     ('run', ['n', 'MSE', 'MAE'])
     """
-    from pipeline.models.registry import MODELS
+    from pipeline.models.registry import BACKBONES
     from pipeline.models.stage import train_dataset
 
     _check_options(options, TRAIN_OPTIONS, "train")
     progress = bool(options.pop("progress", True))
-    done = train_dataset(_name(dataset), MODELS.canonical(model), out, config_file=options.pop("config", None),
+    done = train_dataset(_name(dataset), BACKBONES.canonical(model), out, config_file=options.pop("config", None),
                          source=options.pop("source", None), resume=bool(options.pop("resume", False)),
                          overwrite=bool(options.pop("overwrite", False)), progress=progress, **options)
     res = done.results
@@ -311,59 +311,11 @@ def sample(
         types = [t.strip() for t in types.split(",") if t.strip()]
     if store is None and isinstance(dataset, Dataset):
         store = dataset.store
-    res = sample_dataset(_name(dataset), out, split, list(types) if types else None, per_type,
-                         ALPHA_MODES.canonical(alpha), BETA_MODES.canonical(beta), seed, store,
-                         browse=browse, progress=progress)
+    res = sample_dataset(_name(dataset), out, split=split, types=list(types) if types else None, per_type=per_type,
+                         alpha=ALPHA_MODES.canonical(alpha), beta=BETA_MODES.canonical(beta), seed=seed,
+                         store_uri=store, browse=browse, progress=progress)
     qs = read_query_set(res["file"])
     return QuerySet(Path(res["file"]), qs.frame, qs.meta, res)
-
-
-def answer_report(
-    queries: str,
-    method_name: str | None,
-    adjacency: str | None,
-    model_run: str | None,
-    calibration: str = "none",
-    out_dir: str | None = None,
-    valid_queries: str | None = None,
-    train_queries: str | None = None,
-    allow_split_mismatch: bool = False,
-    run_dir: str | None = None,
-    l_epochs: int = 20,
-    device: str | None = None,
-    seed: int = 0,
-    explain_k: int = 0,
-    executor: Any = None,
-    union: str | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """``pipeline answer QUERIES``: SRC over an export (default) or a query-embedding baseline run
-    (``model_run``), with the method's option rules; returns the report the command prints."""
-    method_name = method_name or ("src" if model_run is None else None)
-    if method_name == "src":
-        from pipeline.methods.src import answer_src
-
-        if adjacency is None:
-            raise PipelineError("--method src answers over a neural adjacency export: give --adjacency DIR "
-                                "(or --model RUN_DIR for a query-embedding baseline)")
-        if union:
-            raise PipelineError("--union applies to the query-embedding baselines only (SRC's union is exact)")
-        return answer_src(queries, adjacency, calibration, out_dir, valid_queries, train_queries, run_dir, device,
-                          seed, l_epochs, progress=progress, allow_split_mismatch=allow_split_mismatch,
-                          explain=explain_k, executor=executor)
-    from pipeline.answer import run_answer
-    from pipeline.formats.queryset import read_query_set
-    from pipeline.methods import METHODS, QueryEmbedding
-
-    if model_run is None:
-        raise PipelineError(f"--method {method_name} answers with a trained run: give --model RUN_DIR (pipeline train-qe)")
-    if calibration != "none":
-        raise PipelineError("--calibration applies to SRC only; a query-embedding baseline is not calibrated")
-    if explain_k:
-        raise PipelineError("--explain applies to SRC only: a query-embedding baseline has no witnesses")
-    cls = METHODS[method_name] if method_name else QueryEmbedding
-    method = cls.build(model_run, device, union=union)
-    return run_answer(read_query_set(queries), method, out_dir, progress=progress, executor=executor)
 
 
 ANSWER_OPTIONS = ("method", "train", "allow_split_mismatch", "run", "l_epochs", "device", "seed", "explain",
@@ -398,40 +350,49 @@ def answer(
     >>> run = pl.train("toy", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
     >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
     >>> ans = pl.answer(qs, adjacency=adj, out=tmp / "ans", progress=False)
-    >>> ans.method, sorted(set(ans.frame["query_id"])) == sorted(qs.frame["id"]), "name" in ans.frame
+    >>> ans.label, sorted(set(ans.frame["query_id"])) == sorted(qs.frame["id"]), "name" in ans.frame
     ('ukge_logi SRC', True, True)
     """
     from loaders import load
+    from pipeline.answer import AnswerOptions, answer_queries
     from pipeline.calibration import CALIBRATIONS
+    from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers
+    from pipeline.methods import METHODS, MethodOptions
 
     _check_options(options, ANSWER_OPTIONS, "answer")
     method_name = options.get("method")
-    if method_name is not None:
-        from pipeline.methods import METHODS
-
-        method_name = METHODS.canonical(method_name)
     train_set = options.get("train")
-    report = answer_report(
-        _path(queries), method_name, None if adjacency is None else _path(adjacency),
-        None if model is None else str(model), CALIBRATIONS.canonical(calibration),
-        None if out is None else str(out), None if valid is None else _path(valid),
-        None if train_set is None else _path(train_set), bool(options.get("allow_split_mismatch", False)),
-        options.get("run"), int(options.get("l_epochs", 20)), options.get("device"), int(options.get("seed", 0)),
-        int(options.get("explain", 0)), None, options.get("union"), bool(options.get("progress", True)),
+    method = MethodOptions(
+        name=None if method_name is None else METHODS.canonical(method_name),
+        adjacency=None if adjacency is None else _path(adjacency),
+        model_run=None if model is None else str(model),
+        calibration=CALIBRATIONS.canonical(calibration),
+        union=options.get("union"),
+        run_dir=options.get("run"),
+        l_epochs=int(options.get("l_epochs", 20)),
+        device=options.get("device"),
+        seed=int(options.get("seed", 0)),
     )
-    if options.get("write_back"):
-        from pipeline.writeback import write_back_file
-
-        report["written_back"] = write_back_file(report["path"], options.get("store"))
+    how = AnswerOptions(
+        out_dir=None if out is None else str(out),
+        valid_queries=None if valid is None else _path(valid),
+        train_queries=None if train_set is None else _path(train_set),
+        allow_split_mismatch=bool(options.get("allow_split_mismatch", False)),
+        explain=int(options.get("explain", 0)),
+        write_back=bool(options.get("write_back")),
+        store=options.get("store"),
+        progress=bool(options.get("progress", True)),
+    )
+    report = dict(answer_queries(_path(queries), method, how))
     read = read_answers(report["path"])
     frame = read.frame.copy()
-    if "entity_name" in frame:
-        frame["name"] = frame["entity_name"]
+    if col.ENTITY_NAME in frame:
+        frame["name"] = frame[col.ENTITY_NAME]
     else:
         names = load(read.meta["dataset"]).entities["name"].to_numpy()
-        frame["name"] = names[frame["entity"].to_numpy()]
-    return Answers(Path(report["path"]), read.method, frame, report)
+        frame["name"] = names[frame[col.ENTITY].to_numpy()]
+    return Answers(Path(report["path"]), read.label, frame, report)
 
 
 @_one_line

@@ -207,16 +207,22 @@ class QuerySet:
 
 @dataclass(frozen=True)
 class Answers:
-    """An answers file: ``path``, ``method`` (its row name in the tables), ``frame`` (the file's rows, see
-    :mod:`pipeline.formats.answers`, plus ``name``, each entity's name) and ``report`` (what ``pipeline
-    answer --json`` prints).
+    """An answers file: ``path``, ``label`` (the method's row name in the tables), ``frame`` (the file's
+    rows, see :mod:`pipeline.formats.answers`, plus ``name``, each entity's name) and ``report`` (what
+    ``pipeline answer --json`` prints); ``name`` is the method's registry name (``src``, ``cone_ne``...).
 
     >>> import dataclasses, pipeline as pl
     >>> [f.name for f in dataclasses.fields(pl.Answers)]
-    ['path', 'method', 'frame', 'report']
+    ['path', 'label', 'frame', 'report']
     """
 
     path: Path
-    method: str
+    label: str
     frame: pd.DataFrame = field(repr=False)
     report: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str | None:
+        """The method's registry name (``pipeline answer --method NAME``)."""
+        name = self.report.get("method_name")
+        return None if name is None else str(name)

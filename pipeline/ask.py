@@ -22,7 +22,7 @@ class Ranking:
     rows: list[dict]
     n_answers: int  # before the top-k cut
     approximate: bool
-    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.explanations)
+    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.witness_records)
     empty_reason: str | None = None  # without answers: one line saying why (pipeline.engine.empty)
 
 
@@ -76,12 +76,12 @@ def ask(
     ]
     witnesses = None
     if explain:
-        from pipeline.engine.explain import explain as explain_answers
-        from pipeline.explanations import OBSERVED, PREDICTED, witness_record
+        from pipeline.engine.witness import find_witnesses
+        from pipeline.witness_records import OBSERVED, PREDICTED, witness_record
 
         found = OBSERVED if graph is not None else PREDICTED
         shown = rows if explain is True else rows[: int(explain)]
-        ws = explain_answers(query, adj, [r["eid"] for r in shown], cycle_cap)
+        ws = find_witnesses(query, adj, [r["eid"] for r in shown], cycle_cap)
         capped = bool(res.approximate[0])
         # the utility shown is the answer's (as ranked), the witness may reach more under a cycle cap
         witnesses = [

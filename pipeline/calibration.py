@@ -63,11 +63,11 @@ DELTA_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
 # Bumped whenever L's training changes what it learns, so saved calibrations of older code are never reused.
 L_VERSION = 2
 
-# (queries, graph) -> (B, n_entities) utilities; the engine's evaluate_batch.
+# (queries, graph) -> (B, n_entities) utilities; the engine's search_batch.
 Evaluator = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
 
 
-def method_name(calibration: str) -> str:
+def method_label(calibration: str) -> str:
     """The table name of a calibration: none -> SRC, D -> SRC(D), ..."""
     return CALIBRATIONS[calibration].label
 
@@ -427,7 +427,7 @@ def fit_affine(
     """Train L on train_queries (alphas set to 0) against their true utilities on the truth graph.
 
     adj: the engine's index of the exported neural adjacency (predicted confidences); truth: the observed
-    train graph (GraphTensors or Adjacency); evaluate: the engine's evaluate_batch. valid_score(adjacency)
+    train graph (GraphTensors or Adjacency); evaluate: the engine's search_batch. valid_score(adjacency)
     -> higher is better, computed after every epoch; the best epoch (epoch 0 = identity) is kept.
     Shapes the engine cannot differentiate through are left out and named in the history.
     Returns the calibration and the history {epochs: {n: {loss, valid}}, shapes_used, shapes_skipped}."""
@@ -559,3 +559,105 @@ def load_affine(
         raise ArtifactError(f"{f}: not a readable calibration ({type(exc).__name__}: {str(exc)[:120]})") from None
     calib.load_state_dict(checksums.verify_object(state, f))
     return calib.to(device)
+
+
+# ------------------------------------------------------------------------- fitting for a method (SRC)
+# These take the selection score as an argument (``score(method) -> float``: the valid score of a built
+# method, made by the answering stage), so calibration never imports the stage that answers with it.
+# ``method`` is SRC's dataclass (adjacency, manifest, calibration, delta, info, with_delta), read by
+# duck typing: calibration imports no method either.
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitSettings:
+    """What fitting L / choosing delta reads besides the method: run_path (the backbone's run, L's
+    features), calib_dir (where fits are saved; None: not saved), key_parts (the content key's inputs so
+    far: model hash, threshold, valid checksum), device, seed, l_epochs, progress, kg (the loaded data set
+    whose train graph gives L its targets; None: loaded by name)."""
+
+    run_path: Path
+    calib_dir: Path | None
+    key_parts: dict[str, Any]
+    device: str = "cpu"
+    seed: int = 0
+    l_epochs: int = 20
+    progress: bool = True
+    kg: Any = None
+
+
+def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | None, fit: FitSettings) -> Any:
+    """Apply calibration L to the method's adjacency: a saved fit with the same key, else a new fit on the
+    ``train`` query set, selected by ``score`` on the valid queries (max over the delta grid under D+L).
+    Returns the method with the calibrated adjacency and L's key/dir/run in its info."""
+    from pipeline.engine import as_adjacency, search_batch
+    from pipeline.formats.queryset import checksum
+    from pipeline.models import load_run
+    from pipeline.provenance import stable_key
+
+    run_path, calib_dir = fit.run_path, fit.calib_dir
+    assert calib_dir is not None
+    if not (run_path / "config.json").exists():
+        raise PipelineError(f"calibration L needs the backbone's run directory; {run_path} is not one (use --run)")
+    model = load_run(run_path, device=fit.device)
+    if model.content_hash() != method.manifest["model_hash"]:
+        raise ArtifactError(
+            f"{run_path}: its model is not the one exported to {method.manifest['path']} (content hash differs)"
+        )
+    lcfg = LConfig(epochs=fit.l_epochs, seed=fit.seed)
+    uses_delta = CALIBRATIONS[method.calibration].uses_delta
+    # L alone is selected on the valid score at delta 0; under D+L on the best valid score over the delta
+    # grid (L and delta are chosen together: an L that lowers confidences is only useful with a delta that
+    # lowers the thresholds with them). Two selections, two saved calibrations.
+    fit.key_parts.update(
+        train=checksum(train.frame),
+        l_config=lcfg.__dict__,
+        l_select="max-over-delta-grid" if uses_delta else "delta-0",
+        l_version=L_VERSION,
+    )
+    l_key = stable_key(**fit.key_parts)
+    adj = method.adjacency
+    tables = feature_tables(model, adj.device)
+    calib = load_affine(calib_dir / f"L-{l_key}", tables[0].shape[1], tables[1].shape[1], adj.device)
+    if calib is None:
+        from loaders import load
+        from pipeline.kg import observed_graph
+
+        kg = fit.kg if fit.kg is not None else load(method.dataset)
+        truth = as_adjacency(observed_graph(kg, "train", device=fit.device))
+        deltas = DELTA_GRID if uses_delta else (0.0,)
+
+        def valid_score(a: Any) -> float:
+            assert score is not None
+            trial = replace(method, adjacency=a, delta=0.0, info={})
+            return max(score(trial.with_delta(d)) for d in deltas)
+
+        calib, history = fit_affine(
+            model, adj, train.queries(), truth, search_batch, valid_score if score is not None else None, lcfg,
+            fit.progress,
+        )
+        save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": fit.key_parts, "history": history})
+    with torch.no_grad():
+        adj = calibrated_adjacency(adj, calib, tables)
+    info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}"), "l_run": str(run_path)}
+    return replace(method, adjacency=adj, info=info)
+
+
+def choose_saved_delta(method: Any, score: Callable[[Any], float], fit: FitSettings) -> Any:
+    """Calibration D: the method with the delta of the grid whose ``score`` (on the valid queries) is best,
+    saved under ``fit.calib_dir`` and reused by content key."""
+    import json
+
+    from pipeline.provenance import stable_key
+
+    d_key = stable_key(**{**fit.key_parts, "l_key": method.info.get("l_key"), "grid": DELTA_GRID})
+    d_file = fit.calib_dir / f"D-{d_key}.json" if fit.calib_dir is not None else None
+    if d_file is not None and d_file.exists():
+        try:
+            delta = float(json.loads(d_file.read_text())["delta"])
+        except (ValueError, KeyError) as exc:
+            raise ArtifactError(f"{d_file}: unreadable saved delta ({exc}); delete it to choose again") from None
+    else:
+        delta, scores = choose_delta(lambda d: score(method.with_delta(d)), progress=fit.progress)
+        if d_file is not None:
+            atomic.write_json(d_file, {"delta": delta, "scores": scores, "inputs": fit.key_parts})
+    return method.with_delta(delta)

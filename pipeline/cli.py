@@ -106,9 +106,9 @@ def _registry(kind: str) -> Any:
 # ls KIND -> (module, registry attribute); every registry is a pipeline.registry.Registry
 REGISTRIES = {
     "datasets": ("loaders", "REGISTRY"),
-    "models": ("pipeline.models.registry", "MODELS"),
+    "models": ("pipeline.models.registry", "BACKBONES"),
     "methods": ("pipeline.methods", "METHODS"),
-    "baselines": ("pipeline.baselines", "MODELS"),
+    "baselines": ("pipeline.baselines", "QE_MODELS"),
     "calibrations": ("pipeline.calibration", "CALIBRATIONS"),
     "query-types": ("pipeline.query.types", "QUERY_TYPES"),
     "metrics": ("pipeline.metrics", "METRICS"),
@@ -433,7 +433,7 @@ def query_cmd(
         click.echo(ans.empty_reason)
         return
     if explain:
-        from pipeline.explanations import witness_lines
+        from pipeline.witness_records import witness_lines
 
         for i, rec in enumerate(ans.witnesses or []):
             click.echo("\n".join(witness_lines(i + 1, rec)))
@@ -649,8 +649,8 @@ def sample_cmd(dataset: str, out_dir: str, types: str | None, per_type: int | No
     from pipeline.sampling.run import sample_dataset
 
     names = [t.strip() for t in types.split(",") if t.strip()] if types else None
-    res = sample_dataset(dataset, out_dir, split, names, per_type, alpha, beta, seed, store_uri, source,
-                         browse=not no_browse)
+    res = sample_dataset(dataset, out_dir, split=split, types=names, per_type=per_type, alpha=alpha, beta=beta,
+                         seed=seed, store_uri=store_uri, source=source, browse=not no_browse)
     if as_json:
         echo_json(res)
         return
@@ -724,30 +724,29 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
-    from pipeline.api import answer_report
+    from dataclasses import replace
+
+    from pipeline.answer import AnswerOptions, answer_queries
     from pipeline.atomic import check_folder
     from pipeline.executors import make_executor
+    from pipeline.methods import MethodOptions
 
     check_folder(out_dir, "--out")  # refused before any fitting starts
+    method = MethodOptions(name=method_name, adjacency=adjacency, model_run=model_run, calibration=calibration,
+                           union=union, run_dir=run_dir, l_epochs=l_epochs, device=device, seed=seed)
+    how = AnswerOptions(out_dir=out_dir, valid_queries=valid_queries, train_queries=train_queries,
+                        allow_split_mismatch=allow_split_mismatch, explain=explain_k, write_back=write_back,
+                        store=store_uri, progress=not as_json)
     if from_store:
-        _answer_from_store(queries, method_name, adjacency, set_name, store_uri, out_dir, write_back, explain_k,
-                           as_json, calibration=calibration, valid_queries=valid_queries, train_queries=train_queries,
-                           run_dir=run_dir, device=device, seed=seed, l_epochs=l_epochs, progress=not as_json,
-                           allow_split_mismatch=allow_split_mismatch)
+        _answer_from_store(queries, set_name, method, how, as_json)
         return
     if queries is None:
         raise PipelineError("give a QUERIES file, or --from-store to answer the (:Query) nodes of the graph store")
     if set_name is not None:
         raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
     with make_executor(executor_name, address, workers) as executor:
-        report = answer_report(queries, method_name, adjacency, model_run, calibration, out_dir, valid_queries,
-                               train_queries, allow_split_mismatch, run_dir, l_epochs, device, seed, explain_k,
-                               executor, union, progress=not as_json)
+        report = answer_queries(queries, method, replace(how, executor=executor))
     valid = valid_queries
-    if write_back:
-        from pipeline.writeback import write_back_file
-
-        report["written_back"] = write_back_file(report["path"], store_uri)
     if as_json:
         echo_json(report)
         return
@@ -768,18 +767,14 @@ def _report_written(report: dict[str, Any], explain_k: int) -> None:
         click.echo(f"witnesses of the top {explain_k} answers: {report['witnesses']}")
 
 
-def _answer_from_store(queries: str | None, method_name: str | None, adjacency: str | None, set_name: str | None,
-                       store_uri: str | None, out_dir: str | None, write_back: bool, explain_k: int, as_json: bool,
-                       **answer: Any) -> None:
-    """`answer --from-store`: SRC over the (:Query) nodes of a set; texts that do not parse are reported
-    one line each (and marked on their nodes), the others answered."""
+def _answer_from_store(queries: str | None, set_name: str | None, method: Any, how: Any, as_json: bool) -> None:
+    """`answer --from-store`: the (:Query) nodes of a set, answered by the answering stage; texts that do
+    not parse are reported one line each (and marked on their nodes), the others answered."""
     from pipeline.stored_queries import TYPED_SET, answer_from_store
 
     if queries is not None:
         raise PipelineError(f"--from-store answers the queries of the store; drop the QUERIES file {queries}")
-    if method_name not in (None, "src") or adjacency is None:
-        raise PipelineError("--from-store answers with SRC over an export: give --adjacency DIR")
-    report = answer_from_store(adjacency, set_name or TYPED_SET, store_uri, out_dir, write_back, explain_k, **answer)
+    report = answer_from_store(set_name or TYPED_SET, method, how)
     if as_json:
         echo_json(report)
         return
@@ -791,7 +786,7 @@ def _answer_from_store(queries: str | None, method_name: str | None, adjacency: 
     n_ok = sum(t["queries"] for t in report["throughput"].values())
     click.echo(f"{report['method']}: {n_ok} queries of set {report['set']} ({report['dataset']}) answered "
                f"in {report['seconds']:.1f} s, {len(report['errors'])} not parsed; answers in {report['path']}")
-    _report_written(report, explain_k)
+    _report_written(report, how.explain)
 
 
 @cli.command("browse")
@@ -916,8 +911,9 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type, None, threshold, seed, store_uri, docs_dir,
-                        log=lambda m: click.echo(m, err=True), progress=not as_json)
+                        runs[0].partition("=")[2], per_type=per_type, threshold=threshold, seed=seed,
+                        store_uri=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
+                        progress=not as_json)
         if as_json:
             echo_json(doc)
         else:
@@ -1111,7 +1107,8 @@ def synth_cmd(name: str, entities: int, relations: int, facts: int, like: str, s
     it as the user data set NAME through `pipeline ingest NAME --from FILE`."""
     from pipeline.synth import synth_dataset
 
-    rep = synth_dataset(name, entities, relations, facts, seed, like, out, split, store_uri, progress=not as_json)
+    rep = synth_dataset(name, entities, relations, facts, seed=seed, like=like, out=out, split=split,
+                        store_uri=store_uri, progress=not as_json)
     if as_json:
         echo_json(rep)
         return

@@ -21,6 +21,7 @@ import pandas as pd
 from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS
 from pipeline.errors import PipelineError
+from pipeline.formats import answers as col
 from pipeline.formats.answers import find_answer_files, read_answers
 from pipeline.metrics import METRICS, Ranked, chance, metric_columns
 from pipeline.provenance import provenance
@@ -51,23 +52,23 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
     """(query ids, types, one :class:`Ranked` per query) of an answers frame (columns query_id, type,
     utility, rank, rank_first, ties, truth_utility, truth_rank; see pipeline.formats.answers), queries
     sorted by id; a query without ground-truth answers gets an empty Ranked."""
-    queries = frame[["query_id", "type"]].drop_duplicates("query_id").sort_values("query_id")
-    truth = frame[frame["truth_rank"] > 0].sort_values(["query_id", "truth_rank"])
-    ids = truth["query_id"].to_numpy()
+    queries = frame[[col.QUERY_ID, col.TYPE]].drop_duplicates(col.QUERY_ID).sort_values(col.QUERY_ID)
+    truth = frame[frame[col.TRUTH_RANK] > 0].sort_values([col.QUERY_ID, col.TRUTH_RANK])
+    ids = truth[col.QUERY_ID].to_numpy()
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
     cols = {
         c: np.split(truth[c].to_numpy(dt), starts[1:]) if len(ids) else []
-        for c, dt in (("truth_utility", np.float64), ("utility", np.float64), ("rank_first", np.int64),
-                      ("ties", np.int64), ("rank", np.int64))
+        for c, dt in ((col.TRUTH_UTILITY, np.float64), (col.UTILITY, np.float64), (col.RANK_FIRST, np.int64),
+                      (col.TIES, np.int64), (col.RANK, np.int64))
     }
     by_query = {
-        qid: Ranked(cols["truth_utility"][i], cols["utility"][i], cols["rank_first"][i], cols["ties"][i],
-                    cols["rank"][i])
+        qid: Ranked(cols[col.TRUTH_UTILITY][i], cols[col.UTILITY][i], cols[col.RANK_FIRST][i], cols[col.TIES][i],
+                    cols[col.RANK][i])
         for i, qid in enumerate(ids[starts])
     } if len(ids) else {}
     empty = Ranked(*(np.zeros(0),) * 2, *(np.zeros(0, dtype=np.int64),) * 3)
-    per = [by_query.get(qid, empty) for qid in queries["query_id"]]
-    return queries["query_id"].to_numpy(), queries["type"].to_numpy(), per
+    per = [by_query.get(qid, empty) for qid in queries[col.QUERY_ID]]
+    return queries[col.QUERY_ID].to_numpy(), queries[col.TYPE].to_numpy(), per
 
 
 def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | None = None) -> pd.DataFrame:
@@ -199,7 +200,7 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
     per_query = query_metrics(ans.frame, paper=True, n_entities=int(n_entities) if n_entities else None)
     return {
         "dataset": ans.meta["dataset"],
-        "method": ans.method,
+        "method": ans.label,
         "file": str(path),
         "query_set": ans.meta.get("query_set"),
         "counts": query_counts(per_query),

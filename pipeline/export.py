@@ -64,6 +64,7 @@ def export_adjacency(
     run_dir: str | Path,
     threshold: float = 0.1,
     out: str | Path | None = None,
+    *,
     device: str | None = None,
     progress: bool = True,
     block_rows: int | None = None,

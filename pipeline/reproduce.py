@@ -233,16 +233,14 @@ def answer_stage(
     uses_l = CALIBRATIONS[calibration].uses_l
 
     def run() -> dict[str, Any]:
-        from pipeline.answer import run_answer
-        from pipeline.formats.queryset import read_query_set
-        from pipeline.methods import SRC
+        from pipeline.answer import AnswerOptions, answer_queries
+        from pipeline.methods import MethodOptions
 
-        test, valid, train = (read_query_set(sets[s]) for s in ("test", "valid", "train"))
-        method = SRC.build(
-            export["path"], cfg.dataset, calibration, valid, train, run_dir, cfg.device, cfg.seed, cfg.l_epochs,
-            progress=ctx.progress, kg=ctx.kg,
-        )
-        rep = run_answer(test, method, ctx.out / "answers", {"valid": valid, "train": train}, progress=ctx.progress)
+        method = MethodOptions(name="src", adjacency=export["path"], calibration=calibration, run_dir=run_dir,
+                               device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg)
+        how = AnswerOptions(out_dir=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
+                            progress=ctx.progress)
+        rep = answer_queries(sets["test"], method, how)
         return {
             "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
             "delta": rep.get("delta"), "_paths": [rep["path"]],

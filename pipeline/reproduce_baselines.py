@@ -185,12 +185,11 @@ def answer_qe_stage(ctx: Any, model: str, run_dir: Path, test: str) -> str:
     """The test queries answered by the trained baseline; the answers file's path."""
 
     def run() -> dict[str, Any]:
-        from pipeline.answer import run_answer
-        from pipeline.formats.queryset import read_query_set
-        from pipeline.methods import METHODS
+        from pipeline.answer import AnswerOptions, answer_queries
+        from pipeline.methods import MethodOptions
 
-        method = METHODS[model].build(run_dir, ctx.cfg.device)
-        rep = run_answer(read_query_set(test), method, ctx.out / "answers", progress=ctx.progress)
+        method = MethodOptions(name=model, model_run=run_dir, device=ctx.cfg.device)
+        rep = answer_queries(test, method, AnswerOptions(out_dir=ctx.out / "answers", progress=ctx.progress))
         return {
             "path": rep["path"],
             "seconds": rep["seconds"],

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline import config
 from pipeline.errors import PipelineError
@@ -23,6 +23,10 @@ from pipeline.query import Vocabulary, parse, to_text
 from pipeline.query.types import type_of
 from pipeline.store.lock import dataset_lock
 from pipeline.writeback import check_set_version, dataset_version, store_vocabulary
+
+if TYPE_CHECKING:
+    from pipeline.answer import AnswerOptions
+    from pipeline.methods import MethodOptions
 
 TYPED_SET = "typed"  # the set of queries a person created in the store with only a text
 CUSTOM_TYPE = "custom"  # a typed query whose shape is none of the 12 types
@@ -121,40 +125,24 @@ def read_stored_queries(
     return StoredQueries(dataset, set_name, path, errors, adopted)
 
 
-def answer_from_store(
-    adjacency: str | Path,
-    set_name: str = TYPED_SET,
-    store_uri: str | None = None,
-    out_dir: str | Path | None = None,
-    write_back: bool = False,
-    explain: int = 0,
-    **answer: Any,
-) -> dict[str, Any]:
-    """`pipeline answer --from-store`: answer a set of (:Query) nodes over an export with SRC (answer:
-    the other keywords of pipeline.methods.src.answer_src) and, with write_back, write the answers (and
-    the top-``explain`` witnesses) to the same nodes. Returns the answer report plus {set, queries_file,
-    errors: [{qid, text, error}], written_back?}; report["path"] is None when no text parsed."""
+def answer_from_store(set_name: str, method: MethodOptions, options: AnswerOptions) -> dict[str, Any]:
+    """`pipeline answer --from-store`: answer a set of (:Query) nodes through the answering stage
+    (:func:`pipeline.answer.answer_queries`, with ``method`` and ``options``; a method that answers queries
+    of any shape, over an export) and, with options.write_back, write the answers (and the top-``explain``
+    witnesses) to the same nodes. Returns the answer report plus {set, queries_file, errors: [{qid, text,
+    error}]}; report["path"] is None when no text parsed."""
+    from pipeline.answer import answer_queries, check_method_options, method_class
     from pipeline.formats.adjacency import read_manifest
     from pipeline.store import open_store
 
-    dataset = str(read_manifest(Path(adjacency))["dataset"])
-    with open_store(store_uri) as store:
-        stored = read_stored_queries(store, dataset, set_name, out_dir)
+    check_method_options(method_class(method), method, options.explain, any_shape=True)
+    dataset = str(read_manifest(Path(str(method.adjacency)))["dataset"])
+    with open_store(options.store) as store:
+        stored = read_stored_queries(store, dataset, set_name, options.out_dir)
     errors = [{"qid": q, "text": t, "error": e} for q, t, e in stored.errors]
     base = {"set": set_name, "dataset": dataset, "queries_file": str(stored.path) if stored.path else None,
             "adopted": stored.adopted, "errors": errors}
     if stored.path is None:
         return {**base, "path": None, "method": None, "seconds": 0.0, "throughput": {}}
-    from pipeline.methods.src import answer_src
-
-    report = answer_src(stored.path, adjacency, out_dir=out_dir, explain=explain, **answer)
-    if write_back:
-        from pipeline.formats.answers import read_answers
-        from pipeline.formats.witnesses import read_witnesses
-        from pipeline.writeback import write_back_to
-
-        witnesses = read_witnesses(report["witnesses"])[0] if report.get("witnesses") else None
-        report["written_back"] = write_back_to(
-            store_uri, read_answers(report["path"]), stored.query_set(), witnesses=witnesses, query_nodes=False
-        )
-    return {**report, **base}
+    # the query set file names its store set, so the write-back addresses the nodes it came from
+    return {**answer_queries(stored.path, method, options), **base}

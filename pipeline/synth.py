@@ -130,6 +130,7 @@ def synth_dataset(
     n_entities: int,
     n_relations: int,
     n_facts: int,
+    *,
     seed: int = 0,
     like: str = "ppi5k",
     out: str | Path | None = None,

@@ -28,6 +28,7 @@ def ingest_user(
     from_path: str | None,
     from_store: str | None,
     store_uri: str | None,
+    *,
     split: str = "0.8,0.1,0.1",
     seed: int = 0,
     columns: str | None = None,

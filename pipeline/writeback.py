@@ -46,6 +46,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.errors import ArtifactError, PipelineError
+from pipeline.formats import answers as col
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.query import Vocabulary, to_text
 from pipeline.store.lock import dataset_lock
@@ -175,16 +176,12 @@ def committed_generation(store: Any, dataset: str, set_name: str, method: str) -
 
 def top_answer_rows(frame: pd.DataFrame, top: int = TOP) -> list[dict[str, Any]]:
     """One row per (query, answer) with rank <= top and a finite utility: qid, eid, rank, utility, truth_utility."""
-    keep = frame[(frame["rank"] <= top) & frame["utility"].map(math.isfinite)].sort_values(["query_id", "rank"])
+    keep = frame[(frame[col.RANK] <= top) & frame[col.UTILITY].map(math.isfinite)].sort_values([col.QUERY_ID, col.RANK])
     return [
-        {
-            "qid": str(r.query_id),
-            "eid": int(r.entity),
-            "rank": int(r.rank),
-            "utility": _float(r.utility),
-            "truth_utility": _float(r.truth_utility),
-        }
-        for r in keep.itertuples(index=False)
+        {"qid": str(q), "eid": int(e), "rank": int(k), "utility": _float(u), "truth_utility": _float(t)}
+        for q, e, k, u, t in zip(
+            keep[col.QUERY_ID], keep[col.ENTITY], keep[col.RANK], keep[col.UTILITY], keep[col.TRUTH_UTILITY], strict=True
+        )
     ]
 
 
@@ -231,7 +228,7 @@ def check_witnesses(witnesses: pd.DataFrame, answers: pd.DataFrame, where: str) 
     """Witnesses must explain these answers: each (query, rank) names the file's entity and utility
     (to 1e-6); a witnesses file left from another answers run is refused, never written back."""
     explained = witnesses.drop_duplicates(["query_id", "rank"])[["query_id", "rank", "entity", "entity_name", "utility"]]
-    both = explained.merge(answers[["query_id", "rank", "entity", "utility"]], on=["query_id", "rank"], how="left",
+    both = explained.merge(answers[[col.QUERY_ID, col.RANK, col.ENTITY, col.UTILITY]], on=["query_id", "rank"], how="left",
                            suffixes=("", "_file"))
     missing = both[both["entity_file"].isna()]
     if len(missing):
@@ -265,7 +262,7 @@ def write_back(
     dataset = answers.meta["dataset"]
     if query_set.meta.get("dataset") != dataset:
         raise PipelineError(f"answers of '{dataset}' but the query set is of '{query_set.meta.get('dataset')}'")
-    params = {"dataset": dataset, "set": set_id(query_set), "method": answers.method}
+    params = {"dataset": dataset, "set": set_id(query_set), "method": answers.label}
     rows = top_answer_rows(answers.frame, top)
     explained = witnesses if isinstance(witnesses, list) else witness_rows(witnesses, top) if witnesses is not None else []
     # one writer of the data set's part of the graph at a time. All or nothing as readers see it (FalkorDB
@@ -274,13 +271,13 @@ def write_back(
     # any moment before leaves the previous write-back, after it the new one. Leftovers of an earlier,
     # killed write-back are removed first, the replaced generation last.
     generation = new_generation()
-    with store.lock(dataset_lock(dataset), purpose=f"write back {answers.method} of {set_id(query_set)}"):
+    with store.lock(dataset_lock(dataset), purpose=f"write back {answers.label} of {set_id(query_set)}"):
         version = dataset_version(store, dataset)
         fix = (f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`) and answer it, "
                "or ingest the version it was made from")
         check_version(query_set.meta.get("dataset_version"), version, f"the query set {query_set.path}", dataset, fix)
         check_set_version(store, dataset, params["set"], version, fix)
-        _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.method))
+        _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.label))
         if query_nodes:
             write_queries(store, query_set, generation)
         step = {**params, "generation": generation}

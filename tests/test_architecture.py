@@ -97,3 +97,43 @@ def test_only_the_store_knows_its_backends() -> None:
                 ):
                     bad.append(f"{where} tests a store class")
     assert bad == [], "\n".join(bad)
+
+
+def test_methods_never_call_back_into_the_answering_stage() -> None:
+    """One door per job: the answering stage calls methods, never the reverse; calibration takes the
+    selection score it needs as an argument (so it imports neither the stage nor a method)."""
+    mods = _modules()
+    for m, deps in mods.items():
+        owners = {_owner(d, mods) for d in deps}
+        if m.startswith("pipeline.methods"):
+            assert "pipeline.answer" not in owners, f"{m} imports the answering stage"
+        if m == "pipeline.calibration":
+            bad = {o for o in owners if o == "pipeline.answer" or o.startswith("pipeline.methods")}
+            assert not bad, f"{m} imports {sorted(bad)}"
+
+
+def test_one_answering_entry() -> None:
+    """The callers of the answering stage use its one entry (answer_queries), none rebuilds it."""
+    callers = ["pipeline/api.py", "pipeline/cli.py", "pipeline/reproduce.py", "pipeline/reproduce_baselines.py",
+               "pipeline/stored_queries.py", "pipeline/studies/soft_requirements.py"]
+    for rel in callers:
+        text = (ROOT / rel).read_text()
+        assert "answer_queries" in text, f"{rel} does not call pipeline.answer.answer_queries"
+        for rebuilt in ("run_answer(", "SRC.build(", ".from_options(", "explain_answers_file(", "write_back_file("):
+            assert rebuilt not in text, f"{rel} rebuilds the answering stage ({rebuilt.rstrip('(')})"
+
+
+def test_the_answers_columns_are_named_once() -> None:
+    """The answers file's columns are spelled in its format module only; readers use its constants."""
+    import re
+
+    from pipeline.formats import answers
+
+    owner = ROOT / "pipeline" / "formats" / "answers.py"
+    names = (answers.TRUTH_RANK, answers.RANK_FIRST, answers.TIES)
+    pat = re.compile("|".join(rf"[\"']{n}[\"']" for n in names))
+    readers = [p for p in (ROOT / "pipeline").rglob("*.py") if p != owner and "formats.answers" in p.read_text()]
+    assert readers, "no reader of the answers file found"
+    for p in readers:
+        hits = {m.group(0) for m in pat.finditer(p.read_text())}
+        assert not hits, f"{p.relative_to(ROOT)} spells answers columns {sorted(hits)}: use pipeline.formats.answers'"

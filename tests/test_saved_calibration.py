@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.calibration import lower_alphas
-from pipeline.engine import Adjacency, evaluate
+from pipeline.engine import Adjacency, search_query
 from pipeline.errors import PipelineError
 from pipeline.query import parse
 from pipeline.saved_calibration import apply_saved
@@ -24,8 +24,8 @@ def test_saved_delta_lowers_alphas(tmp_path: Path) -> None:
     assert saved.delta == 0.35 and saved.label == "D (delta 0.35)" and saved.adjacency is adj
     q = parse("#0(#0, ?y, 0.5)")
     # 0.3 fails alpha 0.5 but passes 0.5 - 0.35 = 0.15: entity 1 becomes an answer only with D
-    assert evaluate(q, adj)[1] == float("-inf")
-    assert float(evaluate(lower_alphas(q, saved.delta), saved.adjacency)[1]) == pytest.approx(0.3)
+    assert search_query(q, adj)[1] == float("-inf")
+    assert float(search_query(lower_alphas(q, saved.delta), saved.adjacency)[1]) == pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("name,content,message", [

@@ -5,6 +5,6 @@ models (torch modules), losses, training (resumable trainer over query sets), ru
 the answering method is pipeline.methods.qe (answers in the same format as SRC).
 """
 
-from pipeline.baselines.models import MODELS, get_qe_model_class
+from pipeline.baselines.models import QE_MODELS, get_qe_model_class
 
-__all__ = ["MODELS", "get_qe_model_class"]
+__all__ = ["QE_MODELS", "get_qe_model_class"]

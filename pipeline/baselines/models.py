@@ -173,7 +173,7 @@ def _blocked(
     return out
 
 
-class LogicENE(QueryEmbeddingModel):
+class LogicENEModel(QueryEmbeddingModel):
     """LogicE+NE: truth vectors in [0, 1]^d, t-norm intersection, 1 - x negation, DNF (or t-conorm) union."""
 
     name = "logice_ne"
@@ -237,7 +237,7 @@ class LogicENE(QueryEmbeddingModel):
         )
 
 
-class ConENE(QueryEmbeddingModel):
+class ConENEModel(QueryEmbeddingModel):
     """ConE+NE: sector cones (axis, half-aperture) per dimension; DNF union (max over conjunctions)."""
 
     name = "cone_ne"
@@ -315,9 +315,9 @@ class ConENE(QueryEmbeddingModel):
         )
 
 
-MODELS: Registry[type[QueryEmbeddingModel]] = Registry(
+QE_MODELS: Registry[type[QueryEmbeddingModel]] = Registry(
     "query-embedding model",
-    (LogicENE, ConENE),
+    (LogicENEModel, ConENEModel),
     row=lambda cls: {
         "name": cls.name,
         "method": cls.method,
@@ -328,4 +328,4 @@ MODELS: Registry[type[QueryEmbeddingModel]] = Registry(
 
 def get_qe_model_class(name: str) -> type[QueryEmbeddingModel]:
     """The model class registered under name (logice_ne | cone_ne); UnknownNameError otherwise."""
-    return MODELS.get(name)
+    return QE_MODELS.get(name)

@@ -1,4 +1,4 @@
-"""SRC evaluation (design section 2): utility vectors of soft queries on one graph, exactly.
+"""SRC's max-plus search (design section 2): utility vectors of soft queries on one graph, exactly.
 
 A conjunction is planned from its query graph: constant atoms become scalars, anchor atoms and self-loops
 fold into their variable's state, multi-edges are summed, and each tree component is eliminated leaf by
@@ -37,7 +37,7 @@ MAX_BATCH = 256  # conjunctions per batched computation: bounds memory at a few 
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class SearchResult:
     """utility: (B, N) float32, -inf = the query fails for that entity; approximate: (B,) bool, True where
     a cycle cap skipped candidates (the utility is then a lower bound)."""
 
@@ -45,12 +45,12 @@ class Evaluation:
     approximate: torch.Tensor
 
 
-def evaluate(query: Query, graph: GraphTensors | Adjacency, cycle_cap: int | None = None) -> torch.Tensor:
+def search_query(query: Query, graph: GraphTensors | Adjacency, cycle_cap: int | None = None) -> torch.Tensor:
     """(n_entities,) float32 utility vector of query on graph (-inf = fails). Exact unless cycle_cap."""
     return solve([query], graph, cycle_cap).utility[0]
 
 
-def evaluate_batch(
+def search_batch(
     queries: Sequence[Query],
     graph: GraphTensors | Adjacency,
     cycle_cap: int | None = None,
@@ -65,7 +65,7 @@ def solve(
     graph: GraphTensors | Adjacency,
     cycle_cap: int | None = None,
     progress: bool = False,
-) -> Evaluation:
+) -> SearchResult:
     """Utilities and approximation flags of B queries. cycle_cap: at most this many candidates per
     enumerated cycle variable (None = all, exact)."""
     adj = as_adjacency(graph)
@@ -81,7 +81,7 @@ def solve(
     chunks = [items[i : i + MAX_BATCH] for items in groups.values() for i in range(0, len(items), MAX_BATCH)]
     graded: list[tuple[torch.Tensor, torch.Tensor]] = []  # (flat index, utilities) that carry a gradient
     written: set[int] = set()  # queries whose row of out holds a result already
-    for chunk in tqdm(chunks, desc="evaluate", unit="batch", disable=not progress, leave=False):
+    for chunk in tqdm(chunks, desc="search", unit="batch", disable=not progress, leave=False):
         qis = [qi for qi, _ in chunk]
         idx = torch.tensor(qis, device=adj.device)
         util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap)
@@ -95,7 +95,7 @@ def solve(
         flat = torch.cat([f for f, _ in graded])
         vals = torch.cat([u for _, u in graded])
         out = out.view(-1).scatter_reduce(0, flat, vals, reduce="amax", include_self=True).view(out.shape)
-    return Evaluation(out, approx > 0)
+    return SearchResult(out, approx > 0)
 
 
 def _max_into(out: torch.Tensor, qis: list[int], util: torch.Tensor, written: set[int]) -> None:

@@ -34,23 +34,36 @@ FORMAT = "soft-query-answers/2"
 OLD_FORMATS = ("soft-query-answers/1",)
 TOP_K = 100
 
+# The columns, named once: every reader (evaluate, writeback, explain, the API) uses these constants.
+QUERY_ID = "query_id"
+TYPE = "type"
+ENTITY = "entity"
+UTILITY = "utility"
+RANK = "rank"
+RANK_FIRST = "rank_first"
+TIES = "ties"
+TRUTH_UTILITY = "truth_utility"
+TRUTH_RANK = "truth_rank"
+QUERY_TEXT = "query"  # optional
+ENTITY_NAME = "entity_name"  # optional
+
 SCHEMA = pa.schema(
     [
-        ("query_id", pa.string()),
-        ("type", pa.string()),
-        ("entity", pa.int64()),
-        ("utility", pa.float32()),
-        ("rank", pa.int64()),
-        ("rank_first", pa.int64()),
-        ("ties", pa.int64()),
-        ("truth_utility", pa.float64()),
-        ("truth_rank", pa.int32()),
+        (QUERY_ID, pa.string()),
+        (TYPE, pa.string()),
+        (ENTITY, pa.int64()),
+        (UTILITY, pa.float32()),
+        (RANK, pa.int64()),
+        (RANK_FIRST, pa.int64()),
+        (TIES, pa.int64()),
+        (TRUTH_UTILITY, pa.float64()),
+        (TRUTH_RANK, pa.int32()),
     ]
 )
 REQUIRED_META = ("dataset", "method", "query_set")
 # Optional columns (issue 12): the query text with names and each entity's name; files without them read
 # as before, and a frame that has them keeps them when written.
-OPTIONAL = [("query", pa.string()), ("entity_name", pa.string())]
+OPTIONAL = [(QUERY_TEXT, pa.string()), (ENTITY_NAME, pa.string())]
 
 
 @dataclass
@@ -62,11 +75,17 @@ class Answers:
     path: Path | None = None
 
     @property
-    def method(self) -> str:
-        """The table key of this answer set, e.g. ``ukge_logi SRC(D+L)``."""
+    def label(self) -> str:
+        """The method's label, the table key of this answer set, e.g. ``ukge_logi SRC(D+L)``."""
         method, backbone = str(self.meta["method"]), self.meta.get("backbone")
         # files written before methods were labels carry the backbone apart
         return method if not backbone or method.startswith(f"{backbone} ") else f"{backbone} {method}"
+
+    @property
+    def name(self) -> str | None:
+        """The method's registry name (``src``, ``logice_ne``...); None in files written before it was kept."""
+        name = self.meta.get("method_name")
+        return None if name is None else str(name)
 
 
 # ----------------------------------------------------------------------------------------------- file I/O
@@ -159,14 +178,14 @@ def rows_from_utilities(
     ents = np.concatenate(ents_l)
     return pd.DataFrame(
         {
-            "query_id": np.repeat(np.asarray(query_ids, dtype=object), counts),
-            "type": np.repeat(np.asarray(types, dtype=object), counts),
-            "entity": ents,
-            "utility": u_cpu[row, ents].astype(np.float32),
-            "rank": r_cpu[row, ents].astype(np.int64),
-            "rank_first": f_cpu[row, ents].astype(np.int64),
-            "ties": t_cpu[row, ents].astype(np.int64),
-            "truth_utility": np.concatenate(util_l),
-            "truth_rank": np.concatenate(rank_l),
+            QUERY_ID: np.repeat(np.asarray(query_ids, dtype=object), counts),
+            TYPE: np.repeat(np.asarray(types, dtype=object), counts),
+            ENTITY: ents,
+            UTILITY: u_cpu[row, ents].astype(np.float32),
+            RANK: r_cpu[row, ents].astype(np.int64),
+            RANK_FIRST: f_cpu[row, ents].astype(np.int64),
+            TIES: t_cpu[row, ents].astype(np.int64),
+            TRUTH_UTILITY: np.concatenate(util_l),
+            TRUTH_RANK: np.concatenate(rank_l),
         }
     )

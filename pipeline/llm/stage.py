@@ -19,7 +19,7 @@ def _utility_fn(graph: Any, batch_size: int = 128):
     """queries -> (B, n_entities) float64 numpy utilities of the exact engine on graph (batched)."""
     import torch
 
-    from pipeline.engine import as_adjacency, evaluate_batch
+    from pipeline.engine import as_adjacency, search_batch
 
     adj = as_adjacency(graph)
 
@@ -27,7 +27,7 @@ def _utility_fn(graph: Any, batch_size: int = 128):
         parts = []
         with torch.no_grad():
             for s in range(0, len(queries), batch_size):
-                parts.append(evaluate_batch(queries[s : s + batch_size], adj).double().cpu().numpy())
+                parts.append(search_batch(queries[s : s + batch_size], adj).double().cpu().numpy())
         return np.concatenate(parts) if parts else np.zeros((0, adj.n_entities))
 
     return run

@@ -7,11 +7,24 @@
 
 from __future__ import annotations
 
-from pipeline.methods.base import Method
+from typing import Any
+
+from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.methods.qe import ConENE, LogicENE, QueryEmbedding
 from pipeline.methods.src import SRC
 from pipeline.registry import Registry
 
-METHODS: Registry[type[Method]] = Registry("method", (SRC, LogicENE, ConENE))
 
-__all__ = ["METHODS", "SRC", "ConENE", "LogicENE", "Method", "QueryEmbedding"]
+def _row(m: type[Method]) -> dict[str, Any]:
+    """`pipeline ls methods`: what each method is built from and which answer options it takes."""
+    caps = m.capabilities
+    takes = [opt for opt, ok in (("--calibration", caps.calibration), ("--explain", caps.explain),
+                                 ("--union", caps.union), ("--from-store", caps.any_shape)) if ok]
+    return {"name": m.name, "from": caps.source_flag, "options": " ".join(takes), "description": m.description}
+
+
+METHODS: Registry[type[Method]] = Registry("method", (SRC, LogicENE, ConENE), row=_row)
+
+__all__ = [
+    "METHODS", "SRC", "BuildInputs", "Capabilities", "ConENE", "LogicENE", "Method", "MethodOptions", "QueryEmbedding",
+]

@@ -3,31 +3,101 @@
 SRC over an export with a calibration (:mod:`pipeline.methods.src`) is one; a query-embedding baseline is
 another. ``pipeline answer``, ``pipeline evaluate``, ``pipeline reproduce`` and the results tables only see
 this interface, so a new method is one new module registered in :data:`pipeline.methods.METHODS`.
+
+How a method is built for the answering stage (:func:`pipeline.answer.answer_queries`) is declared here
+too: :class:`MethodOptions` (what the person chose), :class:`BuildInputs` (what the stage hands over: the
+valid/train query sets and the selection score calibration needs) and :class:`Capabilities` (which options
+a method accepts), so the stage checks every method's options the same way and never imports a method.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from pipeline.query.model import Query
 
+if TYPE_CHECKING:
+    from pipeline.formats.queryset import QuerySet
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a method accepts, declared on its class (the answering stage and the CLI read it).
+
+    source: the :class:`MethodOptions` field it is built from ("adjacency" or "model_run") and
+    source_flag the option naming it (e.g. "--adjacency DIR"); calibration: it takes none|D|L|D+L;
+    explain: it writes witnesses (``--explain K``); union: its disjunctions can be answered another way
+    (``--union``); any_shape: it answers queries of any shape (the typed queries of ``--from-store``), not
+    only the registered query types."""
+
+    source: str
+    source_flag: str
+    calibration: bool = False
+    explain: bool = False
+    union: bool = False
+    any_shape: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodOptions:
+    """Which method ``pipeline answer`` builds and from what (each method reads the fields it declares in
+    its :class:`Capabilities`). name: the registry key (None: ``src``, or the baseline that trained
+    ``model_run``); adjacency: an export (SRC); model_run: a ``train-qe`` run (baselines); calibration,
+    run_dir (the backbone's run, for L), l_epochs, seed: SRC's calibration; union: the baselines'
+    disjunctions; device; kg: the loaded data set (default: loaded by name when needed)."""
+
+    name: str | None = None
+    adjacency: str | Path | None = None
+    model_run: str | Path | None = None
+    calibration: str = "none"
+    union: str | None = None
+    run_dir: str | Path | None = None
+    l_epochs: int = 20
+    device: str | None = None
+    seed: int = 0
+    kg: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildInputs:
+    """What the answering stage hands a method to build it. dataset: the query set's; valid/train: the
+    checked query sets of those roles; score: the selection score of a built method on ``valid`` (None
+    without valid queries; calibration chooses with it); load=False: the batches run on remote actors that
+    each load the method themselves, so the driver may leave large files unloaded."""
+
+    dataset: str
+    valid: QuerySet | None = None
+    train: QuerySet | None = None
+    score: Callable[[Method], float] | None = None
+    progress: bool = True
+    load: bool = True
+
 
 class Method(ABC):
     """A built method, ready to answer queries of one data set.
 
-    Class attributes: ``name`` (the registry key, ``pipeline answer --method NAME``) and ``description``.
+    Class attributes: ``name`` (the registry key, ``pipeline answer --method NAME``), ``description`` and
+    ``capabilities`` (which options it accepts).
     Instance attributes: ``dataset``, ``n_entities`` and ``label``, the method's row name in the results
     tables (e.g. ``ukge_logi SRC(D+L)``; unique per configuration that should get its own row)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
     dataset: str
     n_entities: int
     label: str
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, options: MethodOptions, inputs: BuildInputs) -> Method:
+        """The method built from ``options`` (already checked against :attr:`capabilities`)."""
 
     @abstractmethod
     def utilities(self, queries: Sequence[Query]) -> torch.Tensor:

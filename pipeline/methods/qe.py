@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import torch
 
 from pipeline.errors import ArtifactError
-from pipeline.methods.base import Method
+from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.query.model import Query
 
 
@@ -23,6 +23,7 @@ class QueryEmbedding(Method):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    capabilities: ClassVar[Capabilities] = Capabilities("model_run", "--model RUN_DIR", union=True)
 
     def __init__(self, model: Any, run_config: dict[str, Any], run_dir: str | Path) -> None:
         self.model, self.run_config, self.run_dir = model, run_config, str(run_dir)
@@ -64,6 +65,11 @@ class QueryEmbedding(Method):
         if cls is not QueryEmbedding and method_cls is not cls:
             raise ArtifactError(f"{run_dir}: a {run_cfg['model']} run, not {cls.name}")
         return method_cls(model, run_cfg, run_dir)
+
+    @classmethod
+    def from_options(cls, options: MethodOptions, inputs: BuildInputs) -> QueryEmbedding:
+        assert options.model_run is not None
+        return cls.build(options.model_run, options.device, union=options.union)
 
     def utilities(self, queries: Sequence[Query]) -> torch.Tensor:
         from pipeline.baselines.plan import group_by_plan

@@ -1,6 +1,6 @@
 """Uncertain KG embeddings (the backbones of SRC): a registry by name, training, and run directories.
 
->>> from pipeline.models import MODELS, load_run
+>>> from pipeline.models import BACKBONES, load_run
 >>> model = load_run("runs/ppi5k-ukge_logi-s0")       # a ConfidenceModel in eval mode
 >>> model.score(h, r, t)                               # (N,) float32 confidences in [0, 1]
 >>> eh, er, et = model.features(h, r, t)               # feature vectors for calibration L
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.beurre import BEUrRE
-from pipeline.models.registry import MODELS, get_model_class
+from pipeline.models.registry import BACKBONES, get_model_class
 from pipeline.models.runs import Run, load_run, read_run
 from pipeline.models.training import TrainConfig, default_config, train
 from pipeline.models.ukge import UKGELogi, UKGERect
 
 __all__ = [
-    "MODELS",
+    "BACKBONES",
     "BEUrRE",
     "ConfidenceModel",
     "Run",

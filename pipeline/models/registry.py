@@ -7,9 +7,9 @@ from pipeline.models.beurre import BEUrRE
 from pipeline.models.ukge import UKGELogi, UKGERect
 from pipeline.registry import Registry
 
-MODELS: Registry[type[ConfidenceModel]] = Registry("model", (UKGELogi, UKGERect, BEUrRE))
+BACKBONES: Registry[type[ConfidenceModel]] = Registry("model", (UKGELogi, UKGERect, BEUrRE))
 
 
 def get_model_class(name: str) -> type[ConfidenceModel]:
     """The registered class of a model name; an unknown name raises UnknownNameError."""
-    return MODELS.get(name)
+    return BACKBONES.get(name)

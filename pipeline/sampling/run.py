@@ -72,6 +72,7 @@ def sample_to_dir(
 def sample_dataset(
     dataset: str,
     out_dir: str | Path,
+    *,
     split: str = "test",
     types: list[str] | None = None,
     per_type: int | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pipeline.engine import Adjacency, evaluate_batch, top_answers
+from pipeline.engine import Adjacency, search_batch, top_answers
 from pipeline.query.model import Query
 
 TOP_K = 100
@@ -49,4 +49,4 @@ def ground_truth(
     """Answer lists of queries on graph (an indexed observed graph), see :func:`answer_lists`."""
     if not queries:
         return []
-    return answer_lists(evaluate_batch(list(queries), graph), k)
+    return answer_lists(search_batch(list(queries), graph), k)

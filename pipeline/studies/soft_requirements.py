@@ -114,6 +114,7 @@ def run_study(
     dataset: str,
     out: str | Path,
     run_dir: str | Path,
+    *,
     per_type: int = 50,
     types: list[str] | None = None,
     threshold: float = 0.1,
@@ -201,11 +202,11 @@ def run_study(
     for name, path in sets.items():
 
         def do_answer(path=path, name=name) -> dict[str, Any]:
-            from pipeline.methods.src import answer_src
+            from pipeline.answer import AnswerOptions, answer_queries
+            from pipeline.methods import MethodOptions
 
-            rep = answer_src(
-                path, export["path"], "none", out / "answers" / name, seed=seed, progress=progress, kg=kg
-            )
+            method = MethodOptions(name="src", adjacency=export["path"], seed=seed, kg=kg)
+            rep = answer_queries(path, method, AnswerOptions(out_dir=out / "answers" / name, progress=progress))
             return {"path": rep["path"], "_paths": [rep["path"]]}
 
         from pipeline.reproduce import _file_checksum

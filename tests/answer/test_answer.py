@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pipeline.answer import answer_query_set
-from pipeline.calibration import choose_delta, lower_alphas, method_name
+from pipeline.calibration import choose_delta, lower_alphas, method_label
 from pipeline.evaluate import query_metrics, summarise
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
@@ -63,7 +63,7 @@ def test_calibration_d_lowers_alpha(toy_set) -> None:
     frame, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy", 0.05), progress=False)
     q3 = frame[frame["query_id"] == "q3"].set_index("entity")
     assert q3.loc[3, "utility"] == pytest.approx(0.45)  # 0.45 >= 0.5 - 0.05 now
-    assert method_name("D+L") == "SRC(D+L)" and method_name("none") == "SRC"
+    assert method_label("D+L") == "SRC(D+L)" and method_label("none") == "SRC"
 
 
 def test_choose_delta_takes_the_best_and_the_smallest_on_ties() -> None:
@@ -73,11 +73,11 @@ def test_choose_delta_takes_the_best_and_the_smallest_on_ties() -> None:
 
 
 def test_ranks_agree_with_the_numpy_oracle(toy_set) -> None:
-    from pipeline.engine import evaluate
+    from pipeline.engine import search_query
 
     frame, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy"), progress=False)
     for qid, text in zip(toy_set.frame["id"], toy_set.frame["text"], strict=True):
-        u = evaluate(parse(text), PREDICTED).numpy()
+        u = search_query(parse(text), PREDICTED).numpy()
         rows = frame[frame["query_id"] == qid]
         assert rows["rank"].tolist() == ranks_of(u, rows["entity"].to_numpy()).tolist()
 

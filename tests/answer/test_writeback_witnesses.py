@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 
 from pipeline.engine import as_adjacency
-from pipeline.engine.explain import explain
+from pipeline.engine.witness import find_witnesses
 from pipeline.errors import ArtifactError
-from pipeline.explanations import PREDICTED as FOUND
-from pipeline.explanations import witness_record
 from pipeline.formats.witnesses import rows_of
 from pipeline.query import to_text
 from pipeline.store import cypher_text
+from pipeline.witness_records import PREDICTED as FOUND
+from pipeline.witness_records import witness_record
 from pipeline.writeback import check_witnesses, set_id, write_back
 from tests.answer.conftest import VOCAB
 from tests.answer.test_writeback import _answers
@@ -40,7 +40,7 @@ def witnesses_of(answers, qs, k: int) -> pd.DataFrame:
     frame, rows = answers.frame, []
     for qid, q in zip(qs.frame["id"], qs.queries(), strict=True):
         top = frame[(frame["query_id"] == qid) & (frame["rank"] <= k) & (frame["utility"] > 0)].sort_values("rank")
-        ws = explain(q, adj, top["entity"].tolist())
+        ws = find_witnesses(q, adj, top["entity"].tolist())
         ends = [[(u.head, u.tail) for u in w.atoms] for w in ws]
         rows += rows_of(qid, to_text(q, VOCAB), [witness_record(w, q, VOCAB, FOUND) for w in ws], ends)
     return pd.DataFrame(rows)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pipeline.baselines.losses import compute_loss, listwise, weighted_ranking
-from pipeline.baselines.models import MODELS, ConENE, LogicENE, get_qe_model_class
+from pipeline.baselines.models import QE_MODELS, ConENEModel, LogicENEModel, get_qe_model_class
 from pipeline.baselines.plan import PlanParams, UnsupportedQuery, group_by_plan, query_plan
 from pipeline.errors import UnknownNameError
 from pipeline.query.model import Atom, Const, Query, Var
@@ -90,7 +90,7 @@ def test_all_entity_scores_over_many_cache_blocks(name: str) -> None:
 
 def test_alpha_and_beta_change_the_projection() -> None:
     torch.manual_seed(0)
-    model = ConENE(n_entities=10, n_relations=2, dim=8, hidden=8)
+    model = ConENEModel(n_entities=10, n_relations=2, dim=8, hidden=8)
     a = group_by_plan([Query.of([Atom(Const(1), 0, Y, 0.0, 1.0)])])
     b = group_by_plan([Query.of([Atom(Const(1), 0, Y, 0.5, 0.3)])])
     (pa, (_, xa)), (_, (_, xb)) = next(iter(a.items())), next(iter(b.items()))
@@ -101,14 +101,14 @@ def test_union_by_dnf_is_the_max_and_by_conorm_one_embedding() -> None:
     torch.manual_seed(0)
     q1, q2 = Query.of([Atom(Const(1), 0, Y)]), Query.of([Atom(Const(2), 1, Y)])
     union = Query.of([Atom(Const(1), 0, Y)], [Atom(Const(2), 1, Y)])
-    cone_m = ConENE(n_entities=12, n_relations=2, dim=4, hidden=8)
+    cone_m = ConENEModel(n_entities=12, n_relations=2, dim=4, hidden=8)
 
     def scores(model: torch.nn.Module, q: Query) -> torch.Tensor:
         plan, (_, p) = next(iter(group_by_plan([q]).items()))
         return model.logits(plan, p)
 
     assert torch.allclose(scores(cone_m, union), torch.maximum(scores(cone_m, q1), scores(cone_m, q2)))
-    logic_m = LogicENE(n_entities=12, n_relations=2, dim=4, hidden=8)
+    logic_m = LogicENEModel(n_entities=12, n_relations=2, dim=4, hidden=8)
     # the t-conorm of two truth vectors is at least as true as each: the union's embedding dominates
     plan, (_, p) = next(iter(group_by_plan([union]).items()))
     u = logic_m.embed(plan, p)[0]
@@ -117,11 +117,11 @@ def test_union_by_dnf_is_the_max_and_by_conorm_one_embedding() -> None:
 
 
 def test_universe_negation_and_registry() -> None:
-    model = LogicENE(n_entities=5, n_relations=1, dim=3, hidden=4)
+    model = LogicENEModel(n_entities=5, n_relations=1, dim=3, hidden=4)
     assert model.negate(model.universe(2))[0].tolist() == [[0.0] * 3] * 2
-    axis, arg = ConENE(n_entities=5, n_relations=1, dim=3, hidden=4).universe(1)
+    axis, arg = ConENEModel(n_entities=5, n_relations=1, dim=3, hidden=4).universe(1)
     assert arg[0].tolist() == pytest.approx([math.pi] * 3)  # the full circle
-    assert set(MODELS) == {"logice_ne", "cone_ne"}
+    assert set(QE_MODELS) == {"logice_ne", "cone_ne"}
     with pytest.raises(UnknownNameError, match="cone_ne"):
         get_qe_model_class("cone")
 
@@ -193,9 +193,9 @@ def test_union_plans_of_2u_and_up() -> None:
     assert query_plan(up)[0] == ("or", (("proj", 0, ("ent", 0)), ("proj", 2, ("proj", 1, ("ent", 1)))))
 
 
-def _sharp_logice() -> LogicENE:
+def _sharp_logice() -> LogicENEModel:
     """LogicE over 4 entities in d = 2 with truth vectors ~ (1,0), (0,1), (1,1), (0,0) (logits +-20)."""
-    model = LogicENE(n_entities=4, n_relations=1, dim=2, hidden=4)
+    model = LogicENEModel(n_entities=4, n_relations=1, dim=2, hidden=4)
     with torch.no_grad():
         model.entity_logit.copy_(20.0 * torch.tensor([[1.0, -1.0], [-1.0, 1.0], [1.0, 1.0], [-1.0, -1.0]]))
     return model
@@ -218,7 +218,7 @@ def test_dnf_max_and_t_conorm_differ_on_a_hand_made_union() -> None:
     model.set_union("conorm")
     assert model.logits(plan, p)[0].tolist() == pytest.approx([-24.0, -24.0, 12.0, -60.0], abs=1e-5)
     # the two orders disagree: DNF ranks the branch entities first, the t-conorm the all-true entity
-    assert model.config()["union"] == "conorm" and LogicENE.from_config(model.config()).union == "conorm"
+    assert model.config()["union"] == "conorm" and LogicENEModel.from_config(model.config()).union == "conorm"
 
 
 @pytest.mark.parametrize("name", ["logice_ne", "cone_ne"])
@@ -237,6 +237,6 @@ def test_dnf_union_is_the_max_of_the_branch_scores(name: str) -> None:
 
 def test_cone_has_no_t_conorm_union() -> None:
     with pytest.raises(ValueError, match="dnf"):
-        ConENE(n_entities=3, n_relations=1, dim=2, hidden=2, union="conorm")
+        ConENEModel(n_entities=3, n_relations=1, dim=2, hidden=2, union="conorm")
     with pytest.raises(ValueError, match="no 'max' union"):
-        LogicENE(n_entities=3, n_relations=1, dim=2, hidden=2).set_union("max")
+        LogicENEModel(n_entities=3, n_relations=1, dim=2, hidden=2).set_union("max")

@@ -257,11 +257,11 @@ def test_batch_negatives_are_drawn_from_the_answers_of_the_batch() -> None:
 
 
 def test_a_negative_that_answers_its_query_is_masked_even_when_not_scored() -> None:
-    from pipeline.baselines.models import LogicENE
+    from pipeline.baselines.models import LogicENEModel
     from pipeline.baselines.training import step_loss
 
     torch.manual_seed(0)
-    model = LogicENE(20, 2, dim=8, hidden=16)
+    model = LogicENEModel(20, 2, dim=8, hidden=16)
     plan = group_by_plan([Query.of([Atom(Const(0), 0, Y)])], ["q"]).popitem()[0]
     full = _batch([[5, 6]], [[1.0, 0.5]])  # both answers of the query
     scored = _batch([[5]], [[1.0]])  # the step scores only the first (max_answers = 1)

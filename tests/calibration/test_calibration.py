@@ -19,13 +19,13 @@ from pipeline.calibration import (
     query_relations,
 )
 from pipeline.cli import cli
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.adjacency import fact_relations
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.answers import read_answers
-from pipeline.methods.src import answer_src as run_answer
 from pipeline.models import load_run
 from pipeline.query.parser import parse
+from tests.answer.src_entry import answer_src as run_answer
 from tests.cases import ComponentCase, MethodCase
 
 
@@ -81,7 +81,7 @@ def test_calibrated_index_equals_reindexed_calibrated_graph(toy_pipeline: dict) 
             "#0(#2, ?y, 0.5) | #1(?y, #7)",
         )
     ]
-    assert torch.equal(evaluate_batch(queries, fast), evaluate_batch(queries, slow))
+    assert torch.equal(search_batch(queries, fast), search_batch(queries, slow))
 
 
 def test_calibrating_only_the_queried_relations_gives_the_same_answers_and_gradients(
@@ -100,7 +100,7 @@ def test_calibrating_only_the_queried_relations_gives_the_same_answers_and_gradi
     grads, utilities = [], []
     for relations in (None, query_relations(queries)):
         calib.zero_grad()
-        u = evaluate_batch(queries, calibrated_adjacency(adj, calib, tables, relations))
+        u = search_batch(queries, calibrated_adjacency(adj, calib, tables, relations))
         u[torch.isfinite(u)].sum().backward()
         utilities.append(u.detach())
         grads.append([p.grad.clone() for p in calib.parameters()])
@@ -146,7 +146,7 @@ def test_l_and_d_fit_select_cache_and_repeat(toy_pipeline: dict, tmp_path: Path)
     assert a.equals(b)
     # A calibrated answer set differs from the uncalibrated one only through the confidences and alphas.
     plain = read_answers(run_answer(p["test"], p["export"], "none", tmp_path / "c", progress=False)["path"])
-    assert plain.method == "ukge_logi SRC" and read_answers(rep["path"]).method == "ukge_logi SRC(D+L)"
+    assert plain.label == "ukge_logi SRC" and read_answers(rep["path"]).label == "ukge_logi SRC(D+L)"
     assert set(plain.frame["query_id"]) == set(a["query_id"])
 
 
@@ -293,12 +293,12 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
     h, r, t = np.array([0, 0, 1, 2]), np.array([0, 0, 1, 1]), np.array([1, 2, 3, 3])
     pred = GraphTensors.from_arrays(h, r, t, np.array([0.9, 0.5, 0.7, 0.8], np.float32), 4, 2)
     true = GraphTensors.from_arrays(h, r, t, np.array([1.0, 0.5, 0.5, 0.8], np.float32), 4, 2)
-    true_u = evaluate_batch([one, two], true)
+    true_u = search_batch([one, two], true)
     conf = pred.conf.clone().requires_grad_(True)
     from dataclasses import replace
 
     loss = _batch_loss(
-        evaluate_batch,
+        search_batch,
         [one, two],
         Adjacency.from_graph(replace(pred, conf=conf)),
         true_u,
@@ -375,7 +375,7 @@ class CalibrationCase(ComponentCase):
             progress=False, kg=p["kg"],
         )
         ans = read_answers(rep["path"])
-        assert ans.method == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
+        assert ans.label == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
         assert ("delta" in ans.meta) == calib.uses_delta and ("l_dir" in ans.meta) == calib.uses_l
         graph, _ = load_adjacency(p["export"])
         adj = Adjacency.from_graph(graph)
@@ -416,12 +416,12 @@ class TestSRC(MethodCase):
         return SRC.build(toy_pipeline["export"], "toy", "none", kg=toy_pipeline["kg"], progress=False), toy_pipeline["test"]
 
     def test_utilities_are_the_engines(self, built: tuple[Any, Path], toy_pipeline: dict) -> None:
-        from pipeline.engine import evaluate_batch
+        from pipeline.engine import search_batch
         from pipeline.formats.queryset import read_query_set
 
         queries = [q for q in read_query_set(toy_pipeline["test"]).queries() if len(q.atoms) == 1][:4]
         graph, _ = load_adjacency(toy_pipeline["export"])
-        assert torch.equal(built[0].utilities(queries), evaluate_batch(queries, Adjacency.from_graph(graph)))
+        assert torch.equal(built[0].utilities(queries), search_batch(queries, Adjacency.from_graph(graph)))
 
 
 def test_answer_refuses_an_export_of_other_sizes(toy_pipeline: dict, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pipeline.calibration import (
     query_relations,
     training_adjacency,
 )
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.kg import GraphTensors
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 
@@ -94,8 +94,8 @@ def random_l(n: int, m: int, seed: int, dim: int = 3) -> tuple[AffineCalibration
 def loss_and_grads(build, adj, calib, tables, queries, relations, true_u) -> tuple:
     calib.zero_grad()
     cal = build(adj, calib, tables, relations)
-    pred = evaluate_batch(queries, cal)
-    loss = _batch_loss(evaluate_batch, queries, cal, true_u, 3, torch.Generator().manual_seed(1))
+    pred = search_batch(queries, cal)
+    loss = _batch_loss(search_batch, queries, cal, true_u, 3, torch.Generator().manual_seed(1))
     loss.backward()
     # None: no fact reached that parameter (the same as a zero gradient to the optimiser)
     grads = [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in calib.parameters()]
@@ -113,7 +113,7 @@ def test_training_index_equals_autograd_over_every_fact(c) -> None:
     rng = np.random.default_rng(seed)
     truth = [(h, r, t, float(rng.choice(CONFS))) for h, r, t, _ in facts]
     with torch.no_grad():
-        true_u = evaluate_batch(queries, toy(n, m, truth))
+        true_u = search_batch(queries, toy(n, m, truth))
     old = loss_and_grads(calibrated_adjacency, adj, calib, tables, queries, relations, true_u)
     new = loss_and_grads(training_adjacency, adj, calib, tables, queries, relations, true_u)
     assert torch.equal(old[0], new[0])  # utilities bit for bit
@@ -164,7 +164,7 @@ def test_gradient_of_a_maxplus_winner_by_hand(relations, d_lambda, d_rho) -> Non
     calib = AffineCalibration(1, 1)
     tables = (torch.ones(4, 1), torch.ones(2, 1), torch.ones(4, 1))
     query = q(Atom(Const(0), 0, X), Atom(X, 1, FREE))
-    u = evaluate_batch([query], training_adjacency(adj, calib, tables, relations))
+    u = search_batch([query], training_adjacency(adj, calib, tables, relations))
     assert u.detach()[0].tolist() == pytest.approx([0.9, 0.9, 0.9, 1.6])
     u.sum().backward()
     assert calib.bias.grad.tolist() == pytest.approx([d_rho, d_lambda])
@@ -195,7 +195,7 @@ def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_pr
 
     for build in (cal.training_adjacency, autograd_over_every_fact):
         monkeypatch.setattr(cal, "training_adjacency", build)
-        fitted.append(cal.fit_affine(model, adj, train, truth, evaluate_batch, None, cfg, progress=True))
+        fitted.append(cal.fit_affine(model, adj, train, truth, search_batch, None, cfg, progress=True))
     (new, h_new), (old, h_old) = fitted
     assert h_new["shapes_used"] == h_old["shapes_used"] and not h_new["shapes_skipped"]
     for a, b in zip(new.parameters(), old.parameters(), strict=True):

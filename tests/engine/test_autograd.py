@@ -12,7 +12,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
 from pipeline.engine.maxplus import maxplus
 from pipeline.kg import GraphTensors
@@ -48,7 +48,7 @@ def graph() -> GraphTensors:
 
 
 def utilities(queries: list[Query], conf: torch.Tensor) -> torch.Tensor:
-    return evaluate_batch(queries, Adjacency.from_graph(replace(graph(), conf=conf)))
+    return search_batch(queries, Adjacency.from_graph(replace(graph(), conf=conf)))
 
 
 QUERIES = {

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.engine import evaluate, top_answers
+from pipeline.engine import search_query, top_answers
 from pipeline.kg import observed_graph
 from pipeline.query import Vocabulary, parse
 
@@ -23,7 +23,7 @@ def test_json_equals_engine(ppi5k):
     res = run(TEXT, "--dataset", "ppi5k", "--graph", "valid", "--top", "7", "--json")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    u = evaluate(parse(TEXT, Vocabulary.from_kg(ppi5k)), observed_graph(ppi5k, "valid"))
+    u = search_query(parse(TEXT, Vocabulary.from_kg(ppi5k)), observed_graph(ppi5k, "valid"))
     ids, vals = top_answers(u, k=7)
     assert len(rows) == 7
     assert [r["eid"] for r in rows] == ids.tolist()
@@ -98,7 +98,7 @@ def test_adjacency_source(ppi5k, tmp_path):
     assert res.exit_code == 0, res.output
     facts = ppi5k.graph("test")
     kept = GraphTensors.from_frame(facts[facts["conf"] >= 0.5], ppi5k.n_entities, ppi5k.n_relations)
-    ids, vals = top_answers(evaluate(parse(TEXT, Vocabulary.from_kg(ppi5k)), kept), k=50)
+    ids, vals = top_answers(search_query(parse(TEXT, Vocabulary.from_kg(ppi5k)), kept), k=50)
     rows = json.loads(res.stdout)
     assert [r["eid"] for r in rows] == ids.tolist() and len(rows) > 0
     assert [r["utility"] for r in rows] == pytest.approx(vals.tolist(), abs=1e-6)

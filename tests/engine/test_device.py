@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES
 
@@ -25,8 +25,8 @@ def test_cuda_equals_cpu(ppi5k):
             alphas = rng.choice([0.0, 0.3, 0.6], qt.n_atoms).tolist()
             queries.append(qt.build(rels, anchors, alphas, rng.choice([0.5, 1.0], qt.n_atoms).tolist()))
     g = observed_graph(ppi5k, "test")
-    cpu = evaluate_batch(queries, Adjacency.from_graph(g))
-    gpu = evaluate_batch(queries, Adjacency.from_graph(g.to("cuda"))).cpu()
+    cpu = search_batch(queries, Adjacency.from_graph(g))
+    gpu = search_batch(queries, Adjacency.from_graph(g.to("cuda"))).cpu()
     assert torch.equal(torch.isneginf(cpu), torch.isneginf(gpu))
     fin = torch.isfinite(cpu)
     assert torch.allclose(cpu[fin], gpu[fin], atol=1e-5)

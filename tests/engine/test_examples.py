@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.engine import evaluate, evaluate_batch, top_answers
+from pipeline.engine import search_batch, search_query, top_answers
 from pipeline.errors import PipelineError
 from pipeline.kg import GraphTensors
 from pipeline.query import Atom, Const, Query, Vocabulary, parse
@@ -51,17 +51,17 @@ REFER = "knows(?y, ?x) & hasskill(?x, leadership, 0.6, 2)"
 
 
 def test_job_candidates(jobs):
-    u = evaluate(parse(HIRE, VOCAB), jobs)
+    u = search_query(parse(HIRE, VOCAB), jobs)
     assert u.tolist() == pytest.approx([NEG, 4.4, 3.5, NEG, NEG, NEG], abs=1e-6)
 
 
 def test_referral_existential_with_default(jobs):
-    u = evaluate(parse(REFER, VOCAB), jobs)
+    u = search_query(parse(REFER, VOCAB), jobs)
     assert u.tolist() == pytest.approx([2.6, 1.8, 1.8, 1.8, 1.8, 1.8], abs=1e-6)
 
 
 def test_disjunction_and_answers(jobs):
-    u = evaluate(parse(f"{HIRE} | {REFER}", VOCAB), jobs)
+    u = search_query(parse(f"{HIRE} | {REFER}", VOCAB), jobs)
     assert u.tolist() == pytest.approx([2.6, 4.4, 3.5, 1.8, 1.8, 1.8], abs=1e-6)
     ids, vals = top_answers(u)
     assert ids.tolist() == [1, 2, 0, 3, 4, 5]  # ties at 1.8 by entity id
@@ -71,13 +71,13 @@ def test_disjunction_and_answers(jobs):
 
 def test_alpha_is_inclusive_and_missing_fact_fails_with_alpha(jobs):
     # bob's leadership is exactly .8: c >= alpha keeps it; with alpha > 0 a missing fact is -inf
-    u = evaluate(parse("hasskill(?y, leadership, 0.8, 0.5)", VOCAB), jobs)
+    u = search_query(parse("hasskill(?y, leadership, 0.8, 0.5)", VOCAB), jobs)
     assert u.tolist() == pytest.approx([NEG, 0.4, 0.45, NEG, NEG, NEG], abs=1e-6)
 
 
 def test_negated_atom_values(jobs):
     # !hasskill(?y, python) with alpha .2: 1-c >= .2 needed; missing -> beta*1
-    u = evaluate(parse("!hasskill(?y, python, 0.2, 2)", VOCAB), jobs)
+    u = search_query(parse("!hasskill(?y, python, 0.2, 2)", VOCAB), jobs)
     assert u.tolist() == pytest.approx([NEG, 0.8, 1.4, 2.0, 2.0, 2.0], abs=1e-6)
 
 
@@ -86,17 +86,17 @@ def test_constant_atom_and_free_variable_absent(jobs):
     # knows(alice, bob) = 1 (beta .5), knows(bob, alice) missing
     alice, bob, knows = NAMES.index("alice"), NAMES.index("bob"), 1
     q = Query.of([Atom(Const(alice), knows, Const(bob), 0.0, 0.5), Atom(Const(bob), knows, Const(alice), negated=True)])
-    assert evaluate(q, jobs).tolist() == pytest.approx([1.5] * 6, abs=1e-6)
-    u = evaluate(Query.of([Atom(Const(bob), knows, Const(alice), 0.1)]), jobs)
+    assert search_query(q, jobs).tolist() == pytest.approx([1.5] * 6, abs=1e-6)
+    u = search_query(Query.of([Atom(Const(bob), knows, Const(alice), 0.1)]), jobs)
     assert torch.isneginf(u).all()
 
 
 def test_batch_matches_single(jobs):
     texts = [HIRE, REFER, f"{HIRE} | {REFER}", "hasskill(?y, python)", "hasskill(?x, ?y) & knows(?y, ?x)"]
     qs = [parse(t, VOCAB) for t in texts]
-    batch = evaluate_batch(qs, jobs)
+    batch = search_batch(qs, jobs)
     for q, row in zip(qs, batch, strict=True):
-        assert torch.equal(row, evaluate(q, jobs))
+        assert torch.equal(row, search_query(q, jobs))
 
 
 def test_top_answers_excludes_nonpositive_and_inf():
@@ -107,9 +107,9 @@ def test_top_answers_excludes_nonpositive_and_inf():
 
 def test_out_of_range_ids_are_errors(jobs):
     with pytest.raises(PipelineError, match="entity id #99"):
-        evaluate(parse("#0(#99, ?y)"), jobs)
+        search_query(parse("#0(#99, ?y)"), jobs)
     with pytest.raises(PipelineError, match="relation id #7"):
-        evaluate(parse("#7(#0, ?y)"), jobs)
+        search_query(parse("#7(#0, ?y)"), jobs)
 
 
 def test_replaced_confidences_never_reuse_the_memo(jobs):
@@ -121,15 +121,15 @@ def test_replaced_confidences_never_reuse_the_memo(jobs):
 
     adj = Adjacency.from_graph(jobs)
     qs = [parse(REFER, VOCAB)] * 8 + [parse("hasskill(?x, ?y) & knows(?x, ?y, 0, 2)", VOCAB)] * 8
-    before = evaluate_batch(qs, adj)  # warms the memo (8 rows of one relation take the wide path)
+    before = search_batch(qs, adj)  # warms the memo (8 rows of one relation take the wide path)
     halved = replace(
         adj, fwd=replace(adj.fwd, conf=adj.fwd.conf / 2), bwd=replace(adj.bwd, conf=adj.bwd.conf / 2)
     )
     half_graph = GraphTensors.from_arrays(
         jobs.head.numpy(), jobs.rel.numpy(), jobs.tail.numpy(), jobs.conf.numpy() / 2, 6, 2
     )
-    assert torch.equal(evaluate_batch(qs, halved), evaluate_batch(qs, half_graph))
-    assert not torch.equal(evaluate_batch(qs, halved), before)
+    assert torch.equal(search_batch(qs, halved), search_batch(qs, half_graph))
+    assert not torch.equal(search_batch(qs, halved), before)
 
 
 @pytest.mark.parametrize("copies", [1, 16])  # 16 rows of one relation take the wide streaming path
@@ -151,7 +151,7 @@ def test_utilities_are_differentiable_in_the_confidences(jobs, text, copies):
         bwd=replace(adj.bwd, conf=adj.bwd.conf * w),
         diag_conf=adj.diag_conf * w,
     )
-    u = evaluate_batch([parse(text, VOCAB)] * copies, scaled)
+    u = search_batch([parse(text, VOCAB)] * copies, scaled)
     assert torch.isfinite(u).all()
     u.sum().backward()
     assert float(w.grad) == pytest.approx(float(u.sum().detach()), rel=1e-5)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pipeline.engine.maxplus as mp
-from pipeline.engine import Adjacency, evaluate, evaluate_batch
+from pipeline.engine import Adjacency, search_batch, search_query
 from pipeline.engine.adjacency import merge_keys
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
 from pipeline.engine.maxplus import maxplus
@@ -32,11 +32,11 @@ def test_mixed_batch_equals_each_query_alone(data, max_batch):
     old = mod.MAX_BATCH
     mod.MAX_BATCH = max_batch
     try:
-        got = evaluate_batch(queries, adj)
+        got = search_batch(queries, adj)
     finally:
         mod.MAX_BATCH = old
     for q, row in zip(queries, got, strict=True):
-        assert torch.equal(row, evaluate(q, adj))
+        assert torch.equal(row, search_query(q, adj))
 
 
 def test_merge_keys_matches_unique():

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pipeline.engine.adjacency as adjacency
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
 from pipeline.query import Atom, Conjunction, Const, Query, Var
 from tests.engine.oracle import dense_conf, oracle
@@ -106,7 +106,7 @@ def test_2m_with_required_atoms_matches_the_oracle(g, data):
                 )
             )
         queries.append(Query((Conjunction(tuple(atoms)),)))
-    got = evaluate_batch(queries, Adjacency.from_graph(graph))
+    got = search_batch(queries, Adjacency.from_graph(graph))
     conf = dense_conf(n, r, facts)
     for q, row in zip(queries, got, strict=True):
         assert_same(row, oracle(q, conf))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.adjacency import _front_cover
 from pipeline.query import Atom, Conjunction, Const, Query, Var
 from tests.engine.oracle import dense_conf, oracle
@@ -56,7 +56,7 @@ def with_paths(
     mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST, mp._FRONT_COST = floor, dominate, cost, front
     try:
         with torch.no_grad():
-            return evaluate_batch(queries, adj)
+            return search_batch(queries, adj)
     finally:
         mp._FLOOR, mp._DOMINATE, mp._FLOOR_COST, mp._FRONT_COST = old
 
@@ -185,10 +185,10 @@ def test_a_cold_front_goes_floor_only_where_its_rows_pay_for_it(monkeypatch):
     real = mp._floor_rows
     monkeypatch.setattr(mp, "_floor_rows", lambda *a: calls.append(1) or real(*a))
     with torch.no_grad():
-        cold = evaluate_batch([q], adj)
+        cold = search_batch([q], adj)
         assert calls == []
         adj.column_front(((True, 1), (True, 2)))
-        warm = evaluate_batch([q], adj)
+        warm = search_batch([q], adj)
     assert calls == [1]
     assert torch.equal(cold, warm)
     # y = 6: 0.5 + 0.5 + 0.25; y in 0..3: 0 (floor) + 0.75 + 0.75; elsewhere 0.5 (x = 5 adds its default)

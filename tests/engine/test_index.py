@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import pipeline.engine.adjacency as adjacency
 import tests.engine.reference.adjacency as ref_adj
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.adjacency import BytesLRU, fact_relations
 from pipeline.kg import GraphTensors
 from pipeline.query import QUERY_TYPES
@@ -122,9 +122,9 @@ def test_shared_entries_of_a_relation_pair_are_built_once_per_run(monkeypatch):
         ]
         before = len(merges)
         with torch.no_grad():
-            got = evaluate_batch(qs, adj)
+            got = search_batch(qs, adj)
             built = len(merges) - before
-            fresh = evaluate_batch(qs, Adjacency.from_graph(graph))
+            fresh = search_batch(qs, Adjacency.from_graph(graph))
         first = edge_alpha == 0.0 and anchor_alpha == 0.0
         assert built == (1 if first else 0)  # the run's one merge, at its first batch
         assert len(merges) - before == built + (1 if edge_alpha == 0.0 else 0)  # a fresh index's own

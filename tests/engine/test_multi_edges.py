@@ -16,7 +16,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.calibration import AffineCalibration, calibrated_adjacency
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.query import Atom, Conjunction, Const, Query, Var, parse
 from tests.engine.oracle import dense_conf, oracle
 from tests.engine.test_oracle import assert_same, graph_of
@@ -92,10 +92,10 @@ def fast_and_union(queries: list[Query], graph) -> tuple[torch.Tensor, torch.Ten
     """(split path, union path) utilities of the same engine on one index."""
     adj = Adjacency.from_graph(graph)
     with torch.no_grad():
-        fast = evaluate_batch(queries, adj)
+        fast = search_batch(queries, adj)
         mp._SPLIT_MULTI_EDGES = False
         try:
-            union = evaluate_batch(queries, adj)
+            union = search_batch(queries, adj)
         finally:
             mp._SPLIT_MULTI_EDGES = True
     return fast, union
@@ -176,8 +176,8 @@ def test_split_path_builds_no_union(monkeypatch):
     monkeypatch.setattr(adjacency, "shared_keys", lambda runs: built.append(1) or real(runs))
     q = parse("#0(#1, ?x) & #0(?x, ?y) & #1(?x, ?y)")
     with torch.no_grad():
-        first = evaluate_batch([q], adj)
-        again = evaluate_batch([q, q], adj)
+        first = search_batch([q], adj)
+        again = search_batch([q, q], adj)
     assert len(built) == 1
     assert torch.equal(first[0], again[1])
 
@@ -240,7 +240,7 @@ def test_gradients_of_l_unchanged():
                 p.copy_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(2)))
         mp._SPLIT_MULTI_EDGES = split
         try:
-            util = evaluate_batch(queries, calibrated_adjacency(Adjacency.from_graph(graph), calib, tables))
+            util = search_batch(queries, calibrated_adjacency(Adjacency.from_graph(graph), calib, tables))
         finally:
             mp._SPLIT_MULTI_EDGES = True
         loss = util[torch.isfinite(util)].square().sum()

@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.engine import Adjacency, evaluate, evaluate_batch, solve
+from pipeline.engine import Adjacency, search_batch, search_query, solve
 from pipeline.kg import GraphTensors
 from pipeline.query import Atom, Conjunction, Const, Query, QueryGraph, Var, parse
 from tests.engine.oracle import dense_conf, oracle
@@ -118,7 +118,7 @@ def assert_same(engine: torch.Tensor, expected: np.ndarray) -> None:
 def test_engine_equals_oracle(data):
     n, r, facts = data.draw(tiny_kg())
     q = data.draw(random_query(n, r))
-    assert_same(evaluate(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
+    assert_same(search_query(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -127,7 +127,7 @@ def test_engine_equals_oracle_on_cycles(data):
     n, r, facts = data.draw(tiny_kg())
     q = data.draw(cyclic_query(n, r))
     assert QueryGraph(q.conjunctions[0]).has_cycle
-    assert_same(evaluate(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
+    assert_same(search_query(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,7 +163,7 @@ def test_batch_of_one_shape_equals_oracle(data):
             )
         )
     conf = dense_conf(n, r, facts)
-    got = evaluate_batch(queries, Adjacency.from_graph(graph_of(n, r, facts)))
+    got = search_batch(queries, Adjacency.from_graph(graph_of(n, r, facts)))
     assert got.shape == (len(queries), n)
     for q, row in zip(queries, got, strict=True):
         assert_same(row, oracle(q, conf))
@@ -206,6 +206,6 @@ def test_nested_cycles_show_one_progress_bar(monkeypatch) -> None:
     facts = [(h, 0, t, 0.5 + 0.1 * ((h + t) % 3)) for h in range(n) for t in range(n) if h != t]
     # two triangles sharing ?a: enumerating ?a leaves a cycle through ?c, ?d
     q = parse("#0(?a, ?b) & #0(?b, ?y) & #0(?y, ?a) & #0(?a, ?c) & #0(?c, ?d) & #0(?d, ?a)")
-    u = evaluate(q, graph_of(n, 1, facts))
+    u = search_query(q, graph_of(n, 1, facts))
     assert_same(u, oracle(q, dense_conf(n, 1, facts)))
     assert len(shown) == 1 and shown[0].startswith("cycle ?")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, Query
 
@@ -110,7 +110,7 @@ def test_engine_equals_direct_computation(request, dataset, zero_alpha_2p):
     rng = np.random.default_rng(7)
     cases = sample(kg, facts, rng, zero_alpha_2p)
     got = (
-        evaluate_batch([q for q, _ in cases], Adjacency.from_graph(observed_graph(kg, "test")))
+        search_batch([q for q, _ in cases], Adjacency.from_graph(observed_graph(kg, "test")))
         .double()
         .numpy()
     )

@@ -15,7 +15,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.calibration import AffineCalibration, calibrated_adjacency, lower_alphas
-from pipeline.engine import Adjacency, evaluate_batch
+from pipeline.engine import Adjacency, search_batch
 from pipeline.kg import GraphTensors, observed_graph
 from pipeline.query import QUERY_TYPES, Query
 from tests.engine.test_oracle import graph_of, random_query, tiny_kg
@@ -26,7 +26,7 @@ def both(queries: list[Query], graph: GraphTensors) -> tuple[torch.Tensor, torch
     with torch.no_grad():
         return (
             ref_eval.evaluate_batch(queries, ref_adj.Adjacency.from_graph(graph)),
-            evaluate_batch(queries, Adjacency.from_graph(graph)),
+            search_batch(queries, Adjacency.from_graph(graph)),
         )
 
 
@@ -104,7 +104,7 @@ def test_export_like_graph_calibrated_equals_reference():
         ref = ref_eval.evaluate_batch(
             queries, calibrated_adjacency(ref_adj.Adjacency.from_graph(graph), calib, tables)
         )
-        got = evaluate_batch(queries, calibrated_adjacency(Adjacency.from_graph(graph), calib, tables))
+        got = search_batch(queries, calibrated_adjacency(Adjacency.from_graph(graph), calib, tables))
     assert torch.equal(ref, got)
 
 
@@ -146,7 +146,7 @@ def test_gradients_equal_reference():
     grads, values = [], []
     for adjacency, evaluate in (
         (ref_adj.Adjacency.from_graph, ref_eval.evaluate_batch),
-        (Adjacency.from_graph, evaluate_batch),
+        (Adjacency.from_graph, search_batch),
     ):
         conf = graph.conf.clone().requires_grad_(True)
         u = evaluate(queries, adjacency(replace(graph, conf=conf)))

@@ -69,7 +69,7 @@ def test_answer_rows_hold_top_k_and_every_truth(tmp_path: Path) -> None:
     # A truth outside the top k is still written, with its rank among all entities.
     few = answer_rows(["q"], ["1p"], UTIL[:1], [(np.array([4]), np.array([0.2]))], k=1)
     assert few.set_index("entity").loc[4, "rank"] == 5  # -inf entities 2, 4, 5 last, by id
-    assert ans.meta["method"] == "SRC" and ans.method == "ukge_logi SRC"
+    assert ans.meta["method"] == "SRC" and ans.label == "ukge_logi SRC"
 
 
 def test_per_query_and_per_type_values_by_hand(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_ray_answers_equal_local(cluster: RayExecutor, toy_pipeline: dict, calib
     """Batches answered on actors that each load the export (and the driver's saved L and delta): the
     same rows as the local executor."""
     from pipeline.formats.answers import read_answers
-    from pipeline.methods.src import answer_src
+    from tests.answer.src_entry import answer_src
 
     if calibration != "none":
         only_two(cluster)

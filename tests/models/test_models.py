@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UnknownNameError
-from pipeline.models import MODELS, BEUrRE, UKGELogi, UKGERect, get_model_class
+from pipeline.models import BACKBONES, BEUrRE, UKGELogi, UKGERect, get_model_class
 from pipeline.models.beurre import EULER_GAMMA, gumbel_intersection, log_volume
 from tests.cases import ComponentCase
 
@@ -19,9 +19,9 @@ from tests.cases import ComponentCase
 def test_registry_names_and_descriptions() -> None:
     from pipeline.cli import registry_rows
 
-    assert set(MODELS) == {"ukge_logi", "ukge_rect", "beurre"}
+    assert set(BACKBONES) == {"ukge_logi", "ukge_rect", "beurre"}
     rows = registry_rows("models")
-    assert [r["name"] for r in rows] == list(MODELS)
+    assert [r["name"] for r in rows] == list(BACKBONES)
     assert all(len(r["description"]) > 20 for r in rows)
     with pytest.raises(UnknownNameError, match="did you mean ukge_logi"):
         get_model_class("ukge_log")

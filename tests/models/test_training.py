@@ -25,9 +25,9 @@ TRAINED = ["ukge_logi", "ukge_rect", "beurre"]
 
 
 def test_every_registered_model_has_a_training_test() -> None:
-    from pipeline.models import MODELS
+    from pipeline.models import BACKBONES
 
-    assert sorted(MODELS) == sorted(TRAINED), "a registered model is missing from the training tests"
+    assert sorted(BACKBONES) == sorted(TRAINED), "a registered model is missing from the training tests"
 
 
 def cfg_for(model: str, epochs: int, **kw):

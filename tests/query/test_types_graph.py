@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.cli import registry_rows
-from pipeline.engine import evaluate
+from pipeline.engine import search_query
 from pipeline.errors import PipelineError, UnknownNameError
 from pipeline.query import (
     QUERY_TYPES,
@@ -128,7 +128,7 @@ class QueryTypeCase(ComponentCase):
                 rng.choice([0.0, 0.3, 0.6], qt.n_atoms).tolist(),
                 rng.choice([0.2, 1.0, 2.5], qt.n_atoms).tolist(),
             )
-            assert_same(evaluate(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
+            assert_same(search_query(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
 
 
 class Test1p(QueryTypeCase):

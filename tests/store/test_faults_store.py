@@ -354,7 +354,7 @@ def _after_restart(graph: str, qs, b, before: dict, after: dict, what: str) -> s
     the next write-back removes every leftover."""
     from pipeline import writeback
 
-    method = b[0].method
+    method = b[0].label
     with open_store(graph=graph) as again:  # restarts the server from its append-only file
         # the interrupted writer (this very process, still alive) never released the data set's lock; a
         # real one is gone and its lock taken over at once (test_lock_releases_survive_...)
@@ -378,7 +378,7 @@ def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tm
     monkeypatch.setattr(FalkorDBStore, "write_batch", 10)
     monkeypatch.setattr(FalkorDBStore, "witness_batch", 1)
     qs, (a, b) = _toy_write_backs(tmp_path)
-    method = a[0].method
+    method = a[0].label
     # the two complete states, and how many round trips B's write-back makes
     with _prepare("reference") as store:
         empty = _visible(store, qs, method)
@@ -423,11 +423,11 @@ def test_write_back_is_all_or_nothing_when_killed_at_random_moments(home, tmp_pa
     qs, (a, b) = _toy_write_backs(tmp_path)
     with _prepare("reference") as store:
         writeback.write_back(store, a[0], qs, top=a[1], witnesses=a[2])
-        before = _visible(store, qs, a[0].method)
+        before = _visible(store, qs, a[0].label)
         t0 = time.perf_counter()
         writeback.write_back(store, b[0], qs, top=b[1], witnesses=b[2])
         took = time.perf_counter() - t0
-        after = _visible(store, qs, a[0].method)
+        after = _visible(store, qs, a[0].label)
     rng, outcomes = random.Random(29), []
     for trial in range(8):
         store = _prepare(f"random{trial}")

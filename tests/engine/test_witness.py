@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.engine import solve
-from pipeline.engine.explain import explain
+from pipeline.engine.witness import find_witnesses
 from pipeline.query import QueryGraph, Var, parse
 from pipeline.query.model import FREE, Query
 from tests.engine.oracle import atom_value, dense_conf, oracle
@@ -32,7 +32,7 @@ def check_witnesses(q: Query, n: int, r: int, facts: list) -> None:
     util = solve([q], g).utility[0].double().numpy()
     best = oracle(q, conf)  # the max over every assignment and branch
     entities = [e for e in range(n) if np.isfinite(util[e])]
-    for w in explain(q, g, entities):
+    for w in find_witnesses(q, g, entities):
         u = util[w.answer]
         assert abs(w.utility - u) <= 1e-6
         assert abs(w.total - u) <= 1e-6, (w, u)
@@ -44,7 +44,7 @@ def check_witnesses(q: Query, n: int, r: int, facts: list) -> None:
             assert use.confidence == conf[use.atom.relation, use.head, use.tail]
             assert use.found == any(h == use.head and rr == use.atom.relation and t == use.tail
                                     for h, rr, t, _ in facts)
-    for w in explain(q, g, [e for e in range(n) if not np.isfinite(util[e])]):
+    for w in find_witnesses(q, g, [e for e in range(n) if not np.isfinite(util[e])]):
         assert w.branch == -1 and w.atoms == ()
 
 
@@ -69,7 +69,7 @@ def test_two_hop_witness_by_hand():
     facts = [(0, 0, 1, 0.9), (0, 0, 2, 0.4), (1, 1, 3, 0.5), (2, 1, 3, 1.0)]
     g = graph_of(4, 2, facts)
     q = parse("#0(#0, ?x) & #1(?x, ?y)")
-    (w,) = explain(q, g, [3])
+    (w,) = find_witnesses(q, g, [3])
     assert w.assignment == {Var("x"): 1}  # ties: the lowest entity id
     assert [(u.head, u.tail, u.confidence) for u in w.atoms] == [(0, 1, np.float32(0.9)), (1, 3, 0.5)]
     assert abs(w.total - 1.4) < 1e-6 and w.branch == 0
@@ -80,7 +80,7 @@ def test_disjunction_branch_and_missing_default():
     facts = [(0, 0, 1, 0.3)]
     g = graph_of(3, 2, facts)
     q = parse("#0(#0, ?y) | !#1(#2, ?y, 0, 2)")
-    (w,) = explain(q, g, [1])
+    (w,) = find_witnesses(q, g, [1])
     assert w.branch == 1 and w.total == 2.0
     (use,) = w.atoms
     assert not use.found and use.confidence == 0.0 and use.atom.negated and use.value == 2.0
@@ -95,7 +95,7 @@ def test_capped_cycle_witness_is_a_lower_bound():
     assert bool(capped.approximate[0])
     # Binding ?y to the answer breaks this triangle, so the witness search is exact even under the cap: it
     # may beat the capped (lower-bound) utility, never the exact one.
-    for w in explain(q, g, [0, 1, 2], cycle_cap=1):
+    for w in find_witnesses(q, g, [0, 1, 2], cycle_cap=1):
         assert capped.utility[0][w.answer] - 1e-6 <= w.total <= exact[w.answer] + 1e-6
         assert abs(w.total - exact[w.answer]) <= 1e-6
-    assert all(not w.approximate for w in explain(q, g, [0, 1, 2]))
+    assert all(not w.approximate for w in find_witnesses(q, g, [0, 1, 2]))

@@ -1,6 +1,6 @@
 """Witnesses for people and files: the JSON record of one explained answer and its terminal text.
 
-Pure functions over :class:`pipeline.engine.explain.Witness` and a vocabulary; names, never bare ids, in
+Pure functions over :class:`pipeline.engine.witness.Witness` and a vocabulary; names, never bare ids, in
 anything a person reads. `source` says where an atom's confidence came from: `observed` (a fact of the
 observed graph queried), `predicted` (a fact of the neural adjacency export), `missing` (not stored, so
 the design's default c = 0 applies)."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.engine.explain import AtomUse, Witness
+from pipeline.engine.witness import AtomUse, Witness
 from pipeline.query.model import Query
 from pipeline.query.printer import format_name, format_number, relation_text
 from pipeline.query.vocab import Vocabulary

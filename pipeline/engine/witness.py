@@ -62,7 +62,7 @@ class Witness:
         return float(sum(u.value for u in self.atoms))
 
 
-def explain(
+def find_witnesses(
     query: Query,
     graph: GraphTensors | Adjacency,
     answers: Sequence[int],

@@ -1,0 +1,35 @@
+"""The answering stage with SRC's options flat, as the calibration and executor tests call it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def answer_src(
+    queries: str | Path,
+    adjacency: str | Path,
+    calibration: str = "none",
+    out_dir: str | Path | None = None,
+    valid_queries: str | Path | None = None,
+    train_queries: str | Path | None = None,
+    run_dir: str | Path | None = None,
+    *,
+    device: str | None = None,
+    seed: int = 0,
+    l_epochs: int = 20,
+    progress: bool = True,
+    kg: Any = None,
+    allow_split_mismatch: bool = False,
+    explain: int = 0,
+    executor: Any = None,
+) -> dict[str, Any]:
+    """`pipeline answer QUERIES --adjacency DIR --calibration C ...` through :func:`answer_queries`."""
+    from pipeline.answer import AnswerOptions, answer_queries
+    from pipeline.methods import MethodOptions
+
+    method = MethodOptions(name="src", adjacency=adjacency, calibration=calibration, run_dir=run_dir, device=device,
+                           seed=seed, l_epochs=l_epochs, kg=kg)
+    how = AnswerOptions(out_dir=out_dir, valid_queries=valid_queries, train_queries=train_queries,
+                        allow_split_mismatch=allow_split_mismatch, explain=explain, executor=executor, progress=progress)
+    return dict(answer_queries(queries, method, how))
