@@ -20,14 +20,14 @@ from pathlib import Path
 
 import torch
 
-from pipeline.answer import answer_query_set
-from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
-from pipeline.config import select_device
+from pipeline.core.config import select_device
 from pipeline.engine import as_adjacency
-from pipeline.evaluate import ordered_types
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
+from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
+from pipeline.stages.answer import answer_query_set
+from pipeline.stages.evaluate import ordered_types
 
 
 def main() -> None:

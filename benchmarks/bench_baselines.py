@@ -26,7 +26,6 @@ import time
 import torch
 
 from loaders import get_spec
-from pipeline.answer import answer_query_set
 from pipeline.baselines.models import get_qe_model_class
 from pipeline.baselines.training import (
     draw_negatives,
@@ -35,10 +34,11 @@ from pipeline.baselines.training import (
     subsample_answers,
     train_tensors,
 )
-from pipeline.config import select_device
-from pipeline.evaluate import ordered_types
+from pipeline.core.config import select_device
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods.qe import QueryEmbedding
+from pipeline.stages.answer import answer_query_set
+from pipeline.stages.evaluate import ordered_types
 
 
 def train_speed(

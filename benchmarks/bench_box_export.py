@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--leaf", type=int, default=32, help="block size of the UKGE measurement")
     args = ap.parse_args(argv)
 
-    from pipeline.export import export_adjacency
     from pipeline.models import dot_bounds, load_run, read_run
+    from pipeline.stages.export import export_adjacency
 
     for run_dir in args.box:
         run = read_run(run_dir)

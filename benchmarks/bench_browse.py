@@ -5,7 +5,7 @@
         --adjacency DIR [--explain 10] [--store URI] [--out DIR] [--pages-per-type 1]
 
 Stages, each timed once on the wall clock (one torch thread): `read` = the set's nodes read, parsed and
-marked in the store (pipeline.stored_queries), `answer` = SRC over the export (the answers file), `explain`
+marked in the store (pipeline.stages.stored_queries), `answer` = SRC over the export (the answers file), `explain`
 = the witnesses of every query's top K, `write-back` = answers and witnesses into the store; `browse` = one
 page per type read from the store and rendered with neo4j-viz (median seconds). Per type: what the
 write-back holds per query, counted back in the store: ANSWER relationships, (:Witness) and (:Atom) nodes,
@@ -25,16 +25,16 @@ from pathlib import Path
 
 import torch
 
-from pipeline.answer import AnswerOptions, answer_queries
-from pipeline.browse import read_page_graph, render_html
 from pipeline.formats.adjacency import read_manifest
 from pipeline.formats.answers import read_answers
 from pipeline.formats.witnesses import read_witnesses
 from pipeline.methods import MethodOptions
 from pipeline.query import QUERY_TYPES
+from pipeline.stages.answer import AnswerOptions, answer_queries
+from pipeline.stages.browse import read_page_graph, render_html
+from pipeline.stages.stored_queries import read_stored_queries
+from pipeline.stages.writeback import write_back_to
 from pipeline.store import open_store
-from pipeline.stored_queries import read_stored_queries
-from pipeline.writeback import write_back_to
 
 PER_QUERY = """
 MATCH (q:Query {dataset: $dataset, set: $set})

@@ -1,5 +1,5 @@
 """What checking an export's checksums costs on load (issue 29): `load_adjacency` with and without
-verifying every relation file's checksum (pipeline.checksums).
+verifying every relation file's checksum (pipeline.core.checksums).
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_checksums.py EXPORT_DIR [--repeat 3]
     python benchmarks/bench_checksums.py --synth 50000000 --out /tmp/synth-export [--relations 8]

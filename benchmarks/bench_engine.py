@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from loaders import load
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix
 from pipeline.engine.maxplus import maxplus
-from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, Query
 
 

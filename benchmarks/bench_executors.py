@@ -1,6 +1,6 @@
 """Local vs Ray executors on the two heavy stages: wall seconds, identical output checked, load average.
 
-    # a whole export through pipeline.export.export_adjacency, local then Ray with 1 and 2 workers
+    # a whole export through pipeline.stages.export.export_adjacency, local then Ray with 1 and 2 workers
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_executors.py export RUN_DIR --threshold 0.1 \
         --workers 1 2 --out /tmp/bench-exec
     # a slice of relations (when the whole export does not fit the time): the same shard tasks, scored
@@ -46,7 +46,7 @@ def _ray(workers: int) -> tuple[Any, float]:
 
 
 def bench_export(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from pipeline.export import export_adjacency
+    from pipeline.stages.export import export_adjacency
 
     rows: list[dict[str, Any]] = []
     if args.relations:
@@ -94,9 +94,9 @@ def bench_export_slice(args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
     from pipeline.executors import Task
-    from pipeline.export import _shard_specs, score_heads, score_shard
     from pipeline.formats.adjacency import FORMAT, read_shard, shard_filesystem
     from pipeline.models import load_run
+    from pipeline.stages.export import _shard_specs, score_heads, score_shard
 
     a, b = (int(x) for x in args.relations.split(":"))
     model = load_run(args.run, device="cpu")
@@ -154,9 +154,9 @@ def bench_export_slice(args: argparse.Namespace) -> list[dict[str, Any]]:
 def bench_answer(args: argparse.Namespace) -> list[dict[str, Any]]:
     import pandas as pd
 
-    from pipeline.answer import answer_query_set
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import SRC
+    from pipeline.stages.answer import answer_query_set
 
     qs = read_query_set(args.queries)
     t0 = time.perf_counter()

@@ -27,9 +27,9 @@ import torch
 from tqdm import tqdm
 
 from loaders import load
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, solve, top_answers
 from pipeline.engine.witness import find_witnesses
-from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES
 
 

@@ -4,7 +4,7 @@
         --thresholds 0.05 0.1 --out /tmp/exports
 
 Each export goes to OUT/<run name>-t<T> (recomputed: an existing export there is removed first, so the
-seconds are a cold export); the load time is that of pipeline.export.load_adjacency.
+seconds are a cold export); the load time is that of pipeline.stages.export.load_adjacency.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-relation", action="store_true", help="also print stored facts per relation")
     args = ap.parse_args(argv)
 
-    from pipeline.export import export_adjacency
     from pipeline.formats.adjacency import load_adjacency
     from pipeline.models import read_run
+    from pipeline.stages.export import export_adjacency
 
     rows, per_rel = [], []
     for run_dir in args.runs:

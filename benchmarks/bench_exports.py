@@ -43,7 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmar
 
 from bench_engine import read_bandwidth  # noqa: E402
 
-from pipeline.calibration import (  # noqa: E402
+from pipeline.formats.adjacency import load_adjacency  # noqa: E402
+from pipeline.formats.queryset import read_query_set  # noqa: E402
+from pipeline.methods.calibration import (  # noqa: E402
     AffineCalibration,
     ConfBuffers,
     calibrated_adjacency,
@@ -52,10 +54,8 @@ from pipeline.calibration import (  # noqa: E402
     training_adjacency,
     zero_alphas,
 )
-from pipeline.evaluate import ordered_types  # noqa: E402
-from pipeline.formats.adjacency import load_adjacency  # noqa: E402
-from pipeline.formats.queryset import read_query_set  # noqa: E402
 from pipeline.query import QUERY_TYPES, Query  # noqa: E402
+from pipeline.stages.evaluate import ordered_types  # noqa: E402
 
 BATCH = 256
 
@@ -221,7 +221,7 @@ def l_batch_seconds(
     (before: the calibration code of commit e09fd49 too)."""
     import importlib
 
-    mod = "tests.engine.reference.calibration" if name == "before" else "pipeline.calibration"
+    mod = "tests.engine.reference.calibration" if name == "before" else "pipeline.methods.calibration"
     calibrated_adjacency = importlib.import_module(mod).calibrated_adjacency
     adj = index(graph)
     calib, tables = random_l(graph, seed)

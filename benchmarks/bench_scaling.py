@@ -36,7 +36,7 @@ def stage(args: argparse.Namespace) -> dict:
     run_dir = home / "runs" / f"{name}-{MODEL}"
     work = home / "scale" / name
     if args.stage == "synth":
-        from pipeline.synth import synth_dataset
+        from pipeline.stages.synth import synth_dataset
 
         rep = synth_dataset(name, args.n, args.relations, args.facts_per_entity * args.n, seed=args.seed,
                             like=args.like, progress=False)
@@ -49,7 +49,7 @@ def stage(args: argparse.Namespace) -> dict:
         res = train(load(name), cfg, run_dir, progress=False)
         return {"epoch_seconds": res["seconds_per_epoch"]}
     if args.stage.startswith("export"):
-        from pipeline.export import export_adjacency
+        from pipeline.stages.export import export_adjacency
 
         k = args.top_k if args.stage == "export_topk" else None
         thr = args.topk_threshold if k else args.threshold
@@ -82,8 +82,8 @@ def stage(args: argparse.Namespace) -> dict:
                     skipped.append(m[1])
         return {"queries": res["queries"], "file": res["file"], "types_skipped": skipped}
     if args.stage.startswith("answer"):
-        from pipeline.answer import AnswerOptions, answer_queries
         from pipeline.methods import MethodOptions
+        from pipeline.stages.answer import AnswerOptions, answer_queries
 
         exp = work / ("export_topk" if args.stage == "answer_topk" else "export")
         qfile = next((work / "queries").glob("*.parquet"))

@@ -93,7 +93,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", type=Path, default=None, help="Folder for the TSVs and artifacts (default: PIPELINE_HOME/bench_user_kg).")
     args = ap.parse_args()
-    from pipeline import config
+    from pipeline.core import config
 
     work = args.work or config.home() / "bench_user_kg"
     work.mkdir(parents=True, exist_ok=True)

@@ -61,8 +61,8 @@ def _exists(rel: str) -> bool:
 
 def _toy(root: Path) -> dict[str, Path]:
     sys.path.insert(0, str(ROOT))
-    from pipeline.export import export_adjacency
     from pipeline.models import default_config, train
+    from pipeline.stages.export import export_adjacency
     from tests.calibration.conftest import write_set
     from tests.models.toy import toy_kg
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from loaders import cn15k, onet20k, ppi5k, user
 from loaders.base import GRAPHS, SPLITS, DatasetSpec, KGData, load_dataset, merge_mean
-from pipeline.errors import PipelineError, unknown_name
-from pipeline.registry import Registry
+from pipeline.core.errors import PipelineError, unknown_name
+from pipeline.core.registry import Registry
 
 
 def _row(s: DatasetSpec) -> dict:

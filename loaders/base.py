@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline import atomic, config
-from pipeline.errors import ChecksumError, DataFormatError, PipelineError
+from pipeline.core import atomic, config
+from pipeline.core.errors import ChecksumError, DataFormatError, PipelineError
 
 SPLITS = ("train", "val", "test")
 GRAPHS = {"train": ("train",), "valid": ("train", "val"), "test": ("train", "val", "test")}

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from loaders.base import read_text
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 
 # accepted names of the split files in a --from folder, by role
 SPLIT_STEMS = {"train": ("train",), "val": ("valid", "val", "dev"), "test": ("test",)}

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 
 
 def parse_fractions(text: str) -> tuple[float, float, float]:

@@ -37,9 +37,9 @@ import pandas as pd
 from loaders.base import DatasetSpec, FileSpec, load_dataset, md5sum
 from loaders.named_files import Columns, find_split_files, read_table, validate_rows
 from loaders.split import check_seen, parse_fractions, split_rows
-from pipeline import atomic, config
-from pipeline.errors import DataFormatError, PipelineError
-from pipeline.registry import Registry
+from pipeline.core import atomic, config
+from pipeline.core.errors import DataFormatError, PipelineError
+from pipeline.core.registry import Registry
 
 FORMAT = "soft-queries user data set v1"
 SPEC_FILE = "spec.json"

@@ -50,11 +50,10 @@ def __dir__() -> list[str]:
 
 
 class _Package(ModuleType):
-    """The package, whose API names win over its submodules of the same name (``pipeline.evaluate``,
-    ``pipeline.export``, ``pipeline.answer``, ``pipeline.query``): importing such a submodule leaves it in
-    ``sys.modules`` without binding it here, so ``pl.evaluate`` stays the function. Import those modules'
-    contents by name (``from pipeline.evaluate import evaluate_file``), not as ``from pipeline import
-    evaluate``."""
+    """The package, whose API names win over its submodules of the same name (``pipeline.query``, the
+    package of query types and parsing): importing it leaves it in ``sys.modules`` without binding it here,
+    so ``pl.query`` stays the function. The stages live under ``pipeline.stages`` and the foundation under
+    ``pipeline.core``, so no other name is shared."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in __all__ and isinstance(value, ModuleType):

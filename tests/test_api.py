@@ -52,10 +52,10 @@ def test_all_lists_exactly_the_public_names() -> None:
 
 
 def test_api_names_win_over_submodules_of_the_same_name() -> None:
-    import pipeline.answer
-    import pipeline.evaluate
-    import pipeline.export
     import pipeline.query  # noqa: F401
+    import pipeline.stages.answer  # noqa: F401
+    import pipeline.stages.evaluate  # noqa: F401
+    import pipeline.stages.export  # noqa: F401
 
     assert callable(pl.evaluate) and callable(pl.export) and callable(pl.answer) and callable(pl.query)
     assert pl.evaluate.__module__ == "pipeline.api"

@@ -56,7 +56,7 @@ def test_no_import_cycle() -> None:
 def test_the_core_does_no_io() -> None:
     mods = _modules()
     for m, deps in mods.items():
-        if m.startswith(("pipeline.engine", "pipeline.query", "pipeline.metrics")):
+        if m.startswith(("pipeline.engine", "pipeline.query", "pipeline.core.metrics")):
             bad = {d for d in deps if d.startswith(("neo4j", "falkordb", "pipeline.store", "pipeline.formats", "loaders"))}
             assert not bad, f"{m} imports {sorted(bad)}"
 
@@ -106,19 +106,19 @@ def test_methods_never_call_back_into_the_answering_stage() -> None:
     for m, deps in mods.items():
         owners = {_owner(d, mods) for d in deps}
         if m.startswith("pipeline.methods"):
-            assert "pipeline.answer" not in owners, f"{m} imports the answering stage"
-        if m == "pipeline.calibration":
-            bad = {o for o in owners if o == "pipeline.answer" or o.startswith("pipeline.methods")}
+            assert "pipeline.stages.answer" not in owners, f"{m} imports the answering stage"
+        if m == "pipeline.methods.calibration":
+            bad = {o for o in owners if o == "pipeline.stages.answer" or o.startswith("pipeline.methods")}
             assert not bad, f"{m} imports {sorted(bad)}"
 
 
 def test_one_answering_entry() -> None:
     """The callers of the answering stage use its one entry (answer_queries), none rebuilds it."""
-    callers = ["pipeline/api.py", "pipeline/cli.py", "pipeline/reproduce.py", "pipeline/reproduce_baselines.py",
-               "pipeline/stored_queries.py", "pipeline/studies/soft_requirements.py"]
+    callers = ["pipeline/api.py", "pipeline/cli.py", "pipeline/stages/reproduce.py", "pipeline/stages/reproduce_baselines.py",
+               "pipeline/stages/stored_queries.py", "pipeline/studies/soft_requirements.py"]
     for rel in callers:
         text = (ROOT / rel).read_text()
-        assert "answer_queries" in text, f"{rel} does not call pipeline.answer.answer_queries"
+        assert "answer_queries" in text, f"{rel} does not call pipeline.stages.answer.answer_queries"
         for rebuilt in ("run_answer(", "SRC.build(", ".from_options(", "explain_answers_file(", "write_back_file("):
             assert rebuilt not in text, f"{rel} rebuilds the answering stage ({rebuilt.rstrip('(')})"
 

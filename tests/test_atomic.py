@@ -1,4 +1,4 @@
-"""pipeline/atomic.py: the renamed artifact has ordinary permissions (not mkstemp's 0600), and a killed
+"""pipeline/core/atomic.py: the renamed artifact has ordinary permissions (not mkstemp's 0600), and a killed
 writer's temporary is removed by the next write."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from pipeline import atomic
+from pipeline.core import atomic
 
 
 @pytest.fixture

@@ -93,7 +93,7 @@ def test_lesmis_page_reads_at_the_default_zoom(fresh_store, tmp_path: Path) -> N
     """Typed queries get ids in creation order, the negated atom's anchor is drawn as an anchor, the page's
     names and edge labels are readable in a 1400 x 900 window, and a text that did not parse says so."""
     pytest.importorskip("neo4j_viz", reason="the [browse] extra (neo4j-viz) is not installed")
-    from pipeline.browse import ANCHOR, read_page_graph
+    from pipeline.stages.browse import ANCHOR, read_page_graph
     from tests.answer.test_browse import CHROMIUM, assert_readable, rendered_font_sizes
 
     path, _ = lesmis_file(tmp_path)

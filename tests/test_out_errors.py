@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.answer import answer_query_set
 from pipeline.cli import cli
 from pipeline.formats.answers import write_answers
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
 from pipeline.models import default_config, train
+from pipeline.stages.answer import answer_query_set
 from tests.answer.toy import PREDICTED, write_toy_query_set
 from tests.models.toy import toy_kg
 
@@ -25,7 +25,7 @@ from tests.models.toy import toy_kg
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A toy run, its export, a toy query set and an answers file."""
-    from pipeline.export import export_adjacency
+    from pipeline.stages.export import export_adjacency
 
     root = tmp_path_factory.mktemp("out-errors")
     cfg = default_config("toy", "ukge_logi", epochs=1, dim=8, batch_size=32, lr=0.02, seed=0)
@@ -113,7 +113,7 @@ def test_a_run_config_that_is_not_an_object_is_one_line(made: dict[str, Path], t
 def test_the_permission_check_names_the_folder(made: dict[str, Path], tmp_path: Path, monkeypatch) -> None:
     """The check the test above makes as a non-root user, here with os.access answering as it would for
     one (root passes every access check, so this is what runs on a root CI)."""
-    from pipeline import atomic
+    from pipeline.core import atomic
 
     locked = tmp_path / "locked"
     locked.mkdir()

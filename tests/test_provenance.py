@@ -1,4 +1,4 @@
-"""Content keys (pipeline.provenance.stable_key): the reproduction's stage ledgers and the saved calibrations
+"""Content keys (pipeline.core.provenance.stable_key): the reproduction's stage ledgers and the saved calibrations
 (calibration/L-KEY, D-KEY) are found again by these keys, so their format is pinned to what earlier runs wrote."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pipeline.provenance import stable_key
+from pipeline.core.provenance import stable_key
 
 
 def test_stable_key_is_the_first_16_hex_of_sha256_over_sorted_json() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.calibration import lower_alphas
+from pipeline.core.errors import PipelineError
 from pipeline.engine import Adjacency, search_query
-from pipeline.errors import PipelineError
+from pipeline.methods.calibration import lower_alphas
+from pipeline.methods.saved_calibration import apply_saved
 from pipeline.query import parse
-from pipeline.saved_calibration import apply_saved
 from tests.engine.test_oracle import graph_of
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline import atomic
+from pipeline.core import atomic
 from tests.store.test_user_kg import toy_kg
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,14 +42,14 @@ def test_only_dead_writers_temporaries_are_removed(tmp_path: Path) -> None:
 def test_a_second_process_waits_for_the_lock(tmp_path: Path) -> None:
     lock = tmp_path / ".x.lock"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pipeline.atomic import exclusive\n"
+        [sys.executable, "-c", "import sys, time; from pipeline.core.atomic import exclusive\n"
          f"with exclusive({str(lock)!r}, 'x'):\n    print('held', flush=True); time.sleep(1.5)"],
         stdout=subprocess.PIPE, text=True, env=_env(tmp_path),
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     t0 = time.perf_counter()
     waiter = subprocess.run(
-        [sys.executable, "-c", f"from pipeline.atomic import exclusive\nwith exclusive({str(lock)!r}, 'the test lock'):\n    pass"],
+        [sys.executable, "-c", f"from pipeline.core.atomic import exclusive\nwith exclusive({str(lock)!r}, 'the test lock'):\n    pass"],
         capture_output=True, text=True, env=_env(tmp_path),
     )
     assert holder.wait() == 0 and waiter.returncode == 0

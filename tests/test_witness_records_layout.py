@@ -3,7 +3,7 @@ atom's numbers start at the same column, a long atom is wrapped onto its own lin
 
 from __future__ import annotations
 
-from pipeline.witness_records import FACT_WIDTH, witness_lines
+from pipeline.stages.witness_records import FACT_WIDTH, witness_lines
 
 
 def _atom(relation: str, head: str, tail: str, c: float, negated: bool = False) -> dict:

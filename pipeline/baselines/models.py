@@ -21,7 +21,7 @@ import pipeline.baselines.cone as cone
 import pipeline.baselines.logice as logice
 from pipeline.baselines.number_embedding import number_embedding
 from pipeline.baselines.plan import Plan, PlanParams
-from pipeline.registry import Registry
+from pipeline.core.registry import Registry
 
 State = tuple[torch.Tensor, ...]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 
 Plan = tuple[Any, ...]

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 from pipeline.models.runs import model_from_doc, read_json, torch_load, torch_save
 
 MODEL_FILE, CHECKPOINT_FILE = "model.pt", "checkpoint.pt"

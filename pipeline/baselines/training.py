@@ -24,7 +24,7 @@ from pipeline.baselines import runs
 from pipeline.baselines.losses import LOSSES, compute_loss
 from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
 from pipeline.baselines.plan import Plan, PlanParams, group_by_plan
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.models.runs import read_json, run_metadata, torch_load, torch_save, write_json
 
 
@@ -212,9 +212,9 @@ def epoch_batches(
 
 
 def valid_score(model: QueryEmbeddingModel, valid: Any) -> float:
-    """The selection score (pipeline.answer.selection_score) of the model's answers to the valid queries."""
-    from pipeline.answer import answer_query_set, selection_score
+    """The selection score (pipeline.stages.answer.selection_score) of the model's answers to the valid queries."""
     from pipeline.methods.qe import QueryEmbedding
+    from pipeline.stages.answer import answer_query_set, selection_score
 
     method = QueryEmbedding(model, {"dataset": valid.meta["dataset"], "model": model.name}, "")
     return selection_score(answer_query_set(valid, method, progress=False)[0])
@@ -246,7 +246,7 @@ def train_qe(
     from tqdm import tqdm
 
     from loaders import get_spec
-    from pipeline import config as env
+    from pipeline.core import config as env
     from pipeline.formats.queryset import read_query_set
 
     _check_config(cfg)

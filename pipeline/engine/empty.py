@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.kg import GraphTensors
+from pipeline.core.kg import GraphTensors
 from pipeline.query.model import Atom, Conjunction, Const, Query, Var
 from pipeline.query.printer import atom_text, format_number, relation_text, term_text
 from pipeline.query.vocab import Vocabulary

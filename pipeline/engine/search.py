@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
+from pipeline.core.errors import PipelineError
+from pipeline.core.kg import GraphTensors
 from pipeline.engine.adjacency import Adjacency, as_adjacency
 from pipeline.engine.atoms import (
     NEG_INF,
@@ -27,8 +29,6 @@ from pipeline.engine.atoms import (
     fold_diagonal,
 )
 from pipeline.engine.maxplus import maxplus
-from pipeline.errors import PipelineError
-from pipeline.kg import GraphTensors
 from pipeline.query.graph import QueryGraph
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 from pipeline.query.types import conjunction_shape

@@ -6,10 +6,10 @@ package never imports Ray (only building the Ray executor does).
 
 from __future__ import annotations
 
+from pipeline.core.registry import Registry
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed
 from pipeline.executors.local import LocalExecutor
 from pipeline.executors.ray import RayExecutor
-from pipeline.registry import Registry
 
 EXECUTORS: Registry[type[Executor]] = Registry("executor", [LocalExecutor, RayExecutor])
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 
 class TaskFailed(PipelineError):

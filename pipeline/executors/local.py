@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 
 

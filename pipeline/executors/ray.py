@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.executors.base import ActorState, Executor, Task, failure
 
 # the object store of a cluster we start: small, the tasks exchange file names and counts, not arrays

@@ -1,5 +1,5 @@
 """The neural adjacency export format (design section 2): a folder of Arrow IPC files, one per relation, and
-a manifest; the one module that writes manifests and reads exports (:mod:`pipeline.export` scores them).
+a manifest; the one module that writes manifests and reads exports (:mod:`pipeline.stages.export` scores them).
 
     manifest.json        format, dataset, model, model_hash, threshold, n_entities, n_relations, per-relation
                          files (nnz, bytes), provenance; sealed with a digest
@@ -31,10 +31,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import torch
 
-from pipeline import atomic, checksums
-from pipeline.errors import ArtifactError
-from pipeline.kg import GraphTensors
-from pipeline.provenance import is_sealed, seal
+from pipeline.core import atomic, checksums
+from pipeline.core.errors import ArtifactError
+from pipeline.core.kg import GraphTensors
+from pipeline.core.provenance import is_sealed, seal
 
 FORMAT = "soft-queries/neural-adjacency/1"
 MANIFEST = "manifest.json"
@@ -111,7 +111,7 @@ def read_shard(
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     """The manifest, sealed (written last: its presence marks the export complete), with the digest
-    of every relation file it lists (:mod:`pipeline.checksums`; checked by :func:`load_adjacency`)."""
+    of every relation file it lists (:mod:`pipeline.core.checksums`; checked by :func:`load_adjacency`)."""
     for rel in manifest.get("relations", []):
         rel.setdefault(checksums.MANIFEST_KEY, checksums.file_digest(folder / rel["file"]))
     atomic.write_text(folder / MANIFEST, json.dumps(seal(manifest), indent=2, sort_keys=True) + "\n")

@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
+from pipeline.core.metrics import rank_and_tie_groups
 from pipeline.formats import meta as metafile
-from pipeline.metrics import rank_and_tie_groups
 
 FORMAT = "soft-query-answers/2"
 # Format 1 had no tie groups (rank_first, ties), which the tie-aware metrics need: such files are refused

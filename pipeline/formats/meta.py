@@ -11,9 +11,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import atomic, checksums
-from pipeline.errors import ArtifactError
-from pipeline.provenance import is_sealed, provenance, seal
+from pipeline.core import atomic, checksums
+from pipeline.core.errors import ArtifactError
+from pipeline.core.provenance import is_sealed, provenance, seal
 
 META_KEY = b"pipeline"
 
@@ -56,7 +56,7 @@ def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[s
 
 def write_parquet(table: pa.Table, path: Path) -> Path:
     """Write a table atomically, with the checksum of the whole file in its footer
-    (:func:`pipeline.checksums.seal_file`, filled in before the file is renamed into place)."""
+    (:func:`pipeline.core.checksums.seal_file`, filled in before the file is renamed into place)."""
     sealed = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), checksums.META_KEY: checksums.PLACEHOLDER}
     )

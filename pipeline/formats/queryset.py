@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 from pipeline.formats import meta as metafile
 from pipeline.query.model import Atom, Conjunction, Const, Query, Var
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.llm.prompt import LETTERS
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

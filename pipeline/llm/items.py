@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.llm.prompt import LETTERS, anchors, render_prompt
 from pipeline.query.printer import to_text
 from pipeline.query.vocab import Vocabulary

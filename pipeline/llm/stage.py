@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 from pipeline.llm import eval as llm_eval
 from pipeline.llm.items import build_items, parse_counts, read_items, src_choice, write_items
 
@@ -50,8 +50,8 @@ def build_items_file(
     from collections import Counter
 
     from loaders import load
+    from pipeline.core.kg import observed_graph
     from pipeline.formats.queryset import read_query_set
-    from pipeline.kg import observed_graph
     from pipeline.query.vocab import Vocabulary
 
     counts = parse_counts(per_type)  # a bad --per-type fails before anything is loaded
@@ -84,7 +84,7 @@ def build_items_file(
         tensors, _meta = load_adjacency(adjacency, kg.name, "cpu", kg.n_entities, kg.n_relations)
         src_choice(items, _utility_fn(tensors), [parse(it["query_ids"], vocab) for it in items])
     path = write_items(items, out)
-    from pipeline.evaluate import ordered_types
+    from pipeline.stages.evaluate import ordered_types
 
     kept_sorted = {t: kept[t] for t in ordered_types(set(kept))}
     return {

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.core.registry import Registry
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.methods.qe import ConENE, LogicENE, QueryEmbedding
 from pipeline.methods.src import SRC
-from pipeline.registry import Registry
 
 
 def _row(m: type[Method]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ SRC over an export with a calibration (:mod:`pipeline.methods.src`) is one; a qu
 another. ``pipeline answer``, ``pipeline evaluate``, ``pipeline reproduce`` and the results tables only see
 this interface, so a new method is one new module registered in :data:`pipeline.methods.METHODS`.
 
-How a method is built for the answering stage (:func:`pipeline.answer.answer_queries`) is declared here
+How a method is built for the answering stage (:func:`pipeline.stages.answer.answer_queries`) is declared here
 too: :class:`MethodOptions` (what the person chose), :class:`BuildInputs` (what the stage hands over: the
 valid/train query sets and the selection score calibration needs) and :class:`Capabilities` (which options
 a method accepts), so the stage checks every method's options the same way and never imports a method.

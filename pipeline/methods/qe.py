@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.query.model import Query
 
@@ -50,9 +50,9 @@ class QueryEmbedding(Method):
         """The method of a ``train-qe`` run directory (its best valid epoch), of the registered class that
         trained it; union (dnf | conorm, see pipeline.baselines.models.UNIONS) overrides how it answers
         disjunctions."""
-        from pipeline import config
         from pipeline.baselines.runs import load_qe_run
-        from pipeline.errors import PipelineError
+        from pipeline.core import config
+        from pipeline.core.errors import PipelineError
 
         model, run_cfg = load_qe_run(run_dir, device=config.select_device(device))
         if union is not None:

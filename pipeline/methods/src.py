@@ -1,5 +1,5 @@
 """SRC (design section 2) as an answering method: the exact engine over a neural adjacency export, with a
-calibration (none, D, L or D+L; :mod:`pipeline.calibration`).
+calibration (none, D, L or D+L; :mod:`pipeline.methods.calibration`).
 
 :meth:`SRC.build` loads the export, fits what the calibration needs (L on the train queries, delta on the
 valid queries) or reuses a saved fit keyed by content (model hash, threshold, query set checksums,
@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from pipeline.calibration import CALIBRATIONS, lower_alphas
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.engine import Adjacency, as_adjacency, search_batch
-from pipeline.errors import ArtifactError, PipelineError
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
+from pipeline.methods.calibration import CALIBRATIONS, lower_alphas
 from pipeline.query.model import Query
 
 
@@ -126,14 +126,14 @@ class SRC(Method):
         D needs ``valid`` and ``score`` (a built method's selection score on ``valid``: delta is chosen
         with it); L needs ``train`` (fitted there, alpha = 0) and selects with ``score`` when given; L's
         features come from the export's run unless ``run_dir`` names another copy. The answering stage
-        (:func:`pipeline.answer.answer_queries`) passes ``score``; this module never answers a query set.
+        (:func:`pipeline.stages.answer.answer_queries`) passes ``score``; this module never answers a query set.
         kg: the loaded data set whose train graph gives L its targets (default: loaded by name).
         load=False (calibration none only): read and check the manifest but leave the export unloaded, for
         answering on an executor's actors, which each load it (the driver then holds no copy)."""
         from loaders import get_spec
-        from pipeline import config
-        from pipeline.calibration import FitSettings, choose_saved_delta, fit_l
+        from pipeline.core import config
         from pipeline.formats.adjacency import load_adjacency
+        from pipeline.methods.calibration import FitSettings, choose_saved_delta, fit_l
 
         calib = CALIBRATIONS[calibration]
         dev = config.select_device(device)
@@ -182,7 +182,7 @@ class SRC(Method):
 def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
     """SRC from :meth:`SRC.portable`'s recipe, in another process: load the export on this worker's
     device (a GPU actor's GPU), apply the saved L, lower alpha by the driver's delta. Fits nothing."""
-    from pipeline import config
+    from pipeline.core import config
     from pipeline.formats.adjacency import load_adjacency
 
     dev = config.select_device(device)
@@ -191,7 +191,7 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
     adj = as_adjacency(graph)
     info = recipe["info"]
     if CALIBRATIONS[recipe["calibration"]].uses_l:
-        from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
         from pipeline.models import load_run
 
         model = load_run(info["l_run"], device=dev)

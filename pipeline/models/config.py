@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError
 
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "ukge_logi": {"dim": 128, "lr": 1e-3, "batch_size": 1024, "negatives": 10, "model_kwargs": {"l2": 5e-4}},

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from pipeline.core.registry import Registry
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.beurre import BEUrRE
 from pipeline.models.ukge import UKGELogi, UKGERect
-from pipeline.registry import Registry
 
 BACKBONES: Registry[type[ConfidenceModel]] = Registry("model", (UKGELogi, UKGERect, BEUrRE))
 

@@ -8,7 +8,7 @@
     RUN_DIR/checksums.json   the sha256 digest of each JSON document above (sealed), checked when read
 
 Files are written atomically (temp file + rename), so an interrupted run never leaves a half-written one.
-The two ``.pt`` files carry the digest of their own content (:func:`pipeline.checksums.seal_object`), so a
+The two ``.pt`` files carry the digest of their own content (:func:`pipeline.core.checksums.seal_object`), so a
 damaged model is never exported and a damaged checkpoint never resumed; results.json's ``model_hash`` must
 be the hash of the model.pt beside it.
 """
@@ -22,11 +22,11 @@ from typing import Any
 
 import torch
 
-from pipeline import atomic, checksums
-from pipeline.errors import ArtifactError, CorruptArtifactError
+from pipeline.core import atomic, checksums
+from pipeline.core.errors import ArtifactError, CorruptArtifactError
+from pipeline.core.provenance import is_sealed, provenance, seal
 from pipeline.formats import meta as metafile
 from pipeline.models.base import ConfidenceModel
-from pipeline.provenance import is_sealed, provenance, seal
 
 MODEL_FILE, CHECKPOINT_FILE = "model.pt", "checkpoint.pt"
 CONFIG_FILE, METADATA_FILE, RESULTS_FILE = "config.json", "metadata.json", "results.json"
@@ -172,7 +172,7 @@ def load_run(
 
 
 def run_metadata(checksums: dict[str, str], seed: int, device: str, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The run's provenance (:func:`pipeline.provenance.provenance`: versions, git hash, config, seed, data
+    """The run's provenance (:func:`pipeline.core.provenance.provenance`: versions, git hash, config, seed, data
     checksums) plus its device."""
     return {
         **provenance(cfg, seed, inputs={"data_checksums": dict(checksums)}),

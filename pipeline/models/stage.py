@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ def train_dataset(
     patience, select_on, seed, device; None = the default or the replayed config's). Without a given batch
     size or config file, the model's default is fitted to a small graph (pipeline.models.config)."""
     from loaders import load
-    from pipeline import config
-    from pipeline.atomic import check_folder
+    from pipeline.core import config
+    from pipeline.core.atomic import check_folder
     from pipeline.models import train
     from pipeline.models.config import fitted_batch_size, train_config
 

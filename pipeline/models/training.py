@@ -22,8 +22,8 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from pipeline.config import select_device
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core.config import select_device
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
 from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor

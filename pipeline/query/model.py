@@ -10,7 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

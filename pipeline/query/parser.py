@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.errors import QuerySyntaxError, ResolutionError
+from pipeline.core.errors import QuerySyntaxError, ResolutionError
 from pipeline.query.model import FREE, Atom, Const, Query, Term, Var
 from pipeline.query.vocab import Vocabulary
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
+from pipeline.core.registry import Registry
 from pipeline.query.model import Atom, Conjunction, Const, Query, Var
 from pipeline.query.parser import parse
 from pipeline.query.vocab import Vocabulary
-from pipeline.registry import Registry
 
 _PLACEHOLDERS = Vocabulary(("e1", "e2", "e3"), ("r1", "r2", "r3", "r4"))
 

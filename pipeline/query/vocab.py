@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.errors import ResolutionError, close_matches
+from pipeline.core.errors import ResolutionError, close_matches
 
 
 @dataclass(frozen=True)

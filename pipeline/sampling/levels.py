@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from loaders.levels import alpha_levels
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.sampling.requirements import alpha_table
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.errors import PipelineError
-from pipeline.registry import Registry
+from pipeline.core.errors import PipelineError
+from pipeline.core.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from pipeline.formats.queryset import read_query_set, write_query_set
-from pipeline.writeback import write_queries
+from pipeline.stages.writeback import write_queries
 
 # The literature's valid/test counts per type (CN15k 3,000, PPI5k and O*NET20k 2,000).
 PAPER_PER_TYPE = {"cn15k": 3000, "ppi5k": 2000, "onet20k": 2000}
@@ -55,7 +55,7 @@ def sample_to_dir(
         "types": [r.type for r in reports],
         "checksums": kg.checksums,
         # the graph it was sampled from (the store's load marker key): answering or writing it back
-        # against another version of the data set is refused (pipeline.writeback.check_version)
+        # against another version of the data set is refused (pipeline.stages.writeback.check_version)
         "dataset_version": content_key(kg),
     }
     path = write_query_set(rows, Path(out_dir) / f"{name}.parquet", meta)
@@ -87,7 +87,7 @@ def sample_dataset(
     """``pipeline sample DATASET``: check the options before the data and the store are touched, load the
     data set, sample over the store (:func:`sample_to_dir`). types: None = the split's defaults."""
     from loaders import load
-    from pipeline.atomic import check_folder
+    from pipeline.core.atomic import check_folder
     from pipeline.sampling.sampler import SamplingError, resolve_types
     from pipeline.store import open_store
 

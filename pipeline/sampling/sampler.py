@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from pipeline.core.errors import PipelineError, unknown_name
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
-from pipeline.errors import PipelineError, unknown_name
 from pipeline.formats.queryset import query_to_records
-from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, TRAIN_TYPES, to_text
 from pipeline.sampling.requirements import (
     alpha_for,

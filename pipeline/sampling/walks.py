@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.query.model import Query, Var
 from pipeline.query.types import QueryType
 

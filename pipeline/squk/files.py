@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.query import QUERY_TYPES, Query, parse
 from pipeline.query.printer import format_number
 

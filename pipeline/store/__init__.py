@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline import config
-from pipeline.errors import PipelineError
+from pipeline.core import config
+from pipeline.core.errors import PipelineError
 from pipeline.store.backends import STORES, StoreBackend, backend_for
 from pipeline.store.base import (
     CONF_COLUMNS,

@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import StoreUnavailable
+from pipeline.core.errors import StoreUnavailable
 
 CREDENTIALS_FILE = "credentials.json"
 ACL_FILE = "users.acl"

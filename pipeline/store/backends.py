@@ -19,8 +19,8 @@ from importlib import import_module
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from pipeline.errors import PipelineError
-from pipeline.registry import Registry
+from pipeline.core.errors import PipelineError
+from pipeline.core.registry import Registry
 from pipeline.store.base import Store
 
 # opener(uri, its parts, graph override) -> an open Store

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.cypher import cypher_text, fill
 from pipeline.store.lock import StoreLock, new_owner
 

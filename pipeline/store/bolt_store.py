@@ -14,7 +14,7 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from pipeline.errors import PipelineError, StoreUnavailable
+from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store.base import CypherError, Store, is_write, plain
 from pipeline.store.cypher import cypher_text
 

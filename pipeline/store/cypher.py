@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from functools import cache
 
-from pipeline import config
-from pipeline.errors import PipelineError
+from pipeline.core import config
+from pipeline.core.errors import PipelineError
 
 # an identifier placeholder: {REL}, {R1}, {CONF} (lower-case keys in braces are Cypher map literals)
 PLACEHOLDER = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")

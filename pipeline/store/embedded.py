@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pipeline.store.auth as auth
-from pipeline import atomic, config
-from pipeline.errors import PipelineError, StoreUnavailable
+from pipeline.core import atomic, config
+from pipeline.core.errors import PipelineError, StoreUnavailable
 
 HOST = "127.0.0.1"  # loopback only: nobody on another machine reaches the server
 # No periodic background snapshots: a connection accepted while FalkorDB forks for BGSAVE was seen to

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError, StoreUnavailable
+from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store.base import CONF_COLUMNS, CypherError, Facts, Store, plain
 from pipeline.store.cypher import cypher_text
 

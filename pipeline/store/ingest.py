@@ -32,7 +32,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from loaders.levels import alpha_levels
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 from pipeline.store.cypher import cypher_statements, cypher_text
 from pipeline.store.lock import dataset_lock

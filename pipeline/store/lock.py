@@ -36,7 +36,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.cypher import cypher_text
 
 TIMEOUT_ENV = "PIPELINE_LOCK_TIMEOUT"  # seconds a waiter waits by default

@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.store.base import Store
 from pipeline.store.cypher import cypher_text, fill
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.base import CypherError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.errors import PipelineError, UnknownNameError, close_matches
+from pipeline.core.errors import PipelineError, UnknownNameError, close_matches
 from pipeline.store.base import Store
 from pipeline.store.cypher import cypher_text
 from pipeline.store.status import dataset_names, dataset_status

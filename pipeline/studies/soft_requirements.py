@@ -5,7 +5,7 @@ sampled (same seed, so the settings differ only in their requirements); SRC answ
 backbone export (it needs no retraining) and the table shows the mean NDCG over query types x100.
 
 Query-embedding baselines (ConE+NE, LogicE+NE) are trained per setting and tested on all four settings: a
-4x4 block. Their rows enter through one folder per row: every answers file (pipeline.answer format) found
+4x4 block. Their rows enter through one folder per row: every answers file (pipeline.stages.answer format) found
 under ``OUT/baselines/<row name>/<setting>/`` is evaluated and shown as row <row name>, column <setting>
 (e.g. ``OUT/baselines/ConE+NE trained on Z+E/N+R/answers.parquet``). The train/valid query sets a baseline
 needs per setting come from ``pipeline sample DATASET --split train|valid --alpha zero|normal --beta
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.provenance import stable_key
+from pipeline.core.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
 SETTINGS = {
@@ -75,18 +75,18 @@ def plot(rows: dict[str, dict[str, float]], out: str | Path, title: str) -> Path
     ax.set_title(title)
     # beside the axes: with several baseline rows a legend inside covers the bars
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    from pipeline.evaluate import save_figure
+    from pipeline.stages.evaluate import save_figure
 
     return save_figure(fig, out)
 
 
 def mean_ndcg(answers: str | Path) -> dict[str, Any]:
     """{ndcg: mean over types x100, per_type: {type: ndcg}, counts} of one answers file or folder."""
-    from pipeline.evaluate import evaluate_answers
+    from pipeline.stages.evaluate import evaluate_answers
 
     reports = evaluate_answers(answers)
     if len(reports) != 1:
-        from pipeline.errors import ArtifactError
+        from pipeline.core.errors import ArtifactError
 
         raise ArtifactError(f"{answers}: expected one answers file, found {len(reports)}")
     s = reports[0]["summary"]["ndcg"]
@@ -128,12 +128,12 @@ def run_study(
     """Sample the four test sets, export the backbone of run_dir, answer each set with SRC, tabulate.
 
     Stages are recorded in OUT/stages.json and skipped when their inputs are unchanged (see
-    pipeline.reproduce.Stages), so an interrupted study resumes. Writes OUT/soft_requirements.{json,md,png}
+    pipeline.stages.reproduce.Stages), so an interrupted study resumes. Writes OUT/soft_requirements.{json,md,png}
     and, with docs, docs/soft_requirements_<dataset>.png and a section of docs/results.md."""
 
     from loaders import load
     from pipeline.models import load_run
-    from pipeline.reproduce import Stages
+    from pipeline.stages.reproduce import Stages
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,7 @@ def run_study(
     model_hash = model.content_hash()
 
     def do_export() -> dict[str, Any]:
-        from pipeline.export import export_adjacency
+        from pipeline.stages.export import export_adjacency
 
         man = export_adjacency(run_dir, threshold, out / "exports" / run_dir.name, progress=progress)
         return {"path": man["path"], "_paths": [man["path"]]}
@@ -202,14 +202,14 @@ def run_study(
     for name, path in sets.items():
 
         def do_answer(path=path, name=name) -> dict[str, Any]:
-            from pipeline.answer import AnswerOptions, answer_queries
             from pipeline.methods import MethodOptions
+            from pipeline.stages.answer import AnswerOptions, answer_queries
 
             method = MethodOptions(name="src", adjacency=export["path"], seed=seed, kg=kg)
             rep = answer_queries(path, method, AnswerOptions(out_dir=out / "answers" / name, progress=progress))
             return {"path": rep["path"], "_paths": [rep["path"]]}
 
-        from pipeline.reproduce import _file_checksum
+        from pipeline.stages.reproduce import _file_checksum
 
         k = stable_key(model_hash=model_hash, threshold=threshold, queries=_file_checksum(path))
         answers = stages.run(f"answer {name}", k, do_answer, log)["path"]
@@ -238,7 +238,7 @@ def run_study(
     (out / "soft_requirements.md").write_text(table + "\n")
     plot(rows, out / "soft_requirements.png", f"{kg.name}: mean NDCG by soft requirements")
     if docs is not None:
-        from pipeline.evaluate import set_section
+        from pipeline.stages.evaluate import set_section
 
         plot(
             rows,
@@ -265,7 +265,7 @@ def _run_summary(run_dir: Path) -> dict[str, Any]:
 
 def study_note(doc: dict[str, Any], table: str) -> str:
     """The docs section: command, settings, table, per-type SRC NDCG."""
-    from pipeline.evaluate import ordered_types
+    from pipeline.stages.evaluate import ordered_types
 
     types = ordered_types({t for r in doc["src_per_type"].values() for t in r})
     per_type = ["| SRC NDCG x100 | " + " | ".join(types) + " |", "|---|" + "---:|" * len(types)]

@@ -25,8 +25,8 @@ def answer_src(
     executor: Any = None,
 ) -> dict[str, Any]:
     """`pipeline answer QUERIES --adjacency DIR --calibration C ...` through :func:`answer_queries`."""
-    from pipeline.answer import AnswerOptions, answer_queries
     from pipeline.methods import MethodOptions
+    from pipeline.stages.answer import AnswerOptions, answer_queries
 
     method = MethodOptions(name="src", adjacency=adjacency, calibration=calibration, run_dir=run_dir, device=device,
                            seed=seed, l_epochs=l_epochs, kg=kg)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.answer import answer_query_set
-from pipeline.calibration import choose_delta, lower_alphas, method_label
-from pipeline.evaluate import query_metrics, summarise
+from pipeline.core.metrics import ranks_of
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
-from pipeline.metrics import ranks_of
+from pipeline.methods.calibration import choose_delta, lower_alphas, method_label
 from pipeline.query.parser import parse
+from pipeline.stages.answer import answer_query_set
+from pipeline.stages.evaluate import query_metrics, summarise
 from tests.answer.toy import PREDICTED, TRUTH, write_toy_query_set
 
 L3 = math.log2(3)

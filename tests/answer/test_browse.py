@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pipeline.browse import ANCHOR, ANSWER, PREDICTED_COLOR, page_graph, read_page_graph
 from pipeline.cli import cli
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
+from pipeline.stages.browse import ANCHOR, ANSWER, PREDICTED_COLOR, page_graph, read_page_graph
+from pipeline.stages.writeback import set_id, write_back
 from pipeline.store import cypher_text
-from pipeline.writeback import set_id, write_back
 from tests.answer.test_writeback import _answers
 from tests.answer.test_writeback_witnesses import witnesses_of
 

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
-from pipeline.writeback import set_id, write_back_file
+from pipeline.stages.writeback import set_id, write_back_file
 from tests.answer.conftest import run_cli
 
 TYPED = [

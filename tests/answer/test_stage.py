@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.answer import AnswerOptions, answer_queries, check_method_options, method_class
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.formats.answers import read_answers
 from pipeline.methods import METHODS, SRC, Capabilities, MethodOptions
+from pipeline.stages.answer import AnswerOptions, answer_queries, check_method_options, method_class
 from tests.answer.toy import PREDICTED, write_toy_query_set
 
 

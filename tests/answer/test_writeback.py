@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.answer import answer_query_set
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
-from pipeline.writeback import read_back, set_id, write_back
+from pipeline.stages.answer import answer_query_set
+from pipeline.stages.writeback import read_back, set_id, write_back
 from tests.answer.toy import N_ENTITIES, PREDICTED, write_toy_query_set
 
 COUNT = "MATCH (:Query {dataset: 'toy'})-[a:ANSWER]->(:Entity) RETURN a.method AS method, count(a) AS n ORDER BY method"

@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.core.errors import ArtifactError
 from pipeline.engine import as_adjacency
 from pipeline.engine.witness import find_witnesses
-from pipeline.errors import ArtifactError
 from pipeline.formats.witnesses import rows_of
 from pipeline.query import to_text
+from pipeline.stages.witness_records import PREDICTED as FOUND
+from pipeline.stages.witness_records import witness_record
+from pipeline.stages.writeback import check_witnesses, set_id, write_back
 from pipeline.store import cypher_text
-from pipeline.witness_records import PREDICTED as FOUND
-from pipeline.witness_records import witness_record
-from pipeline.writeback import check_witnesses, set_id, write_back
 from tests.answer.conftest import VOCAB
 from tests.answer.test_writeback import _answers
 from tests.answer.toy import N_ENTITIES, PREDICTED

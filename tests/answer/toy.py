@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline.core.kg import GraphTensors
 from pipeline.formats.queryset import query_to_records, write_query_set
-from pipeline.kg import GraphTensors
 from pipeline.query.model import Query
 from pipeline.query.parser import parse
 from pipeline.query.printer import to_text

@@ -92,7 +92,7 @@ def test_resume_equals_an_uninterrupted_run(toy: tuple[Path, Path], tmp_path: Pa
     b = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
     other = _cfg(toy, "cone_ne", 4, loss="listwise")
-    from pipeline.errors import ArtifactError
+    from pipeline.core.errors import ArtifactError
 
     with pytest.raises(ArtifactError, match="another configuration"):
         train_qe(other, tmp_path / "a", device="cpu", progress=False)
@@ -100,10 +100,10 @@ def test_resume_equals_an_uninterrupted_run(toy: tuple[Path, Path], tmp_path: Pa
 
 def test_baseline_answers_evaluate_like_src(toy: tuple[Path, Path], tmp_path: Path) -> None:
     from pipeline.cli import cli
-    from pipeline.evaluate import evaluate_answers
+    from pipeline.core.metrics import ranks_of
     from pipeline.formats.answers import read_answers
     from pipeline.formats.queryset import read_query_set
-    from pipeline.metrics import ranks_of
+    from pipeline.stages.evaluate import evaluate_answers
 
     train_qe(_cfg(toy, "logice_ne", 10), tmp_path / "run", device="cpu", progress=False)
     result = CliRunner().invoke(
@@ -221,7 +221,7 @@ class TestConENEMethod(_BaselineMethodCase):
     name = "cone_ne"
 
     def test_a_run_of_another_model_is_refused(self, toy: tuple[Path, Path], tmp_path: Path) -> None:
-        from pipeline.errors import ArtifactError
+        from pipeline.core.errors import ArtifactError
         from pipeline.methods import METHODS
 
         train_qe(_cfg(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
@@ -279,7 +279,7 @@ def test_training_with_batch_negatives_and_resuming_an_older_run(
     import dataclasses
     import json
 
-    from pipeline.errors import ArtifactError
+    from pipeline.core.errors import ArtifactError
 
     cfg = dataclasses.replace(_cfg(toy, "logice_ne", 12, "listwise"), batch_negatives=8)
     res = train_qe(cfg, tmp_path / "run", device="cpu", progress=False)

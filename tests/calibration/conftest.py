@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import write_query_set
-from pipeline.kg import observed_graph
 from pipeline.query.model import Atom, Const, Query, Var
 from pipeline.sampling.truth import ground_truth
 from tests.answer.toy import rows_of
@@ -59,8 +59,8 @@ def write_set(kg, split: str, path: Path, per_type: int, alpha: float, seed: int
 @pytest.fixture(scope="session")
 def toy_pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A trained UKGE run on a toy KG (40 entities, 3 relations), its export and train/valid/test query sets."""
-    from pipeline.export import export_adjacency
     from pipeline.models import default_config, train
+    from pipeline.stages.export import export_adjacency
 
     root = tmp_path_factory.mktemp("toy_pipeline")
     kg = toy_kg(n_entities=40, n_relations=3, n_facts=700, seed=1, softlogic=False)

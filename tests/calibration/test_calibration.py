@@ -11,18 +11,18 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from pipeline.calibration import (
+from pipeline.cli import cli
+from pipeline.engine import Adjacency, search_batch
+from pipeline.engine.adjacency import fact_relations
+from pipeline.formats.adjacency import load_adjacency
+from pipeline.formats.answers import read_answers
+from pipeline.methods.calibration import (
     AffineCalibration,
     calibrated_adjacency,
     calibrated_graph,
     feature_tables,
     query_relations,
 )
-from pipeline.cli import cli
-from pipeline.engine import Adjacency, search_batch
-from pipeline.engine.adjacency import fact_relations
-from pipeline.formats.adjacency import load_adjacency
-from pipeline.formats.answers import read_answers
 from pipeline.models import load_run
 from pipeline.query.parser import parse
 from tests.answer.src_entry import answer_src as run_answer
@@ -283,8 +283,8 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
     query's existential step chose (r0(0, 1): the best x for every y)."""
     import numpy as np
 
-    from pipeline.calibration import _batch_loss
-    from pipeline.kg import GraphTensors
+    from pipeline.core.kg import GraphTensors
+    from pipeline.methods.calibration import _batch_loss
     from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 
     x = Var("x")
@@ -363,11 +363,11 @@ class CalibrationCase(ComponentCase):
     kind = "calibrations"
 
     def test_answers_record_what_was_applied(self, toy_pipeline: dict, tmp_path: Path) -> None:
-        from pipeline.answer import answer_query_set
-        from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
         from pipeline.formats.queryset import read_query_set
         from pipeline.methods import SRC
+        from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
         from pipeline.models import load_run
+        from pipeline.stages.answer import answer_query_set
 
         p, calib = toy_pipeline, self.component()
         rep = run_answer(
@@ -429,7 +429,7 @@ def test_answer_refuses_an_export_of_other_sizes(toy_pipeline: dict, tmp_path: P
     both now check it where the export is read."""
     import dataclasses
 
-    from pipeline.errors import ArtifactError
+    from pipeline.core.errors import ArtifactError
 
     p = toy_pipeline
     smaller = dataclasses.replace(p["kg"], entities=p["kg"].entities.iloc[:-1])

@@ -11,7 +11,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.calibration import (
+from pipeline.core.kg import GraphTensors
+from pipeline.engine import Adjacency, search_batch
+from pipeline.methods.calibration import (
     AffineCalibration,
     ConfBuffers,
     _batch_loss,
@@ -19,8 +21,6 @@ from pipeline.calibration import (
     query_relations,
     training_adjacency,
 )
-from pipeline.engine import Adjacency, search_batch
-from pipeline.kg import GraphTensors
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 
 X = Var("x")
@@ -177,10 +177,10 @@ def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_pr
     """fit_affine on the toy pipeline's export (3 epochs, batches of 8 mixing 1p, 2i, 2in, 2p): the fitted
     parameters and losses equal those of the same training with calibrated_adjacency's autograd (to 1e-6:
     the gradients differ in float summation order only); the bar shows epoch, batch and loss."""
-    import pipeline.calibration as cal
+    import pipeline.methods.calibration as cal
+    from pipeline.core.kg import observed_graph
     from pipeline.formats.adjacency import load_adjacency
     from pipeline.formats.queryset import read_query_set
-    from pipeline.kg import observed_graph
     from pipeline.models import load_run
 
     graph, _ = load_adjacency(toy_pipeline["export"])

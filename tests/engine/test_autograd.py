@@ -12,10 +12,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
 from pipeline.engine.maxplus import maxplus
-from pipeline.kg import GraphTensors
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 from tests.engine.test_maxplus import case, dense_matrix
 

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
+from pipeline.core.kg import observed_graph
 from pipeline.engine import search_query, top_answers
-from pipeline.kg import observed_graph
 from pipeline.query import Vocabulary, parse
 
 TEXT = "binding(394.NGR_c00010, ?x, 0.5, 0.7) & activation(?x, ?y, 0.2) | #0(#1, ?y)"
@@ -60,7 +60,7 @@ def test_errors_exit_2(ppi5k, args, message):
 
 
 def write_export(folder, kg, threshold: float) -> None:
-    """An export directory in pipeline.export's format holding the test graph's facts with c >= threshold
+    """An export directory in pipeline.stages.export's format holding the test graph's facts with c >= threshold
     (a stand-in for a model's predictions: the engine reads both the same way)."""
     import numpy as np
     import pyarrow as pa
@@ -91,7 +91,7 @@ def write_export(folder, kg, threshold: float) -> None:
 
 
 def test_adjacency_source(ppi5k, tmp_path):
-    from pipeline.kg import GraphTensors
+    from pipeline.core.kg import GraphTensors
 
     write_export(tmp_path, ppi5k, 0.5)
     res = run(TEXT, "--dataset", "ppi5k", "--adjacency", str(tmp_path), "--json", "--top", "50")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipeline.core.kg import GraphTensors
 from pipeline.engine.search import solve
-from pipeline.kg import GraphTensors
 from pipeline.query.parser import parse
 
 # every pair of a complete variable graph on ?a ?b ?c ?d: substituting one cycle variable leaves cycles

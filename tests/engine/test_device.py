@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, search_batch
-from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]

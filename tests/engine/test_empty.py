@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from pipeline.core.kg import GraphTensors
 from pipeline.engine.adjacency import as_adjacency
 from pipeline.engine.empty import EmptyReason, empty_reason_text, empty_reasons
 from pipeline.engine.search import solve, top_answers
-from pipeline.kg import GraphTensors
 from pipeline.query import Vocabulary, parse
 
 # entities: 0 ann, 1 ben, 2 cy, 3 dee, 4 eve (eve has no fact); relations: 0 knows, 1 likes

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from pipeline.core.errors import PipelineError
+from pipeline.core.kg import GraphTensors
 from pipeline.engine import search_batch, search_query, top_answers
-from pipeline.errors import PipelineError
-from pipeline.kg import GraphTensors
 from pipeline.query import Atom, Const, Query, Vocabulary, parse
 
 NAMES = ["alice", "bob", "carol", "python", "leadership", "dev ops"]

@@ -8,10 +8,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
 from pipeline.engine.maxplus import maxplus
-from pipeline.kg import GraphTensors
 
 
 def dense_matrix(n, facts, r, alpha, beta, neg, from_head):

@@ -8,8 +8,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency, search_batch, search_query, solve
-from pipeline.kg import GraphTensors
 from pipeline.query import Atom, Conjunction, Const, Query, QueryGraph, Var, parse
 from tests.engine.oracle import dense_conf, oracle
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, search_batch
-from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, Query
 
 pytestmark = pytest.mark.slow

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
-from pipeline.calibration import AffineCalibration, calibrated_adjacency, lower_alphas
+from pipeline.core.kg import GraphTensors, observed_graph
 from pipeline.engine import Adjacency, search_batch
-from pipeline.kg import GraphTensors, observed_graph
+from pipeline.methods.calibration import AffineCalibration, calibrated_adjacency, lower_alphas
 from pipeline.query import QUERY_TYPES, Query
 from tests.engine.test_oracle import graph_of, random_query, tiny_kg
 
@@ -138,7 +138,7 @@ def test_gradients_equal_reference():
     order; the values of the forward are bit-for-bit)."""
     from dataclasses import replace
 
-    from pipeline.calibration import zero_alphas
+    from pipeline.methods.calibration import zero_alphas
 
     graph = export_like(n=40, seed=2)
     queries = [zero_alphas(q) for q in typed_queries(graph, 12, seed=5)[: 5 * 12]]  # 1p 2p 2i 2in 2il

@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.cli import cli
-from pipeline.evaluate import (
+from pipeline.formats.answers import read_answers, write_answers
+from pipeline.formats.answers import rows_from_utilities as answer_rows
+from pipeline.stages.evaluate import (
     PAPER,
     evaluate_answers,
     markdown_table,
@@ -26,8 +28,6 @@ from pipeline.evaluate import (
     summarise,
     update_results,
 )
-from pipeline.formats.answers import read_answers, write_answers
-from pipeline.formats.answers import rows_from_utilities as answer_rows
 
 L3 = math.log2(3)
 INF = -math.inf
@@ -204,7 +204,7 @@ def _random_batch(rng: np.random.Generator, b: int, n: int) -> tuple[np.ndarray,
 def test_rows_then_metrics_agree_with_direct_ranks(seed: int, b: int, n: int, k: int) -> None:
     """answer_rows keeps only the top k and the truths, yet the metrics equal those computed from the full
     utility vectors (Ranked.from_utilities: the numpy path)."""
-    from pipeline.metrics import METRICS, Ranked
+    from pipeline.core.metrics import METRICS, Ranked
 
     rng = np.random.default_rng(seed)
     util, truth = _random_batch(rng, b, n)
@@ -226,7 +226,7 @@ def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, 
     """answer_rows builds the batch's frame at once; here each row is built on its own from the numpy rank
     oracle: the k best entities by rank, then the truths not among them (by id), with their true rank
     (position in the truth list) and utility. Same rows, values and dtypes."""
-    from pipeline.metrics import ranks_of
+    from pipeline.core.metrics import ranks_of
 
     rng = np.random.default_rng(seed)
     util, truth = _random_batch(rng, b, n)
@@ -260,7 +260,7 @@ def test_random_level_equals_an_answered_constant_predictor(tmp_path: Path) -> N
     """The report's chance level (metrics.chance: one tie group of n_entities) equals what an answers file
     of constant predictions scores through the whole path (answer rows, tie groups, metrics), and leaves
     tau/rho undefined on every query (issue 35: a model that knows nothing scores the chance level)."""
-    from pipeline.evaluate import evaluate_file
+    from pipeline.stages.evaluate import evaluate_file
 
     rng = np.random.default_rng(5)
     n, b = 40, 6

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.reproduce import ReproduceConfig, reproduce
+from pipeline.stages.reproduce import ReproduceConfig, reproduce
 from tests.models.toy import toy_kg
 
 
@@ -92,7 +92,7 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
 
     # Code that samples differently (a new SAMPLING_VERSION) re-ingests and re-samples, and keeps the trained
     # model (training does not read the store): a set written by older sampling code is never reused.
-    import pipeline.reproduce as rp
+    import pipeline.stages.reproduce as rp
 
     monkeypatch.setattr(rp, "SAMPLING_VERSION", rp.SAMPLING_VERSION + 1)
     fifth = reproduce(
@@ -108,15 +108,15 @@ def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
     """Each variant's reported metrics equal those recomputed here from the export, the chosen delta and the
     saved L, without the reproduction's wiring: a miswired calibration (delta not applied, L not applied,
     another variant's file) changes a value and fails."""
-    from pipeline.answer import answer_query_set
-    from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
     from pipeline.engine import as_adjacency
-    from pipeline.evaluate import query_metrics, summarise
     from pipeline.formats.adjacency import load_adjacency
     from pipeline.formats.answers import read_answers
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import SRC
+    from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
     from pipeline.models import load_run
+    from pipeline.stages.answer import answer_query_set
+    from pipeline.stages.evaluate import query_metrics, summarise
 
     test = read_query_set(next((work / "queries").glob("toy_test_*.parquet")))
     graph, _ = load_adjacency(next((work / "exports").iterdir()))

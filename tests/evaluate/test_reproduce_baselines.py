@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.reproduce import ReproduceConfig, reproduce
+from pipeline.stages.reproduce import ReproduceConfig, reproduce
 from tests.models.toy import toy_kg
 
 QE = {
@@ -28,10 +28,10 @@ QE = {
 
 @pytest.mark.slow
 def test_reproduce_with_baselines_runs_then_resumes(fresh_store, tmp_path: Path) -> None:
-    from pipeline.answer import answer_query_set
-    from pipeline.evaluate import query_metrics, summarise
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import METHODS
+    from pipeline.stages.answer import answer_query_set
+    from pipeline.stages.evaluate import query_metrics, summarise
 
     kg = toy_kg(n_entities=40, n_relations=3, n_facts=700, seed=1, softlogic=False)
     uri = f"falkordb://{fresh_store.host}:{fresh_store.port}/{fresh_store.graph}"
@@ -109,8 +109,8 @@ def _digest(path: Path) -> str:
 
 
 def test_unknown_baseline_settings_fail_before_any_work(tmp_path: Path) -> None:
-    from pipeline.errors import PipelineError, UnknownNameError
-    from pipeline.reproduce_baselines import qe_settings
+    from pipeline.core.errors import PipelineError, UnknownNameError
+    from pipeline.stages.reproduce_baselines import qe_settings
 
     assert qe_settings("cone_ne", {"epochs": 3, "logice_ne": {"lr": 5.0}})["lr"] == 1e-3
     assert qe_settings("logice_ne", {"epochs": 3, "logice_ne": {"lr": 5.0}})["lr"] == 5.0
@@ -138,7 +138,7 @@ def test_unknown_baseline_settings_fail_before_any_work(tmp_path: Path) -> None:
 
 def test_cli_qe_overrides_parse() -> None:
     from pipeline.cli import _qe_overrides
-    from pipeline.errors import PipelineError
+    from pipeline.core.errors import PipelineError
 
     assert _qe_overrides(("epochs=4", "cone_ne.lr=3e-3", "loss=weighted")) == {
         "epochs": 4,

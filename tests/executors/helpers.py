@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.executors import LocalExecutor
-from pipeline.export import export_adjacency
 from pipeline.models import default_config, train
+from pipeline.stages.export import export_adjacency
 from tests.models.toy import toy_kg
 
 N, THRESHOLD, ROWS = 120, 0.3, 17  # 17-head blocks: shards end mid-relation and the last block is short

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.executors import EXECUTORS, LocalExecutor, Task, make_executor
-from pipeline.export import export_adjacency
 from pipeline.formats.adjacency import load_adjacency, shard_file
+from pipeline.stages.export import export_adjacency
 from tests.cases import ExecutorCase
 from tests.executors.helpers import ROWS, N, Stop, StopAfter, export, same_files
 

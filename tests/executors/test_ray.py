@@ -140,9 +140,9 @@ def test_ray_answers_equal_local(cluster: RayExecutor, toy_pipeline: dict, calib
 
 
 def test_local_executor_is_the_default(toy_pipeline: dict, tmp_path: Path) -> None:
-    from pipeline.answer import answer_query_set
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import SRC
+    from pipeline.stages.answer import answer_query_set
 
     method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
     qs = read_query_set(toy_pipeline["test"])

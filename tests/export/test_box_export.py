@@ -10,10 +10,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from pipeline.export import export_adjacency
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.models import default_config, load_run, train
 from pipeline.models.runs import RESULTS_FILE, read_json, save_model, write_json
+from pipeline.stages.export import export_adjacency
 from tests.models.test_box_bounds import spread_model
 from tests.models.toy import toy_kg
 
@@ -55,7 +55,7 @@ def test_pruned_export_equals_the_dense_export(box_run: Path, tmp_path: Path, th
 
 
 def test_pruned_export_keeps_the_dense_guard(box_run: Path, tmp_path: Path) -> None:
-    from pipeline.errors import PipelineError
+    from pipeline.core.errors import PipelineError
 
     # judged after the first block of heads (relation 0), also with the progress bar off
     with pytest.raises(PipelineError, match=r"pairs scored so far .*relation 0\).*higher --threshold"):

@@ -12,10 +12,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from pipeline.errors import ArtifactError, PipelineError
-from pipeline.export import export_adjacency as _export
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.formats.adjacency import FORMAT, MANIFEST, load_adjacency, relation_file
 from pipeline.models import default_config, load_run, train
+from pipeline.stages.export import export_adjacency as _export
 from tests.models.toy import toy_kg
 
 THRESHOLD = 0.3
@@ -244,7 +244,7 @@ def test_dense_guard_holds_on_a_small_graph_unless_allowed_plainly(runs, tmp_pat
     of its pairs); --allow-dense keeps it and says so, and the CLI reports facts over pairs, never header
     bytes over dense bytes ("134%", issue 12)."""
     from pipeline.cli import cli
-    from pipeline.export import MAX_FRACTION
+    from pipeline.stages.export import MAX_FRACTION
 
     # a threshold that keeps about 60% of the toy model's pairs
     scores = np.concatenate([s for _, _, s in brute_force(runs["beurre"], 1e-9).values()])

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from pipeline.errors import PipelineError
-from pipeline.export_select import select_block
+from pipeline.core.errors import PipelineError
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.models import load_run
+from pipeline.stages.export_select import select_block
 from tests.export.test_export import _train, export_adjacency
 
 

@@ -14,17 +14,17 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from pipeline import checksums
-from pipeline.answer import answer_query_set
 from pipeline.cli import cli
-from pipeline.errors import CorruptArtifactError
-from pipeline.export import export_adjacency
+from pipeline.core import checksums
+from pipeline.core.errors import CorruptArtifactError
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import checksum, read_query_set
 from pipeline.formats.witnesses import read_witnesses, write_witnesses
 from pipeline.methods import SRC
 from pipeline.models import default_config, load_run, read_run, train
+from pipeline.stages.answer import answer_query_set
+from pipeline.stages.export import export_adjacency
 from tests.answer.toy import PREDICTED, write_toy_query_set
 from tests.models.toy import toy_kg
 
@@ -208,7 +208,7 @@ def test_files_without_checksums_still_read(tmp_path: Path) -> None:
 
 
 def test_a_flipped_byte_in_a_saved_calibration_is_refused(tmp_path: Path) -> None:
-    from pipeline.calibration import AffineCalibration, load_affine, save_affine
+    from pipeline.methods.calibration import AffineCalibration, load_affine, save_affine
 
     calib = AffineCalibration(64, 32)
     save_affine(calib, tmp_path, {"key": "k"})

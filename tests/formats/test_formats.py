@@ -10,15 +10,15 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from pipeline import checksums
-from pipeline.answer import answer_query_set
 from pipeline.cli import cli
-from pipeline.errors import ArtifactError
+from pipeline.core import checksums
+from pipeline.core.errors import ArtifactError
+from pipeline.core.provenance import is_sealed, seal
 from pipeline.formats import meta as metafile
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
-from pipeline.provenance import is_sealed, seal
+from pipeline.stages.answer import answer_query_set
 from tests.answer.toy import PREDICTED, write_toy_query_set
 
 

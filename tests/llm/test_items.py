@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from loaders.base import KGData
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.formats.queryset import QuerySet, query_to_records, write_query_set
 from pipeline.llm.items import (
     build_items,
@@ -150,7 +150,7 @@ def query_set(texts: dict[str, tuple[str, str]], vocab: Vocabulary, tmp_path) ->
 def test_build_on_a_tiny_kg(tmp_path):
     kg = named_kg()
     vocab = Vocabulary.from_kg(kg)
-    from pipeline.kg import observed_graph
+    from pipeline.core.kg import observed_graph
 
     qs = query_set(
         {
@@ -203,7 +203,7 @@ def test_items_file_with_src_pick_and_bad_files(tmp_path, monkeypatch):
     items = read_items(tmp_path / "items.jsonl")
     assert items[0]["query_ids"] == "likes(dog, ?y)"  # the query set's own text
     # SRC's pick: highest predicted utility among the candidates (here fed the true graph: always right)
-    from pipeline.kg import observed_graph
+    from pipeline.core.kg import observed_graph
     from pipeline.llm.items import src_choice
 
     src_choice(

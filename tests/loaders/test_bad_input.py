@@ -9,7 +9,7 @@ import pytest
 
 from loaders import get_spec, load
 from loaders.base import parse_id_map, parse_triples
-from pipeline.errors import ChecksumError, DataFormatError, PipelineError
+from pipeline.core.errors import ChecksumError, DataFormatError, PipelineError
 from tests.conftest import require_data
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from loaders.base import parse_id_map, parse_triples
 from loaders.named_files import read_table
-from pipeline.errors import DataFormatError
+from pipeline.core.errors import DataFormatError
 
 BOM = "\ufeff"
 ROWS = "ann\tknows\tbob\t0.9\nbob\tknows\tann\t0.5\n"

@@ -15,7 +15,7 @@ import pytest
 
 from loaders import get_spec
 from loaders.base import load_dataset
-from pipeline.errors import ChecksumError, PipelineError
+from pipeline.core.errors import ChecksumError, PipelineError
 from tests.conftest import require_data
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loaders import REGISTRY, get_spec, load
-from pipeline.errors import UnknownNameError
+from pipeline.core.errors import UnknownNameError
 from tests.cases import ComponentCase
 from tests.conftest import SHARED_DATA
 

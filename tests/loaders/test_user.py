@@ -15,7 +15,7 @@ from loaders import REGISTRY, get_spec, load, stage_user_files
 from loaders.named_files import Columns, read_table
 from loaders.split import split_rows, split_triples
 from loaders.user import UserDatasetSpec
-from pipeline.errors import DataFormatError, PipelineError, UnknownNameError
+from pipeline.core.errors import DataFormatError, PipelineError, UnknownNameError
 
 TOY = (
     "alice\tknows\tbob\t0.9\n"
@@ -250,7 +250,7 @@ def test_one_file_split_records_settings_and_is_reproducible(home: Path, tmp_pat
 def test_team_example_answers_by_hand(home: Path) -> None:
     """README's worked example: on the test graph (every fact, whatever the split) the utilities are
     sums of two confidences, checked by hand; ann -> ben is the mean of its two rows (0.8)."""
-    from pipeline.ask import ask
+    from pipeline.stages.ask import ask
 
     _ingest("team", Path(__file__).parent / "team.tsv", seed=0)
     ans = ask("mentors(?y, ?x, 0.5) & knows(?x, rust, 0.5)", "team", graph="test", top=10)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import UnknownNameError
-from pipeline.metrics import (
+from pipeline.core.errors import UnknownNameError
+from pipeline.core.metrics import (
     METRICS,
     Ranked,
     ap_of_ranks,
@@ -207,7 +207,7 @@ def test_map_and_ndcg_equal_brute_force_expectations(truth: list[float], data: s
 
 
 def _tau_b_pairs(t: np.ndarray, p: np.ndarray) -> float:
-    """Kendall's tau-b by counting every pair (the oracle of pipeline.metrics.kendall_tau)."""
+    """Kendall's tau-b by counting every pair (the oracle of pipeline.core.metrics.kendall_tau)."""
     conc = disc = tied_t = tied_p = 0
     for i, j in itertools.combinations(range(len(t)), 2):
         st_, sp = np.sign(t[i] - t[j]) if t[i] != t[j] else 0, (1 if p[i] > p[j] else -1) if p[i] != p[j] else 0

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import UnknownNameError
+from pipeline.core.errors import UnknownNameError
 from pipeline.models import BACKBONES, BEUrRE, UKGELogi, UKGERect, get_model_class
 from pipeline.models.beurre import EULER_GAMMA, gumbel_intersection, log_volume
 from tests.cases import ComponentCase

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from loaders.base import KGData
 from pipeline.cli import cli
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.models import default_config, load_run, read_run, train
 from pipeline.models.training import batch_loss
 from pipeline.models.ukge import UKGELogi

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import PipelineError, QuerySyntaxError, ResolutionError
+from pipeline.core.errors import PipelineError, QuerySyntaxError, ResolutionError
 from pipeline.query import Atom, Conjunction, Const, Query, Var, Vocabulary, parse, to_text
 
 VOCAB = Vocabulary.from_names(

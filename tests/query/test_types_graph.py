@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from pipeline.cli import registry_rows
+from pipeline.core.errors import PipelineError, UnknownNameError
 from pipeline.engine import search_query
-from pipeline.errors import PipelineError, UnknownNameError
 from pipeline.query import (
     QUERY_TYPES,
     TRAIN_TYPES,

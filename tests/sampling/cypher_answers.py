@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.query.model import Const, Query
 from pipeline.query.types import QUERY_TYPES
 from pipeline.sampling.walks import cypher

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 from pipeline.formats.queryset import query_to_records, read_query_set, records_to_query, write_query_set
 from pipeline.query import QUERY_TYPES, to_text
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loaders.levels import alpha_percentiles
-from pipeline.errors import PipelineError, UnknownNameError
+from pipeline.core.errors import PipelineError, UnknownNameError
 from pipeline.sampling.requirements import (
     ALPHA_LEVELS,
     alpha_for,

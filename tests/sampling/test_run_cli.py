@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pipeline.cli import cli
 from pipeline.formats.queryset import read_query_set
 from pipeline.sampling.run import sample_to_dir
-from pipeline.writeback import set_id
+from pipeline.stages.writeback import set_id
 
 
 def test_sample_to_dir_writes_the_set_and_browsable_queries(tiny_kg, tiny_store, tmp_path):
@@ -34,11 +34,11 @@ def test_sample_to_dir_writes_the_set_and_browsable_queries(tiny_kg, tiny_store,
 def test_resampling_makes_a_new_set_and_never_mixes_anchors_or_answers(tiny_kg, tiny_store, tmp_path):
     """Sampling the same file name again with another seed (here into another folder) used to re-use the
     old (:Query) nodes: two anchors at position 0 and the old run's answers on the new queries."""
-    from pipeline.answer import answer_query_set
+    from pipeline.core.kg import observed_graph
     from pipeline.formats.answers import read_answers, write_answers
-    from pipeline.kg import observed_graph
     from pipeline.methods import SRC
-    from pipeline.writeback import write_back
+    from pipeline.stages.answer import answer_query_set
+    from pipeline.stages.writeback import write_back
 
     first = read_query_set(sample_to_dir(tiny_kg, tiny_store, tmp_path / "a", "test", ["1p"], 3, "zero", "equal", seed=1, progress=False)["file"])
     frame, _ = answer_query_set(first, SRC.over(observed_graph(tiny_kg, "test"), "tiny", backbone="m"), progress=False)

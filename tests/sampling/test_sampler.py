@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pipeline.core.errors import UnknownNameError
+from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
-from pipeline.errors import UnknownNameError
 from pipeline.formats.queryset import records_to_query
-from pipeline.kg import observed_graph
 from pipeline.query import QUERY_TYPES, type_of
 from pipeline.sampling.levels import kg_alpha_table, store_alpha_table, store_relation_types
 from pipeline.sampling.requirements import ALPHA_LEVELS

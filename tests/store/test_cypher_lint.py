@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.base import quote_rel_type, relation_type
 from pipeline.store.cypher import cypher_statements, fill, placeholders, split_statements
 

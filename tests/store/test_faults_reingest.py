@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pipeline.errors import PipelineError, StoreUnavailable
+from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store import cypher_text, embedded, open_store
 from pipeline.store.cypher import fill
 from pipeline.store.ingest import ingest
@@ -42,8 +42,8 @@ def home(tmp_path, monkeypatch):
 def visible(store, dataset: str = "team") -> dict:
     """The data set as readers see it, through their own statements: `stats` (marker, counts, per-relation
     facts and alpha levels), the write-back vocabulary, and the sampling walks' in-edges of every entity."""
+    from pipeline.stages.writeback import store_vocabulary
     from pipeline.store.stats import dataset_stats
-    from pipeline.writeback import store_vocabulary
 
     try:
         stats = dataset_stats(store, dataset).to_json()

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import redis
 
-from pipeline.errors import StoreUnavailable
+from pipeline.core.errors import StoreUnavailable
 from pipeline.store import auth, cypher_text, embedded, open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -305,7 +305,7 @@ def _toy_write_backs(tmp_path: Path):
 
 def _visible(store, qs, method: str) -> dict:
     """Everything a reader of the set sees, through the readers' own statements."""
-    from pipeline.writeback import read_back, set_id
+    from pipeline.stages.writeback import read_back, set_id
 
     sid = set_id(qs)
     qids = [r["qid"] for r in store.run(cypher_text("stored_queries_read"), {"dataset": "toy", "set": sid})]
@@ -352,7 +352,7 @@ class Interrupt:
 def _after_restart(graph: str, qs, b, before: dict, after: dict, what: str) -> str:
     """Restart the server, check that readers see exactly ``before`` or ``after`` ('old' / 'new'), then that
     the next write-back removes every leftover."""
-    from pipeline import writeback
+    from pipeline.stages import writeback
 
     method = b[0].label
     with open_store(graph=graph) as again:  # restarts the server from its append-only file
@@ -371,7 +371,7 @@ def _after_restart(graph: str, qs, b, before: dict, after: dict, what: str) -> s
 
 @pytest.mark.parametrize("previous", [True, False], ids=["replacing", "first"])
 def test_write_back_is_all_or_nothing_when_the_server_dies_at_any_point(home, tmp_path, monkeypatch, previous):
-    from pipeline import writeback
+    from pipeline.stages import writeback
     from pipeline.store.falkordb_store import FalkorDBStore
 
     # more statements, so more points to kill at (the batch sizes are the backend's own declaration)
@@ -415,7 +415,7 @@ def test_write_back_is_all_or_nothing_when_killed_at_random_moments(home, tmp_pa
     import threading
     import time
 
-    from pipeline import writeback
+    from pipeline.stages import writeback
     from pipeline.store.falkordb_store import FalkorDBStore
 
     monkeypatch.setattr(FalkorDBStore, "write_batch", 10)
@@ -447,8 +447,8 @@ def test_write_back_is_all_or_nothing_when_killed_at_random_moments(home, tmp_pa
 
 # ------------------------------------------------------------------------------------------ stale versions
 def test_a_set_made_from_another_version_of_the_data_set_is_refused(fresh_store, tmp_path):
-    from pipeline.stored_queries import read_stored_queries
-    from pipeline.writeback import StaleDataset, set_id, write_back, write_queries
+    from pipeline.stages.stored_queries import read_stored_queries
+    from pipeline.stages.writeback import StaleDataset, set_id, write_back, write_queries
     from tests.answer.conftest import VOCAB
 
     store = fresh_store  # the toy's named entities and relations, as ingest leaves them, and a load marker
@@ -467,7 +467,7 @@ def test_a_set_made_from_another_version_of_the_data_set_is_refused(fresh_store,
     # the data set is re-ingested with other content: its marker carries another key
     store.run("MATCH (d:Dataset {name: 'toy'}) SET d.key = 'version-two-key'")
     texts = store.run("MATCH (q:Query {set: $s}) RETURN q.qid AS qid, q.query AS query ORDER BY qid", {"s": sid})
-    from pipeline.browse import find_query
+    from pipeline.stages.browse import find_query
 
     for attempt in (
         lambda: find_query(store, "q1", "toy"),  # pipeline browse

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.store.ingest import content_key, ingest, schema_indexes, staging_name
 from tests.store.kgs import NASTY, TINY_FACTS, expected_facts, make_kg, snapshot
 

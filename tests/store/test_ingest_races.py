@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.ingest import ingest, staging_name
 from pipeline.store.stats import dataset_stats
 from tests.store.kgs import make_kg, snapshot

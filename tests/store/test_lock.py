@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.lock import StoreLocked, StoreLockLost
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.store.ingest import ingest
 from pipeline.store.stats import dataset_stats
 from tests.store.kgs import make_kg
@@ -67,7 +67,7 @@ def test_stats_agree_with_numpy_on_real_data(request, falkordb_store, name):
 
 
 def test_an_unknown_name_is_not_told_to_ingest(fresh_store):
-    from pipeline.errors import UnknownNameError
+    from pipeline.core.errors import UnknownNameError
 
     ingest(make_kg("my_graph"), fresh_store, progress=False)
     with pytest.raises(UnknownNameError) as err:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import PipelineError, StoreUnavailable
+from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store import (
     CypherError,
     cypher_text,

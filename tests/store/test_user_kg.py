@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.errors import DataFormatError
+from pipeline.core.errors import DataFormatError
 from pipeline.store.pull import pull_rows
 
 

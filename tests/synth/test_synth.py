@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import PipelineError
-from pipeline.synth import CONFIDENCE_QUANTILES, draw_confidences, generate, quantiles_of, write_tsv
+from pipeline.core.errors import PipelineError
+from pipeline.stages.synth import CONFIDENCE_QUANTILES, draw_confidences, generate, quantiles_of, write_tsv
 from tests.conftest import require_data
 
 

@@ -1,6 +1,6 @@
 """Per-relation "default + sparse exceptions" access to one graph's facts (design section 2).
 
-:class:`Adjacency` indexes a :class:`~pipeline.kg.GraphTensors` both ways (rows by head and rows by
+:class:`Adjacency` indexes a :class:`~pipeline.core.kg.GraphTensors` both ways (rows by head and rows by
 tail, CSR-style with pointers per (relation, entity)) plus each relation's diagonal, so the engine reads
 one row, one column, or one (h, r, t) lookup without ever forming a dense |E| x |E| matrix.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from pipeline.kg import GraphTensors
+from pipeline.core.kg import GraphTensors
 
 _MEMO_BYTES = 256 << 20  # derived arrays kept per Adjacency
 

@@ -29,8 +29,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError
-from pipeline.kg import GraphTensors
+from pipeline.core.errors import PipelineError
+from pipeline.core.kg import GraphTensors
 from pipeline.query.model import Conjunction, Query
 
 CALIBRATIONS = ("none", "D", "L", "D+L")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
-from pipeline.errors import PipelineError
-from pipeline.kg import GraphTensors
+from pipeline.core.errors import PipelineError
+from pipeline.core.kg import GraphTensors
 from pipeline.query.graph import QueryGraph
 from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
 from tests.engine.reference.adjacency import Adjacency, as_adjacency

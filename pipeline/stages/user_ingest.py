@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from typing import Any
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 
 def ingest_user(
@@ -49,7 +49,7 @@ def ingest_user(
 def _one_at_a_time(name: str) -> AbstractContextManager[None]:
     """The lock of user data set ``name`` (none for a name that staging will refuse anyway)."""
     from loaders.user import NAME_RE, datasets_root
-    from pipeline.atomic import exclusive
+    from pipeline.core.atomic import exclusive
 
     if not NAME_RE.fullmatch(name):
         return nullcontext()

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pipeline.atomic import check_folder
-from pipeline.errors import PipelineError
+from pipeline.core.atomic import check_folder
+from pipeline.core.errors import PipelineError
 from pipeline.formats.answers import TOP_K, rows_from_utilities, write_answers
 from pipeline.formats.queryset import QuerySet, checksum, read_query_set
 from pipeline.methods.base import BuildInputs, Method, MethodOptions
@@ -139,7 +139,7 @@ def answer_batch(method: Method, batch: AnswerBatch) -> tuple[pd.DataFrame, floa
 
 def selection_score(frame: pd.DataFrame) -> float:
     """The single number calibration selects on: the mean over metrics of their type-averaged values x100."""
-    from pipeline.evaluate import query_metrics, summarise
+    from pipeline.stages.evaluate import query_metrics, summarise
 
     summary = summarise(query_metrics(frame))
     vals = [v["avg"] for v in summary.values() if not np.isnan(v["avg"])]
@@ -172,7 +172,7 @@ def run_answer(
     t0 = time.perf_counter()
     frame, stats = answer_query_set(qs, method, progress=progress, executor=executor)
     seconds = time.perf_counter() - t0
-    from pipeline.provenance import provenance
+    from pipeline.core.provenance import provenance
 
     settings = method.settings()
     meta = {
@@ -309,7 +309,7 @@ def answer_queries(
     if options.explain:
         report["witnesses"] = explain_answers_file(report["path"], qs, built, options.explain, options.progress)
     if options.write_back:
-        from pipeline.writeback import write_back_file
+        from pipeline.stages.writeback import write_back_file
 
         report["written_back"] = write_back_file(report["path"], options.store)
     return report
@@ -325,13 +325,13 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     from tqdm import tqdm
 
     from loaders import load
-    from pipeline.calibration import lower_alphas
     from pipeline.engine.witness import find_witnesses
     from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers, write_answers
     from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
+    from pipeline.methods.calibration import lower_alphas
     from pipeline.query import Vocabulary, to_text
-    from pipeline.witness_records import PREDICTED, witness_record
+    from pipeline.stages.witness_records import PREDICTED, witness_record
 
     vocab = Vocabulary.from_kg(load(method.dataset))
     ans = read_answers(path)

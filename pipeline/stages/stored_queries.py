@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline import config
-from pipeline.errors import PipelineError
+from pipeline.core import config
+from pipeline.core.errors import PipelineError
 from pipeline.formats.queryset import QuerySet, query_to_records, read_query_set, write_query_set
 from pipeline.query import Vocabulary, parse, to_text
 from pipeline.query.types import type_of
+from pipeline.stages.writeback import check_set_version, dataset_version, store_vocabulary
 from pipeline.store.lock import dataset_lock
-from pipeline.writeback import check_set_version, dataset_version, store_vocabulary
 
 if TYPE_CHECKING:
-    from pipeline.answer import AnswerOptions
     from pipeline.methods import MethodOptions
+    from pipeline.stages.answer import AnswerOptions
 
 TYPED_SET = "typed"  # the set of queries a person created in the store with only a text
 CUSTOM_TYPE = "custom"  # a typed query whose shape is none of the 12 types
@@ -127,12 +127,12 @@ def read_stored_queries(
 
 def answer_from_store(set_name: str, method: MethodOptions, options: AnswerOptions) -> dict[str, Any]:
     """`pipeline answer --from-store`: answer a set of (:Query) nodes through the answering stage
-    (:func:`pipeline.answer.answer_queries`, with ``method`` and ``options``; a method that answers queries
+    (:func:`pipeline.stages.answer.answer_queries`, with ``method`` and ``options``; a method that answers queries
     of any shape, over an export) and, with options.write_back, write the answers (and the top-``explain``
     witnesses) to the same nodes. Returns the answer report plus {set, queries_file, errors: [{qid, text,
     error}]}; report["path"] is None when no text parsed."""
-    from pipeline.answer import answer_queries, check_method_options, method_class
     from pipeline.formats.adjacency import read_manifest
+    from pipeline.stages.answer import answer_queries, check_method_options, method_class
     from pipeline.store import open_store
 
     check_method_options(method_class(method), method, options.explain, any_shape=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 # colours a person tells apart (and a legend names)
 QUERY, ANCHOR, ANSWER, VIA = "#6A1B9A", "#F57C00", "#2E7D32", "#78909C"
@@ -55,7 +55,7 @@ def find_query(store: Any, qid: str, dataset: str | None = None, set_name: str |
     if len(found) > 1:
         where = "; ".join(f"--dataset {r['dataset']} --set {r['set']}" for r in found)
         raise PipelineError(f"query id '{qid}' is in {len(found)} sets; name one: {where}")
-    from pipeline.writeback import check_set_version, dataset_version
+    from pipeline.stages.writeback import check_set_version, dataset_version
 
     ds, name = found[0]["dataset"], found[0]["set"]
     check_set_version(store, ds, name, dataset_version(store, ds),
@@ -276,7 +276,7 @@ def render_html(g: PageGraph) -> str:
 
 def write_page(g: PageGraph, path: str | Path) -> Path:
     """Render and write the page atomically; returns its path."""
-    from pipeline import atomic
+    from pipeline.core import atomic
 
     text = render_html(g)
     out = Path(path)

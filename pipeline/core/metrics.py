@@ -33,7 +33,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from pipeline.registry import Registry
+from pipeline.core.registry import Registry
 
 # The paper's evaluation truncates the ground truth to its stored top 100 answers.
 PAPER_TOP = 100

@@ -31,10 +31,10 @@ import pyarrow.fs as pafs
 import torch
 from tqdm import tqdm
 
-from pipeline import atomic, config
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core import atomic, config
+from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.provenance import provenance
 from pipeline.executors.base import Executor, Task
-from pipeline.export_select import check_top_k, select_block
 from pipeline.formats.adjacency import (
     FORMAT,
     MANIFEST,
@@ -48,7 +48,7 @@ from pipeline.formats.adjacency import (
     write_shard,
 )
 from pipeline.models import box_bounds
-from pipeline.provenance import provenance
+from pipeline.stages.export_select import check_top_k, select_block
 
 # The density guard: an export that keeps more than this share of all (h, r, t) pairs is refused (on every
 # graph size) unless the caller allows it plainly (max_fraction=1.0, `pipeline export --allow-dense`).
@@ -86,7 +86,7 @@ def export_adjacency(
     facts; faster as far as the boxes are separated). Returns the manifest (with "path" and "cached": True
     when an existing export of the same model and threshold was reused).
     top_k: keep only each (head, relation)'s K best tails that pass the threshold
-    (:mod:`pipeline.export_select`); box pruning applies to threshold-only exports.
+    (:mod:`pipeline.stages.export_select`); box pruning applies to threshold-only exports.
     executor: where the scoring runs (:mod:`pipeline.executors`; default: this process, streaming). An
     executor that is not in-process (Ray) scores (relation, head block) shards as tasks written under
     ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export), reusing shards a

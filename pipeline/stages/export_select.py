@@ -31,7 +31,7 @@ def select_block(
 
 
 def check_top_k(top_k: int | None) -> int | None:
-    from pipeline.errors import PipelineError
+    from pipeline.core.errors import PipelineError
 
     if top_k is not None and top_k < 1:
         raise PipelineError(f"--top-k must be at least 1, got {top_k}")

@@ -45,7 +45,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.formats import answers as col
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.query import Vocabulary, to_text
@@ -56,7 +56,7 @@ TOP = 10  # answers per query in the store; the full ranking stays in the Parque
 
 def set_id(qs: QuerySet) -> str:
     """The identity of a query set in the store: file stem and content checksum, or, for a set read from
-    the store's own (:Query) nodes (pipeline.stored_queries), the set name they carry."""
+    the store's own (:Query) nodes (pipeline.stages.stored_queries), the set name they carry."""
     if qs.meta.get("store_set"):
         return str(qs.meta["store_set"])
     return f"{Path(str(qs.path)).stem}@{checksum(qs.frame)[:12]}"

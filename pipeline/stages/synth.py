@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import atomic, config
-from pipeline.errors import PipelineError
+from pipeline.core import atomic, config
+from pipeline.core.errors import PipelineError
 
 ZIPF = 0.8  # exponent of the entity/relation weights; ~0.8 gives degree tails like PPI5k/CN15k's hubs
 QUANTILE_STEP = 0.025
@@ -141,7 +141,7 @@ def synth_dataset(
     """Generate, write ``out`` (default PIPELINE_HOME/synth/NAME.tsv) and record it as the user data set NAME
     through ``pipeline ingest NAME --from FILE`` (same split seed as the generator). Returns ingest's report
     plus the generated file."""
-    from pipeline.user_ingest import ingest_user
+    from pipeline.stages.user_ingest import ingest_user
 
     h, r, t, c = generate(n_entities, n_relations, n_facts, seed, like)
     path = Path(out) if out is not None else config.home() / "synth" / f"{name}.tsv"

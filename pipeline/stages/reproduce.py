@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import atomic
-from pipeline.calibration import CALIBRATIONS, L_VERSION
-from pipeline.provenance import stable_key
+from pipeline.core import atomic
+from pipeline.core.provenance import stable_key
+from pipeline.methods.calibration import CALIBRATIONS, L_VERSION
 from pipeline.sampling import SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
@@ -46,7 +46,7 @@ class ReproduceConfig:
     psl: bool = False
     select_on: str | None = None  # None: the trainer's default (valid_pos_neg early stopping)
     extra: dict[str, Any] = field(default_factory=dict)
-    # query-embedding baselines trained and answered beside SRC (pipeline.reproduce_baselines), and their
+    # query-embedding baselines trained and answered beside SRC (pipeline.stages.reproduce_baselines), and their
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
     baselines: tuple[str, ...] = ()
     qe: dict[str, Any] = field(default_factory=dict)
@@ -55,7 +55,7 @@ class ReproduceConfig:
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
         """A saved reproduction's settings (its ``reproduce.json``, or a JSON object of these fields),
         replayed exactly, with ``overrides`` on top."""
-        from pipeline.errors import ArtifactError, PipelineError
+        from pipeline.core.errors import ArtifactError, PipelineError
         from pipeline.formats.meta import read_json
 
         path = Path(path)
@@ -182,7 +182,7 @@ def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
 
 def train_stage(ctx: Context, model: str, run_dir: Path, pretrained: bool) -> None:
     """Train one backbone into run_dir (resumed when interrupted), or check a given trained run."""
-    from pipeline.errors import PipelineError
+    from pipeline.core.errors import PipelineError
 
     cfg = ctx.cfg
     if pretrained:
@@ -213,7 +213,7 @@ def export_stage(ctx: Context, model: str, run_dir: Path, model_hash: str) -> di
     """The backbone's neural adjacency (its cache is keyed by the model's content hash)."""
 
     def run() -> dict[str, Any]:
-        from pipeline.export import export_adjacency
+        from pipeline.stages.export import export_adjacency
 
         man = export_adjacency(
             run_dir, ctx.cfg.threshold, ctx.out / "exports" / run_dir.name, device=ctx.cfg.device,
@@ -233,8 +233,8 @@ def answer_stage(
     uses_l = CALIBRATIONS[calibration].uses_l
 
     def run() -> dict[str, Any]:
-        from pipeline.answer import AnswerOptions, answer_queries
         from pipeline.methods import MethodOptions
+        from pipeline.stages.answer import AnswerOptions, answer_queries
 
         method = MethodOptions(name="src", adjacency=export["path"], calibration=calibration, run_dir=run_dir,
                                device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg)
@@ -261,7 +261,7 @@ def answer_stage(
 
 def evaluate_stage(ctx: Context, answer_files: list[str], docs: str | Path | None) -> list[dict[str, Any]]:
     """Metrics of every answers file (always run: cheap, and keeps the docs current)."""
-    from pipeline.evaluate import evaluate_file, plot_methods, save_report, update_results
+    from pipeline.stages.evaluate import evaluate_file, plot_methods, save_report, update_results
 
     reports = [evaluate_file(p) for p in answer_files]
     for r in reports:
@@ -298,7 +298,7 @@ def reproduce(
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
     if cfg.baselines:  # so does an unknown baseline or baseline setting
-        from pipeline.reproduce_baselines import qe_settings
+        from pipeline.stages.reproduce_baselines import qe_settings
 
         for b in cfg.baselines:
             qe_settings(b, cfg.qe, cfg.dataset)
@@ -324,7 +324,7 @@ def reproduce(
             for calibration in cfg.calibrations:
                 answer_files.append(answer_stage(ctx, model, calibration, run_dir, export, sets, model_hash))
         if cfg.baselines:
-            from pipeline.reproduce_baselines import baseline_stages
+            from pipeline.stages.reproduce_baselines import baseline_stages
 
             answer_files += baseline_stages(ctx, sets)
     finally:
@@ -333,7 +333,7 @@ def reproduce(
     reports = evaluate_stage(ctx, answer_files, docs)
     seconds = time.perf_counter() - t_start
     if docs is not None:
-        from pipeline.evaluate import set_section
+        from pipeline.stages.evaluate import set_section
 
         set_section(docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, ctx.stages, runs, seconds))
     summary = {
@@ -370,7 +370,7 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
 
     import torch
 
-    from pipeline.evaluate import ordered_types
+    from pipeline.stages.evaluate import ordered_types
 
     lines = [
         f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
@@ -425,7 +425,7 @@ _EMPTY = '""'  # how a shell writes --models with no backbone (baselines only)
 
 
 def _baseline_counts(cfg: ReproduceConfig) -> str:
-    from pipeline.reproduce_baselines import BIG_TYPES, SMALL_TYPES, qe_settings
+    from pipeline.stages.reproduce_baselines import BIG_TYPES, SMALL_TYPES, qe_settings
 
     parts = []
     for m in cfg.baselines:

@@ -5,10 +5,10 @@ Per baseline: sample its train query sets (1p/2p/2i at ``train_per_type``, the n
 on them (selected on the reproduction's valid set), answer the reproduction's test set, and hand the
 answers file to the evaluation stage, so the baselines land in the same table as SRC.
 
-Stages run through the reproduction's ledger (``ctx.stages``, see :class:`pipeline.reproduce.Stages`) with
+Stages run through the reproduction's ledger (``ctx.stages``, see :class:`pipeline.stages.reproduce.Stages`) with
 keys over everything they depend on, so they are skipped when done and resumed when interrupted (train-qe
-resumes from its checkpoint). ``ctx`` is :class:`pipeline.reproduce.Context`; this module does not import
-pipeline.reproduce (which imports it), so the dependency stays one way.
+resumes from its checkpoint). ``ctx`` is :class:`pipeline.stages.reproduce.Context`; this module does not import
+pipeline.stages.reproduce (which imports it), so the dependency stays one way.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
-from pipeline.provenance import stable_key
+from pipeline.core.errors import PipelineError
+from pipeline.core.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
 BIG_TYPES = ("1p", "2p", "2i")
@@ -185,8 +185,8 @@ def answer_qe_stage(ctx: Any, model: str, run_dir: Path, test: str) -> str:
     """The test queries answered by the trained baseline; the answers file's path."""
 
     def run() -> dict[str, Any]:
-        from pipeline.answer import AnswerOptions, answer_queries
         from pipeline.methods import MethodOptions
+        from pipeline.stages.answer import AnswerOptions, answer_queries
 
         method = MethodOptions(name=model, model_run=run_dir, device=ctx.cfg.device)
         rep = answer_queries(test, method, AnswerOptions(out_dir=ctx.out / "answers", progress=ctx.progress))

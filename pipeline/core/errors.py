@@ -59,7 +59,7 @@ class ArtifactError(PipelineError):
 
 class CorruptArtifactError(ArtifactError):
     """An artifact's content no longer has the checksum it was written with (a flipped byte, an edit, a
-    file swapped in): names the file (:mod:`pipeline.checksums`)."""
+    file swapped in): names the file (:mod:`pipeline.core.checksums`)."""
 
     def __init__(self, path: object, message: str) -> None:
         self.path = str(path)

@@ -3,11 +3,11 @@ alpha/beta modes, answering methods), as PyKEEN's class resolver is behind its r
 
 A :class:`Registry` maps a canonical name to an item and behaves like a read-only mapping. Every registry
 looks names up the same way: exact name first, then case-insensitively, then through the item's
-``synonyms``; an unknown name raises :class:`~pipeline.errors.UnknownNameError` with the closest names
+``synonyms``; an unknown name raises :class:`~pipeline.core.errors.UnknownNameError` with the closest names
 ("did you mean"). The rows of ``pipeline ls KIND`` and the CLI's choice lists come from the same object,
 so the docs, the help text and the lookup cannot drift apart.
 
->>> from pipeline.metrics import METRICS
+>>> from pipeline.core.metrics import METRICS
 >>> METRICS.get("NDCG") is METRICS.get("normalized_dcg")
 True
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from pipeline.errors import PipelineError, unknown_name
+from pipeline.core.errors import PipelineError, unknown_name
 
 T = TypeVar("T")
 

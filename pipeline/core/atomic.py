@@ -164,7 +164,7 @@ def check_folder(path: str | Path | None, option: str = "--out") -> None:
     """A path a command will create files in must be a folder, or not exist yet under a folder this
     process may write in; otherwise ArtifactError naming the option, before any work starts (an existing
     file, a path under a regular file, a folder without write permission)."""
-    from pipeline.errors import ArtifactError
+    from pipeline.core.errors import ArtifactError
 
     if path is None:
         return
@@ -177,7 +177,7 @@ def check_folder(path: str | Path | None, option: str = "--out") -> None:
 def check_file(path: str | Path | None, option: str) -> None:
     """A file a command will write (``--plot FILE``): not a folder, and its folder creatable as for
     :func:`check_folder`; ArtifactError naming the option otherwise."""
-    from pipeline.errors import ArtifactError
+    from pipeline.core.errors import ArtifactError
 
     if path is None:
         return
@@ -189,7 +189,7 @@ def check_file(path: str | Path | None, option: str) -> None:
 def _check_creatable(given: str | Path, folder: Path, option: str) -> None:
     """The nearest existing part of ``folder`` (where the missing folders will be created) must be a
     folder this process may write in."""
-    from pipeline.errors import ArtifactError
+    from pipeline.core.errors import ArtifactError
 
     there = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     if not there.is_dir():

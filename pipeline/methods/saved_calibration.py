@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.engine.adjacency import Adjacency
-from pipeline.errors import ArtifactError, PipelineError
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def apply_saved(
 def _apply_l(adj: Adjacency, manifest: dict[str, Any], folder: Path, run_dir: str | Path | None) -> Adjacency:
     import torch
 
-    from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
+    from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
     from pipeline.models import load_run
 
     run_path = Path(run_dir) if run_dir else folder.parent.parent  # RUN/calibration/L-<key>

@@ -1,5 +1,5 @@
 """Content checksums of the artifacts that cross a stage, checked when they are read back: a flipped byte
-is one :class:`~pipeline.errors.CorruptArtifactError` naming the file, never a silently different answer.
+is one :class:`~pipeline.core.errors.CorruptArtifactError` naming the file, never a silently different answer.
 
 Three ways to carry a checksum, one per kind of file, all sha256 truncated to 128 bits (it detects damage,
 it is not a security claim). Measured on the development machine (x86_64 with SHA extensions, one core):
@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ArtifactError, CorruptArtifactError
+from pipeline.core.errors import ArtifactError, CorruptArtifactError
 
 ALGO = "sha256"
 HEX = 32  # 128 bits of the digest: ample to tell a damaged file from its original

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipeline.core.errors import PipelineError
+from pipeline.core.kg import GraphTensors, observed_graph
 from pipeline.engine.adjacency import as_adjacency
 from pipeline.engine.search import solve, top_answers
-from pipeline.errors import PipelineError
-from pipeline.kg import GraphTensors, observed_graph
 from pipeline.query import Vocabulary, parse, to_text
 
 
@@ -22,7 +22,7 @@ class Ranking:
     rows: list[dict]
     n_answers: int  # before the top-k cut
     approximate: bool
-    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.witness_records)
+    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.stages.witness_records)
     empty_reason: str | None = None  # without answers: one line saying why (pipeline.engine.empty)
 
 
@@ -60,8 +60,8 @@ def ask(
     if calibration:
         if adjacency is None:
             raise PipelineError("--calibration applies to a neural adjacency export (--adjacency), not --graph")
-        from pipeline.calibration import lower_alphas
-        from pipeline.saved_calibration import apply_saved
+        from pipeline.methods.calibration import lower_alphas
+        from pipeline.methods.saved_calibration import apply_saved
 
         saved = apply_saved(adj, meta, calibration)
         adj, source = saved.adjacency, f"{source}, calibration {saved.label}"
@@ -77,7 +77,7 @@ def ask(
     witnesses = None
     if explain:
         from pipeline.engine.witness import find_witnesses
-        from pipeline.witness_records import OBSERVED, PREDICTED, witness_record
+        from pipeline.stages.witness_records import OBSERVED, PREDICTED, witness_record
 
         found = OBSERVED if graph is not None else PREDICTED
         shown = rows if explain is True else rows[: int(explain)]

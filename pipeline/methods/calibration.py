@@ -31,11 +31,11 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from pipeline import atomic, checksums
-from pipeline.errors import ArtifactError, PipelineError
-from pipeline.kg import GraphTensors
+from pipeline.core import atomic, checksums
+from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.kg import GraphTensors
+from pipeline.core.registry import Registry
 from pipeline.query.model import Conjunction, Query
-from pipeline.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -589,10 +589,10 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
     """Apply calibration L to the method's adjacency: a saved fit with the same key, else a new fit on the
     ``train`` query set, selected by ``score`` on the valid queries (max over the delta grid under D+L).
     Returns the method with the calibrated adjacency and L's key/dir/run in its info."""
+    from pipeline.core.provenance import stable_key
     from pipeline.engine import as_adjacency, search_batch
     from pipeline.formats.queryset import checksum
     from pipeline.models import load_run
-    from pipeline.provenance import stable_key
 
     run_path, calib_dir = fit.run_path, fit.calib_dir
     assert calib_dir is not None
@@ -620,7 +620,7 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
     calib = load_affine(calib_dir / f"L-{l_key}", tables[0].shape[1], tables[1].shape[1], adj.device)
     if calib is None:
         from loaders import load
-        from pipeline.kg import observed_graph
+        from pipeline.core.kg import observed_graph
 
         kg = fit.kg if fit.kg is not None else load(method.dataset)
         truth = as_adjacency(observed_graph(kg, "train", device=fit.device))
@@ -647,7 +647,7 @@ def choose_saved_delta(method: Any, score: Callable[[Any], float], fit: FitSetti
     saved under ``fit.calib_dir`` and reused by content key."""
     import json
 
-    from pipeline.provenance import stable_key
+    from pipeline.core.provenance import stable_key
 
     d_key = stable_key(**{**fit.key_parts, "l_key": method.info.get("l_key"), "grid": DELTA_GRID})
     d_file = fit.calib_dir / f"D-{d_key}.json" if fit.calib_dir is not None else None

@@ -24,7 +24,7 @@ def default_store_uri() -> str:
 
 def repo_root() -> Path:
     """The checkout root (holds cypher/, docs/)."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def select_device(requested: str | None = None) -> str:

@@ -1,7 +1,7 @@
 """Evaluation tables of answered query sets: metrics per query, per type and averaged, x100, like the paper.
 
 Per query: the ground-truth answers a_1..a_n (best first) and their predicted ranks among all entities,
-read from an answers file (:mod:`pipeline.formats.answers`), go through every metric of :data:`pipeline.metrics.METRICS`.
+read from an answers file (:mod:`pipeline.formats.answers`), go through every metric of :data:`pipeline.core.metrics.METRICS`.
 Per type: the mean over the queries where the metric is defined. ``avg``: the mean over the types (every
 type weighs the same, as in the paper's tables). Summaries are ``{metric: {type or "avg": value x100}}``;
 ``docs/results.json`` is ``{dataset: {method: summary}}`` and ``docs/results.md`` its tables.
@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline import atomic
-from pipeline.calibration import CALIBRATIONS
-from pipeline.errors import PipelineError
+from pipeline.core import atomic
+from pipeline.core.errors import PipelineError
+from pipeline.core.metrics import METRICS, Ranked, chance, metric_columns
+from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
 from pipeline.formats.answers import find_answer_files, read_answers
-from pipeline.metrics import METRICS, Ranked, chance, metric_columns
-from pipeline.provenance import provenance
+from pipeline.methods.calibration import CALIBRATIONS
 from pipeline.query.types import QUERY_TYPES
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
@@ -74,8 +74,8 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
 def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | None = None) -> pd.DataFrame:
     """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined);
     with paper, also the paper protocol's metrics (``paper_<name>``) and the doubly tied pairs
-    (``tied_pairs``, ``pairs``), see :func:`pipeline.metrics.metric_columns`; with n_entities, also each
-    metric of a random ranking of that many entities (``random_<name>``, :func:`pipeline.metrics.chance`)."""
+    (``tied_pairs``, ``pairs``), see :func:`pipeline.core.metrics.metric_columns`; with n_entities, also each
+    metric of a random ranking of that many entities (``random_<name>``, :func:`pipeline.core.metrics.chance`)."""
     qids, types, per = query_rankings(frame)
     cols = metric_columns(per, paper=paper)
     if n_entities:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from functools import cache
 from typing import Any
 
-from pipeline import config
+from pipeline.core import config
 
 PACKAGES = ("soft-queries", "torch", "numpy", "pandas", "pyarrow")
 
