@@ -217,9 +217,13 @@ def launch(
                     _enable_aof(info, creds, wait_s)
                 return info, proc
             time.sleep(0.05)
-        if proc.poll() is None:
+        if proc.poll() is None:  # no answer in time: stop it (SIGKILL if SIGTERM is not enough), then report
             proc.terminate()
-            proc.wait(10)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         err = errfile.read_text(errors="replace")[-500:] if errfile.exists() else ""
         tail = log.read_text(errors="replace").splitlines()[-3:] if log.exists() else []
         last_error = (err.strip() + " " + " ".join(tail)).strip()
