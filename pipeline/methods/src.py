@@ -18,7 +18,7 @@ import torch
 
 from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS, DELTA_GRID, L_VERSION, lower_alphas
-from pipeline.engine import Adjacency, as_adjacency, evaluate_batch
+from pipeline.engine import Adjacency, as_adjacency, evaluate_batch, paircache
 from pipeline.errors import ArtifactError, PipelineError
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import Method
@@ -139,7 +139,8 @@ class SRC(Method):
             return cls(None, {**checked_manifest(adjacency_dir, dataset, *sizes), "path": str(adjacency_dir)})
         graph, manifest = load_adjacency(adjacency_dir, dataset, dev, *sizes)
         manifest = {**manifest, "path": str(adjacency_dir)}
-        method = cls(as_adjacency(graph), manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
+        adj = as_adjacency(graph).use_pair_cache(paircache.for_export(adjacency_dir))
+        method = cls(adj, manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
         if calib.uses_delta and valid is None:
             raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
         if calib.uses_l and train is None:
@@ -169,7 +170,7 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
     dev = config.select_device(device)
     graph, manifest = load_adjacency(recipe["path"], recipe["dataset"], dev)
     manifest = {**manifest, "path": recipe["path"]}
-    adj = as_adjacency(graph)
+    adj = as_adjacency(graph).use_pair_cache(paircache.for_export(recipe["path"]))
     info = recipe["info"]
     if CALIBRATIONS[recipe["calibration"]].uses_l:
         from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
@@ -182,7 +183,19 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
             raise ArtifactError(f"{info['l_dir']}: the saved calibration L is gone; answer again to refit it")
         with torch.no_grad():
             adj = calibrated_adjacency(adj, calib, tables)
+        adj.use_pair_cache(_l_pair_cache(recipe["path"], Path(info["l_dir"])))
     return SRC(adj, manifest, recipe["calibration"], float(recipe["delta"]), info)
+
+
+def _l_pair_cache(export: str | Path, l_dir: Path) -> paircache.PairCache | None:
+    """The pair cache of an export's confidences calibrated by the saved L in ``l_dir``: keyed by the
+    export and the bytes of L's files (a refit with other weights never reads the old pairs)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(p for p in l_dir.rglob("*") if p.is_file()):
+        h.update(f.relative_to(l_dir).as_posix().encode() + b"\0" + f.read_bytes())
+    return paircache.for_export(export, salt=f"L:{h.hexdigest()}")
 
 
 def _registered_sizes(get_spec: Any, dataset: str) -> tuple[int | None, int | None]:
@@ -259,6 +272,7 @@ def _fit_l(
         save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": key_parts, "history": history})
     with torch.no_grad():
         adj = calibrated_adjacency(adj, calib, tables)
+    adj.use_pair_cache(_l_pair_cache(method.manifest["path"], calib_dir / f"L-{l_key}"))
     info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}"), "l_run": str(run_path)}
     return SRC(adj, method.manifest, method.calibration, method.delta, info)
 
