@@ -333,7 +333,7 @@ def answer_src(
     check_role(valid, "--valid-queries", dataset, allow_split_mismatch)
     check_role(train, "--train-queries", dataset, allow_split_mismatch)
     # remote actors each load the export; the driver needs it only to fit a calibration or explain
-    load = calibration != "none" or bool(explain) or executor is None or executor.in_process
+    load = calibration != "none" or bool(explain) or executor is None or executor.in_process or executor.shares_memory
     method = SRC.build(adjacency, dataset, calibration, valid, train, run_dir, device, seed, l_epochs, progress, kg, load)
     report = run_answer(qs, method, out_dir, {"valid": valid, "train": train}, progress, executor)
     if explain:
