@@ -47,7 +47,7 @@ def pair_name(kind: str, parts: Parts) -> str:
 
 
 def _crc(a: np.ndarray | memoryview | bytes) -> int:
-    return zlib.crc32(a if not isinstance(a, np.ndarray) else memoryview(np.ascontiguousarray(a)).cast("B"))
+    return zlib.crc32(a if not isinstance(a, np.ndarray) else np.ascontiguousarray(a).reshape(-1).view(np.uint8))
 
 
 class PairCache:
@@ -183,7 +183,7 @@ def encode(identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> 
     _PREFIX.pack_into(out, 0, MAGIC, zlib.crc32(raw), len(raw))
     out[_PREFIX.size : _PREFIX.size + len(raw)] = raw
     for s, a in zip(specs, arrays, strict=True):
-        out[s["offset"] : s["offset"] + s["nbytes"]] = memoryview(a).cast("B") if a.nbytes else b""
+        out[s["offset"] : s["offset"] + s["nbytes"]] = a.reshape(-1).view(np.uint8).tobytes()
     return bytes(out)
 
 
