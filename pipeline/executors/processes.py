@@ -68,7 +68,7 @@ class ProcessExecutor(Executor):
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         if address:
             raise PipelineError("--address names a Ray cluster; it needs --executor ray")
-        super().__init__(None, workers or cores())
+        super().__init__(None, cores() if workers is None else workers)
 
     def map(
         self,
@@ -113,7 +113,7 @@ class ProcessExecutor(Executor):
             except Exception as exc:
                 label = tasks[0].label if tasks else "the actor"
                 raise TaskFailed(
-                    f"{label} failed: its state could not be built: {type(exc).__name__}: {exc}"
+                    f"{label} failed: its actor could not be built: {type(exc).__name__}: {exc}"
                 ) from exc
         ctx = mp.get_context("fork" if forking else "spawn")
         items = [(i, fn, t.args, t.label) for i, t in enumerate(tasks)]
