@@ -13,7 +13,7 @@ per type with one worker (``queries_per_s``), the type's wall-clock span over al
 (``wall_queries_per_s``). ``cold`` removes the pair cache (PIPELINE_PAIR_CACHE, a folder of this run)
 before the command; ``warm`` keeps what the previous command wrote. The OS page cache is not dropped.
 Peak memory: the largest sum, over the command's process tree, of each process' proportional set size
-(/proc/PID/smaps_rollup, sampled every 50 ms; pages shared by the workers counted once), Linux only.
+(/proc/PID/smaps_rollup, sampled every 100 ms; pages shared by the workers counted once), Linux only.
 --baseline-root: another checkout (e.g. the code before) run alternately with this one, cell by cell.
 Needs only the repository and its environment: no network, no fixed paths. Prints markdown tables.
 """
@@ -38,20 +38,17 @@ ORDER = ["1p", "2p", "3p", "2i", "3i", "ip", "pi", "2u", "up", "2in", "3in", "in
 
 
 def _children(pid: int) -> list[int]:
-    """pid and its descendants (Linux /proc)."""
-    parent: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
+    """pid and its descendants, from /proc/PID/task/TID/children (Linux; cheap, no scan of /proc)."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
         out.append(p)
-        todo.extend(c for c, pp in parent.items() if pp == p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
     return out
 
 
@@ -69,7 +66,7 @@ def _pss(pid: int) -> int:
 class PeakMemory:
     """The peak of the summed PSS of a process tree, sampled in a thread."""
 
-    def __init__(self, pid: int, every: float = 0.05) -> None:
+    def __init__(self, pid: int, every: float = 0.1) -> None:
         self.pid, self.every, self.peak = pid, every, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)

@@ -10,16 +10,30 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from pipeline.engine.paircache import PairCache
 from pipeline.kg import GraphTensors
 
 NEG_INF = float("-inf")
 
 _MEMO_BYTES = 512 << 20  # derived arrays kept per Adjacency (least recently used dropped first)
+
+
+class PairStore(Protocol):
+    """Where an Adjacency keeps relation-pair arrays beyond its memo (pipeline.formats.pair_cache: files
+    shared by every process answering on the same export). ``kind``: "shared" or "front"."""
+
+    def has(self, kind: str, parts: tuple[tuple[bool, int], ...]) -> bool: ...
+
+    def load(self, kind: str, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, ...] | None: ...
+
+    def store(
+        self, kind: str, parts: tuple[tuple[bool, int], ...], arrays: tuple[torch.Tensor, ...]
+    ) -> bool: ...
+
 
 # positions (P,) int64 of an array of stored confidences -> their values (P,), differentiable (calibration L)
 ConfGrad = Callable[[torch.Tensor], torch.Tensor]
@@ -380,18 +394,18 @@ class Adjacency:
     _memo: BytesLRU = field(
         default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False
     )
-    # relation-pair work on disk, shared by every process that answers on the same export (paircache);
+    # relation-pair work on disk, shared by every process that answers on the same export (pipeline.formats.pair_cache);
     # init=False: new confidences (dataclasses.replace) never read the pair files of the old ones
-    _pairs: PairCache | None = field(default=None, init=False, repr=False, compare=False)
+    _pairs: PairStore | None = field(default=None, init=False, repr=False, compare=False)
 
-    def use_pair_cache(self, cache: PairCache | None) -> Adjacency:
+    def use_pair_cache(self, cache: PairStore | None) -> Adjacency:
         """Read and write relation-pair arrays (shared entries, column fronts) through ``cache``, whose
         identity must key these very confidences; returns self."""
         object.__setattr__(self, "_pairs", cache)
         return self
 
     @property
-    def pair_cache(self) -> PairCache | None:
+    def pair_cache(self) -> PairStore | None:
         return self._pairs
 
     def _pair(self, kind: str, parts: tuple[tuple[bool, int], ...], build: Callable[[], tuple]) -> tuple:

@@ -4,7 +4,7 @@ The workers are forked from the process that built the state (an answering metho
 they share its pages copy-on-write, and nothing writes into an index once built, so the export is in
 memory once whatever the worker count; each worker adds only its working set (its batch's state vectors,
 its memo). Relation-pair arrays built by one worker reach the others through the export's pair cache
-(:mod:`pipeline.engine.paircache`, memory-mapped: shared page cache too). Where ``fork`` is missing (macOS,
+(:mod:`pipeline.formats.pair_cache`, memory-mapped: shared page cache too). Where ``fork`` is missing (macOS,
 Windows) each worker builds the state from its portable recipe instead (the memory of Ray actors).
 
 Each worker runs ``cores // workers`` torch threads (at least one), so the workers never oversubscribe the

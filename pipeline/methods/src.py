@@ -18,8 +18,9 @@ import torch
 
 from pipeline import atomic
 from pipeline.calibration import CALIBRATIONS, DELTA_GRID, L_VERSION, lower_alphas
-from pipeline.engine import Adjacency, as_adjacency, evaluate_batch, paircache
+from pipeline.engine import Adjacency, as_adjacency, evaluate_batch
 from pipeline.errors import ArtifactError, PipelineError
+from pipeline.formats import pair_cache as paircache
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import Method
 from pipeline.provenance import stable_key

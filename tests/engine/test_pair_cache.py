@@ -20,7 +20,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, evaluate_batch
-from pipeline.engine.paircache import PairCache, export_identity, for_export, pair_name
+from pipeline.formats.pair_cache import PairCache, export_identity, for_export, pair_name
 from pipeline.query import Atom, Conjunction, Const, Query, Var
 from tests.engine.test_multi_edges import batch, graphs
 from tests.engine.test_oracle import graph_of
