@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed
 from pipeline.executors.local import LocalExecutor
-from pipeline.executors.processes import ProcessExecutor, answer_executor
+from pipeline.executors.processes import ProcessExecutor, cores
 from pipeline.executors.ray import RayExecutor
+from pipeline.errors import PipelineError
 from pipeline.registry import Registry
 
 EXECUTORS: Registry[type[Executor]] = Registry("executor", [LocalExecutor, ProcessExecutor, RayExecutor])
@@ -19,6 +20,17 @@ def make_executor(name: str = "local", address: str | None = None, workers: int 
     """The executor named ``name`` (any accepted spelling), configured; close it (or use ``with``) to
     stop a local cluster it started."""
     return EXECUTORS[name](address=address, workers=workers)
+
+
+def answer_executor(name: str = "local", address: str | None = None, workers: int | None = None) -> Executor:
+    """The executor ``pipeline answer`` runs on: the named one, except that the default (``local``) uses
+    every core (:class:`ProcessExecutor`) unless ``--workers 1`` keeps everything in this process."""
+    if EXECUTORS[name] is LocalExecutor and not address:
+        if workers is not None and workers < 1:
+            raise PipelineError(f"--workers must be at least 1, got {workers}")
+        count = workers or cores()
+        return LocalExecutor() if count == 1 else ProcessExecutor(workers=count)
+    return make_executor(name, address, workers)
 
 
 __all__ = ["EXECUTORS", "ActorState", "Executor", "LocalExecutor", "ProcessExecutor", "RayExecutor", "Task", "TaskFailed", "answer_executor", "make_executor"]

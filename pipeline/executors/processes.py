@@ -23,7 +23,6 @@ from tqdm import tqdm
 
 from pipeline.errors import PipelineError
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
-from pipeline.executors.local import LocalExecutor
 
 _STATE: Any = None  # what the task functions receive: set before forking (inherited) or built per worker
 
@@ -138,15 +137,3 @@ class ProcessExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name, "workers": self.workers}
 
-
-def answer_executor(name: str = "local", address: str | None = None, workers: int | None = None) -> Executor:
-    """The executor ``pipeline answer`` runs on: the named one, except that the default (``local``) uses
-    every core (:class:`ProcessExecutor`) unless ``--workers 1`` keeps everything in this process."""
-    from pipeline.executors import EXECUTORS, make_executor
-
-    if EXECUTORS[name] is LocalExecutor and not address:
-        count = workers or cores()
-        if workers is not None and workers < 1:
-            raise PipelineError(f"--workers must be at least 1, got {workers}")
-        return LocalExecutor() if count == 1 else ProcessExecutor(workers=count)
-    return make_executor(name, address, workers)
