@@ -6,11 +6,11 @@ package never imports Ray (only building the Ray executor does).
 
 from __future__ import annotations
 
+from pipeline.errors import PipelineError
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed
 from pipeline.executors.local import LocalExecutor
 from pipeline.executors.processes import ProcessExecutor, cores
 from pipeline.executors.ray import RayExecutor
-from pipeline.errors import PipelineError
 from pipeline.registry import Registry
 
 EXECUTORS: Registry[type[Executor]] = Registry("executor", [LocalExecutor, ProcessExecutor, RayExecutor])
