@@ -156,7 +156,12 @@ def main() -> None:
                         size = sum(p.stat().st_size for p in cache.rglob("*.bin")) if cache.exists() else 0
                         cells.append({"code": label, "calibration": calib, "workers": w, "cache": state,
                                       "cache_bytes": size, **best})
-                        print(f"# {label} {calib} w={w} {state}: {best['answer_s']:.1f} s", file=sys.stderr, flush=True)
+                        qps = " ".join(f"{t}:{v:,.0f}" for t, v in best["qps"].items())
+                        print(f"# {label} {calib} w={w} {state}: answer {best['answer_s']:.1f} s, wall {best['wall_s']:.1f} s, "
+                              f"peak {(best['peak_bytes'] or 0) / 2**20:,.0f} MiB, cache {size / 2**20:,.1f} MiB; {qps}",
+                              file=sys.stderr, flush=True)
+                        if args.json_out:  # every figure so far, in case a later cell fails
+                            Path(args.json_out).write_text(json.dumps({"cells": cells}, indent=1))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     types = [t for t in ORDER if any(t in c["qps"] for c in cells)]

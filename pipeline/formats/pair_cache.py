@@ -19,10 +19,9 @@ import mmap
 import os
 import struct
 import tempfile
-import warnings
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import torch
@@ -32,7 +31,7 @@ MAGIC = b"SQPAIRS1"
 _ALIGN = 64
 _PREFIX = struct.Struct("<8sIQ")  # magic, header CRC-32, header length
 DEFAULT_BUDGET = 4 << 30  # bytes of pair files per export before new pairs are kept in memory only
-KINDS = ("shared", "front")
+KINDS = ("shared", "front", "index")  # index: the whole engine index of the export (formats.engine_index)
 
 Parts = tuple[tuple[bool, int], ...]
 
@@ -41,13 +40,17 @@ def pair_name(kind: str, parts: Parts) -> str:
     """The file name of one pair's arrays: kind, then h<rel> / t<rel> per atom (s on the head / tail side)."""
     if kind not in KINDS:
         raise ValueError(f"unknown pair-cache kind {kind!r}")
+    if not parts:
+        return f"{kind}.bin"
     return (
         f"{kind}-" + "-".join(f"{'h' if from_head else 't'}{int(rel)}" for from_head, rel in parts) + ".bin"
     )
 
 
 def _crc(a: np.ndarray | memoryview | bytes) -> int:
-    return zlib.crc32(a if not isinstance(a, np.ndarray) else np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    return zlib.crc32(
+        a if not isinstance(a, np.ndarray) else np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    )
 
 
 class PairCache:
@@ -76,7 +79,9 @@ class PairCache:
                 size = os.fstat(f.fileno()).st_size
                 if size < _PREFIX.size:
                     raise ValueError("truncated")
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                # a private copy-on-write map: pages shared with every reader until written (nothing
+                # writes them; were something to, it would write its own copy, never the file)
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
@@ -113,10 +118,7 @@ class PairCache:
             chunk = buf[lo : lo + nbytes]
             if zlib.crc32(memoryview(chunk)) != int(spec["crc"]):
                 raise ValueError("array checksum")
-            arr = chunk.view(np.dtype(spec["dtype"])).reshape(spec["shape"])
-            with warnings.catch_warnings():  # read-only by design: the engine never writes into these
-                warnings.simplefilter("ignore", UserWarning)
-                out.append(torch.from_numpy(arr))
+            out.append(torch.from_numpy(chunk.view(np.dtype(spec["dtype"])).reshape(spec["shape"])))
         return tuple(out)
 
     def store(self, kind: str, parts: Parts, arrays: tuple[torch.Tensor, ...]) -> bool:
@@ -127,13 +129,13 @@ class PairCache:
         nps = [np.ascontiguousarray(a.numpy()) for a in arrays]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            if self.used() + sum(a.nbytes for a in nps) > self.budget:
+            if kind != "index" and self.used() + sum(a.nbytes for a in nps) > self.budget:
                 return False
-            blob = encode(self.identity, kind, parts, nps)
             fd, tmp = tempfile.mkstemp(prefix=f".{pair_name(kind, parts)}.", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
+                    write(f, self.identity, kind, parts, nps)
+                os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the file from other users of a shared cache
                 os.replace(tmp, self.path(kind, parts))
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -157,8 +159,9 @@ class PairCache:
             pass
 
 
-def encode(identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> bytes:
-    """A pair file's bytes: prefix, header, aligned arrays (see the module's docstring)."""
+def write(f: BinaryIO, identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> None:
+    """A pair file: prefix, header, aligned arrays (see the module's docstring), streamed to ``f`` (no
+    copy of the arrays in memory: the index of a large export is gigabytes)."""
     specs: list[dict[str, Any]] = [
         {"dtype": a.dtype.str, "shape": list(a.shape), "nbytes": int(a.nbytes), "crc": _crc(a)}
         for a in arrays
@@ -171,20 +174,21 @@ def encode(identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> 
         "arrays": specs,
     }
     # offsets depend on the header's length, which depends on the offsets' digits: pad them to a fixed width
-    for s in specs:
-        s["offset"] = 10**15
+    for spec in specs:
+        spec["offset"] = 10**15
     raw = json.dumps(head, sort_keys=True).encode()
     pos = _align(_PREFIX.size + len(raw))
-    for s in specs:
-        s["offset"] = pos
-        pos = _align(pos + s["nbytes"])
+    for spec in specs:
+        spec["offset"] = pos
+        pos = _align(pos + spec["nbytes"])
     raw = json.dumps(head, sort_keys=True).encode().ljust(len(raw))  # offsets shorter than the placeholder
-    out = bytearray(pos)
-    _PREFIX.pack_into(out, 0, MAGIC, zlib.crc32(raw), len(raw))
-    out[_PREFIX.size : _PREFIX.size + len(raw)] = raw
-    for s, a in zip(specs, arrays, strict=True):
-        out[s["offset"] : s["offset"] + s["nbytes"]] = a.reshape(-1).view(np.uint8).tobytes()
-    return bytes(out)
+    f.write(_PREFIX.pack(MAGIC, zlib.crc32(raw), len(raw)) + raw)
+    at = _PREFIX.size + len(raw)
+    for spec, a in zip(specs, arrays, strict=True):
+        f.write(b"\0" * (spec["offset"] - at))
+        f.write(a.reshape(-1).view(np.uint8).data)
+        at = spec["offset"] + spec["nbytes"]
+    f.write(b"\0" * (pos - at))
 
 
 def _align(n: int) -> int:
@@ -193,14 +197,15 @@ def _align(n: int) -> int:
 
 def export_identity(folder: str | Path) -> str:
     """A content key of an export: sha256 of its manifest (which names the model's hash, the threshold,
-    each relation file's size and, where written, digest) and of each relation file's size. Relation files
+    each relation file's size and, where written, digest) and of each relation file's size and modification time (a file rewritten in place is another export). Relation files
     are read by :func:`~pipeline.formats.adjacency.load_adjacency`, which checks them against the manifest."""
     import hashlib
 
     folder = Path(folder)
     h = hashlib.sha256((folder / "manifest.json").read_bytes())
     for p in sorted(folder.glob("rel-*.arrow")):
-        h.update(f"{p.name}:{p.stat().st_size};".encode())
+        st = p.stat()
+        h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()[:32]
 
 

@@ -129,7 +129,7 @@ class SRC(Method):
         answering on an executor's actors, which each load it (the driver then holds no copy)."""
         from loaders import get_spec
         from pipeline import config
-        from pipeline.formats.adjacency import load_adjacency
+        from pipeline.formats.engine_index import load_engine_index
 
         calib = CALIBRATIONS[calibration]
         dev = config.select_device(device)
@@ -138,9 +138,8 @@ class SRC(Method):
             from pipeline.formats.adjacency import checked_manifest
 
             return cls(None, {**checked_manifest(adjacency_dir, dataset, *sizes), "path": str(adjacency_dir)})
-        graph, manifest = load_adjacency(adjacency_dir, dataset, dev, *sizes)
+        adj, manifest = load_engine_index(adjacency_dir, dataset, dev, *sizes)
         manifest = {**manifest, "path": str(adjacency_dir)}
-        adj = as_adjacency(graph).use_pair_cache(paircache.for_export(adjacency_dir))
         method = cls(adj, manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
         if calib.uses_delta and valid is None:
             raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
@@ -166,12 +165,11 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
     """SRC from :meth:`SRC.portable`'s recipe, in another process: load the export on this worker's
     device (a GPU actor's GPU), apply the saved L, lower alpha by the driver's delta. Fits nothing."""
     from pipeline import config
-    from pipeline.formats.adjacency import load_adjacency
+    from pipeline.formats.engine_index import load_engine_index
 
     dev = config.select_device(device)
-    graph, manifest = load_adjacency(recipe["path"], recipe["dataset"], dev)
+    adj, manifest = load_engine_index(recipe["path"], recipe["dataset"], dev)
     manifest = {**manifest, "path": recipe["path"]}
-    adj = as_adjacency(graph).use_pair_cache(paircache.for_export(recipe["path"]))
     info = recipe["info"]
     if CALIBRATIONS[recipe["calibration"]].uses_l:
         from pipeline.calibration import calibrated_adjacency, feature_tables, load_affine
