@@ -136,4 +136,3 @@ class ProcessExecutor(Executor):
 
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name, "workers": self.workers}
-
