@@ -95,6 +95,8 @@ def run_answer(root: Path, args: argparse.Namespace, calibration: str, workers: 
         cmd += ["--valid-queries", args.valid]
     if "L" in calibration:
         cmd += ["--train-queries", args.train]
+    if args.run:
+        cmd += ["--run", args.run]
     env = {**os.environ, "PIPELINE_PAIR_CACHE": str(cache), "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -121,6 +123,7 @@ def main() -> None:
     ap.add_argument("--cache", default="cold,warm", help="pair-cache states, in order (cold removes it first)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per cell (the best q/s per type is kept)")
     ap.add_argument("--baseline-root", default=None, help="another checkout run alternately (labelled 'before')")
+    ap.add_argument("--run", default=None, help="the backbone's run directory (--run of pipeline answer; D and L save their fits there)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=None, help="also write every figure here")
     args = ap.parse_args()
