@@ -48,7 +48,12 @@ def load_engine_index(
     graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)
     adj = as_adjacency(graph)
     del graph
-    cache.store("index", (), _arrays(adj))
+    if cache.store("index", (), _arrays(adj)):
+        # the file's pages instead of this process' copy: the memory of every later process (and one
+        # copy for the workers forked from this one, whose pages the page cache shares with other readers)
+        got = cache.load("index", ())
+        if got is not None:
+            adj = _from_arrays(got, str(manifest["dataset"]))
     return adj.use_pair_cache(cache), manifest
 
 
