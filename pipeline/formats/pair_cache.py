@@ -62,6 +62,10 @@ class PairCache:
         self.identity = identity
         self.budget = budget
         self.rebuilt = 0  # files found invalid and replaced (stale or corrupt), for tests and reports
+        # files this process has mapped and verified, by (kind, parts): (inode, size, mtime), arrays. Mapped
+        # pages live in the page cache, not in the process' memory, so they need no budget; a pair that
+        # leaves the engine's memo comes back from here without a second CRC pass
+        self._mapped: dict[tuple[str, Parts], tuple[tuple[int, int, int], tuple[torch.Tensor, ...]]] = {}
 
     def path(self, kind: str, parts: Parts) -> Path:
         return self.folder / pair_name(kind, parts)
@@ -76,8 +80,12 @@ class PairCache:
         path = self.path(kind, parts)
         try:
             with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size < _PREFIX.size:
+                st = os.fstat(f.fileno())
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                hit = self._mapped.get((kind, parts))
+                if hit is not None and hit[0] == stamp:
+                    return hit[1]
+                if st.st_size < _PREFIX.size:
                     raise ValueError("truncated")
                 # a private copy-on-write map: pages shared with every reader until written (nothing
                 # writes them; were something to, it would write its own copy, never the file)
@@ -88,7 +96,9 @@ class PairCache:
             self._discard(path)
             return None
         try:
-            return self._decode(mm, kind, parts)
+            got = self._decode(mm, kind, parts)
+            self._mapped[(kind, parts)] = (stamp, got)
+            return got
         except (ValueError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError, struct.error):
             self._discard(path)
             return None
