@@ -7,7 +7,8 @@ its memo). Relation-pair arrays built by one worker reach the others through the
 (:mod:`pipeline.formats.pair_cache`, memory-mapped: shared page cache too). Where ``fork`` is missing (macOS,
 Windows) each worker builds the state from its portable recipe instead (the memory of Ray actors).
 
-Each worker runs ``cores // workers`` torch threads (at least one), so the workers never oversubscribe the
+A method on a GPU is answered in this process (CUDA does not survive a fork). Each worker runs
+``cores // workers`` torch threads (at least one), so the workers never oversubscribe the
 machine. Results are yielded as they finish; the stage merges them in task order, so the files written are
 those of the local executor, byte for byte.
 """
@@ -23,6 +24,7 @@ from tqdm import tqdm
 
 from pipeline.errors import PipelineError
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
+from pipeline.executors.local import LocalExecutor
 
 _STATE: Any = None  # what the task functions receive: set before forking (inherited) or built per worker
 
@@ -37,6 +39,14 @@ def cores() -> int:
 
 def _same(x: Any) -> Any:
     return x
+
+
+def _on_accelerator(obj: Any) -> bool:
+    """Whether a built state (an answering method) computes on a GPU: then its tasks run in this process."""
+    import torch
+
+    dev = getattr(obj, "device", None)
+    return isinstance(dev, torch.device) and dev.type != "cpu"
 
 
 def _init(threads: int, state: ActorState | None) -> None:
@@ -114,6 +124,13 @@ class ProcessExecutor(Executor):
                 raise TaskFailed(
                     f"{label} failed: its actor could not be built: {type(exc).__name__}: {exc}"
                 ) from exc
+            if _on_accelerator(_STATE):  # CUDA does not survive a fork, and one GPU serves one process best
+                obj, _STATE = _STATE, None
+                local = ActorState(_same, (obj,), local=obj)
+                yield from LocalExecutor().map_on_actors(
+                    fn, tasks, local, desc=desc, unit=unit, progress=progress
+                )
+                return
         ctx = mp.get_context("fork" if forking else "spawn")
         items = [(i, fn, t.args, t.label) for i, t in enumerate(tasks)]
         pool = ctx.Pool(workers, initializer=_init, initargs=(threads, None if forking else state))

@@ -5,11 +5,13 @@ the export's pair cache cold and warm; --workers 1 is today's in-process path.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+import torch
 from click.testing import CliRunner
 
 from pipeline.errors import PipelineError
@@ -85,3 +87,25 @@ def test_cli_workers(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.Mon
     pd.testing.assert_frame_equal(*frames)
     bad = runner.invoke(cli, [*args, "--workers", "0", "--out", str(tmp_path / "0")])
     assert bad.exit_code != 0 and "--workers must be at least 1" in bad.output and "Traceback" not in bad.output
+
+
+class _OnGpu:
+    """A state that says it computes on a GPU (no GPU needed: the executor only reads ``device``)."""
+
+    device = torch.device("cuda")
+
+    def pid(self, _: Any) -> int:
+        return os.getpid()
+
+
+def _pid(state: _OnGpu, x: int) -> int:
+    return state.pid(x)
+
+
+def test_a_gpu_method_is_answered_in_this_process() -> None:
+    """CUDA does not survive a fork: a state on a GPU runs its tasks here, one after another."""
+    from pipeline.executors import ActorState, Task
+
+    tasks = [Task(f"batch {i}", i) for i in range(3)]
+    got = dict(ProcessExecutor(workers=2).map_on_actors(_pid, tasks, ActorState(_OnGpu), progress=False))
+    assert set(got.values()) == {os.getpid()}
