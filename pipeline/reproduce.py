@@ -242,7 +242,13 @@ def answer_stage(
             export["path"], cfg.dataset, calibration, valid, train, run_dir, cfg.device, cfg.seed, cfg.l_epochs,
             progress=ctx.progress, kg=ctx.kg,
         )
-        rep = run_answer(test, method, ctx.out / "answers", {"valid": valid, "train": train}, progress=ctx.progress)
+        from pipeline.executors import answer_executor
+
+        with answer_executor() as executor:  # every core, the export shared (pipeline answer's default)
+            rep = run_answer(
+                test, method, ctx.out / "answers", {"valid": valid, "train": train}, progress=ctx.progress,
+                executor=executor,
+            )
         return {
             "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
             "delta": rep.get("delta"), "_paths": [rep["path"]],
