@@ -34,7 +34,29 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-ORDER = ["1p", "2p", "3p", "2i", "3i", "ip", "pi", "2u", "up", "2in", "3in", "inp", "pin", "pni", "2il", "3il", "2m", "2nm", "3mp", "3pm", "im"]
+ORDER = [
+    "1p",
+    "2p",
+    "3p",
+    "2i",
+    "3i",
+    "ip",
+    "pi",
+    "2u",
+    "up",
+    "2in",
+    "3in",
+    "inp",
+    "pin",
+    "pni",
+    "2il",
+    "3il",
+    "2m",
+    "2nm",
+    "3mp",
+    "3pm",
+    "im",
+]
 
 
 def _children(pid: int) -> list[int]:
@@ -86,18 +108,39 @@ class PeakMemory:
         return self.peak if self.supported else None
 
 
-def run_answer(root: Path, args: argparse.Namespace, calibration: str, workers: int, cache: Path, out: Path) -> dict[str, Any]:
+def run_answer(
+    root: Path, args: argparse.Namespace, calibration: str, workers: int, cache: Path, out: Path
+) -> dict[str, Any]:
     """One fresh `pipeline answer`; its --json report plus wall seconds and peak memory."""
-    cmd = [sys.executable, "-c", "import sys; from pipeline.cli import main; sys.argv[0] = 'pipeline'; main()", "answer", args.queries,
-           "--adjacency", args.adjacency, "--calibration", calibration, "--workers", str(workers), "--out", str(out), "--json",
-           "--seed", str(args.seed)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from pipeline.cli import main; sys.argv[0] = 'pipeline'; main()",
+        "answer",
+        args.queries,
+        "--adjacency",
+        args.adjacency,
+        "--calibration",
+        calibration,
+        "--workers",
+        str(workers),
+        "--out",
+        str(out),
+        "--json",
+        "--seed",
+        str(args.seed),
+    ]
     if "D" in calibration or "L" in calibration:
         cmd += ["--valid-queries", args.valid]
     if "L" in calibration:
         cmd += ["--train-queries", args.train]
     if args.run:
         cmd += ["--run", args.run]
-    env = {**os.environ, "PIPELINE_PAIR_CACHE": str(cache), "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {
+        **os.environ,
+        "PIPELINE_PAIR_CACHE": str(cache),
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     mem = PeakMemory(proc.pid)
@@ -105,7 +148,9 @@ def run_answer(root: Path, args: argparse.Namespace, calibration: str, workers: 
     peak = mem.stop()
     wall = time.perf_counter() - t0
     if proc.returncode:
-        raise SystemExit(f"pipeline answer failed ({calibration}, {workers} workers): {stderr.strip().splitlines()[-1] if stderr.strip() else proc.returncode}")
+        raise SystemExit(
+            f"pipeline answer failed ({calibration}, {workers} workers): {stderr.strip().splitlines()[-1] if stderr.strip() else proc.returncode}"
+        )
     report = json.loads(stdout)
     key = "queries_per_s" if workers == 1 else "wall_queries_per_s"
     qps = {t: s.get(key, s["queries_per_s"]) for t, s in report["throughput"].items()}
@@ -120,10 +165,18 @@ def main() -> None:
     ap.add_argument("--train", default=None, help="train queries (calibrations with L)")
     ap.add_argument("--calibrations", default="none,D,L,D+L")
     ap.add_argument("--workers-list", default="1,2")
-    ap.add_argument("--cache", default="cold,warm", help="pair-cache states, in order (cold removes it first)")
+    ap.add_argument(
+        "--cache", default="cold,warm", help="pair-cache states, in order (cold removes it first)"
+    )
     ap.add_argument("--repeat", type=int, default=1, help="runs per cell (the best q/s per type is kept)")
-    ap.add_argument("--baseline-root", default=None, help="another checkout run alternately (labelled 'before')")
-    ap.add_argument("--run", default=None, help="the backbone's run directory (--run of pipeline answer; D and L save their fits there)")
+    ap.add_argument(
+        "--baseline-root", default=None, help="another checkout run alternately (labelled 'before')"
+    )
+    ap.add_argument(
+        "--run",
+        default=None,
+        help="the backbone's run directory (--run of pipeline answer; D and L save their fits there)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=None, help="also write every figure here")
     args = ap.parse_args()
@@ -134,7 +187,9 @@ def main() -> None:
         calibs = [c for c in calibs if "L" not in c]
     workers = [int(w) for w in args.workers_list.split(",")]
     states = [s.strip() for s in args.cache.split(",") if s.strip()]
-    roots = [("after", REPO)] + ([("before", Path(args.baseline_root).resolve())] if args.baseline_root else [])
+    roots = [("after", REPO)] + (
+        [("before", Path(args.baseline_root).resolve())] if args.baseline_root else []
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-cold-"))
     cells: list[dict[str, Any]] = []
     try:
@@ -157,28 +212,49 @@ def main() -> None:
                                 best["peak_bytes"] = max(best["peak_bytes"] or 0, got["peak_bytes"] or 0)
                         assert best is not None
                         size = sum(p.stat().st_size for p in cache.rglob("*.bin")) if cache.exists() else 0
-                        cells.append({"code": label, "calibration": calib, "workers": w, "cache": state,
-                                      "cache_bytes": size, **best})
+                        cells.append(
+                            {
+                                "code": label,
+                                "calibration": calib,
+                                "workers": w,
+                                "cache": state,
+                                "cache_bytes": size,
+                                **best,
+                            }
+                        )
                         qps = " ".join(f"{t}:{v:,.0f}" for t, v in best["qps"].items())
-                        print(f"# {label} {calib} w={w} {state}: answer {best['answer_s']:.1f} s, wall {best['wall_s']:.1f} s, "
-                              f"peak {(best['peak_bytes'] or 0) / 2**20:,.0f} MiB, cache {size / 2**20:,.1f} MiB; {qps}",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"# {label} {calib} w={w} {state}: answer {best['answer_s']:.1f} s, wall {best['wall_s']:.1f} s, "
+                            f"peak {(best['peak_bytes'] or 0) / 2**20:,.0f} MiB, cache {size / 2**20:,.1f} MiB; {qps}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                         if args.json_out:  # every figure so far, in case a later cell fails
                             Path(args.json_out).write_text(json.dumps({"cells": cells}, indent=1))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     types = [t for t in ORDER if any(t in c["qps"] for c in cells)]
     types += sorted({t for c in cells for t in c["qps"]} - set(types))
-    print(f"machine: {platform.platform()}, {os.cpu_count()} cores; queries: {args.queries}; export: {args.adjacency}\n")
-    print("| code | calibration | workers | pair cache | " + " | ".join(types) + " | answer s | peak MiB | cache MiB |")
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} cores; queries: {args.queries}; export: {args.adjacency}\n"
+    )
+    print(
+        "| code | calibration | workers | pair cache | "
+        + " | ".join(types)
+        + " | answer s | peak MiB | cache MiB |"
+    )
     print("|---" * (len(types) + 7) + "|")
     for c in cells:
         peak = f"{c['peak_bytes'] / 2**20:,.0f}" if c["peak_bytes"] else "n/a"
-        print(f"| {c['code']} | {c['calibration']} | {c['workers']} | {c['cache']} | "
-              + " | ".join(f"{c['qps'].get(t, 0):,.0f}" for t in types)
-              + f" | {c['answer_s']:.1f} | {peak} | {c['cache_bytes'] / 2**20:.1f} |")
+        print(
+            f"| {c['code']} | {c['calibration']} | {c['workers']} | {c['cache']} | "
+            + " | ".join(f"{c['qps'].get(t, 0):,.0f}" for t in types)
+            + f" | {c['answer_s']:.1f} | {peak} | {c['cache_bytes'] / 2**20:.1f} |"
+        )
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"platform": platform.platform(), "cores": os.cpu_count(), "cells": cells}, indent=1))
+        Path(args.json_out).write_text(
+            json.dumps({"platform": platform.platform(), "cores": os.cpu_count(), "cells": cells}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,15 @@ def multi_edge_queries(n: int) -> list[Query]:
     """2m and im shapes at alpha 0 (floor states: the column fronts) in both orientations."""
     out = []
     for e in range(0, n, 3):
-        out.append(Query((Conjunction((Atom(Const(e), 2, X, 0.0, 1.0), Atom(X, 0, Y, 0.0, 1.0), Atom(Y, 1, X, 0.0, 0.5))),)))
+        out.append(
+            Query(
+                (
+                    Conjunction(
+                        (Atom(Const(e), 2, X, 0.0, 1.0), Atom(X, 0, Y, 0.0, 1.0), Atom(Y, 1, X, 0.0, 0.5))
+                    ),
+                )
+            )
+        )
         out.append(
             Query(
                 (
@@ -142,10 +150,16 @@ def test_random_batches_equal_with_cache(data, floor: bool) -> None:
 
 def test_round_trip_and_memory_map(tmp_path: Path) -> None:
     cache = PairCache(tmp_path, "e")
-    arrays = (torch.arange(5, dtype=torch.int32), torch.tensor([3, 1, 2], dtype=torch.int64), torch.rand(2, 5))
+    arrays = (
+        torch.arange(5, dtype=torch.int32),
+        torch.tensor([3, 1, 2], dtype=torch.int64),
+        torch.rand(2, 5),
+    )
     assert cache.store("shared", PAIR, arrays)
     got = cache.load("shared", PAIR)
-    assert got is not None and all(torch.equal(a, b) and a.dtype == b.dtype for a, b in zip(got, arrays, strict=True))
+    assert got is not None and all(
+        torch.equal(a, b) and a.dtype == b.dtype for a, b in zip(got, arrays, strict=True)
+    )
     empty = (torch.zeros(0, dtype=torch.int32), torch.zeros(2, 0))
     assert cache.store("front", PAIR, empty)
     back = cache.load("front", PAIR)
@@ -203,7 +217,9 @@ def test_calibrated_confidences_never_read_the_exports_pairs(tmp_path: Path) -> 
     assert replace(adj, fwd=replace(adj.fwd, conf=adj.fwd.conf * 0.5)).pair_cache is None
 
 
-def _build(folder: str, seed: int, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue) -> None:
+def _build(
+    folder: str, seed: int, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue
+) -> None:
     adj = Adjacency.from_graph(dense_graph(seed=seed)).use_pair_cache(PairCache(folder, "same"))
     barrier.wait()
     for _ in range(5):  # race: build, write and replace the same file again and again
@@ -223,7 +239,9 @@ def test_concurrent_builders_leave_one_valid_file(tmp_path: Path) -> None:
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    assert not list(tmp_path.glob("*.tmp")) and [f.name for f in tmp_path.iterdir()] == [pair_name("shared", PAIR)]
+    assert not list(tmp_path.glob("*.tmp")) and [f.name for f in tmp_path.iterdir()] == [
+        pair_name("shared", PAIR)
+    ]
     cache = PairCache(tmp_path, "same")
     got = cache.load("shared", PAIR)
     expected = Adjacency.from_graph(dense_graph(seed=0)).shared_facts(PAIR)

@@ -19,7 +19,9 @@ def _arrays(adj) -> list[torch.Tensor]:
     return [*engine_index._arrays(adj)]
 
 
-def test_index_built_once_then_mapped(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_built_once_then_mapped(
+    toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "pairs"))
     export = toy_pipeline["export"]
     graph, _ = load_adjacency(export)

@@ -39,7 +39,9 @@ def test_answer_uses_every_core_by_default() -> None:
     two = answer_executor("local", None, 2)
     assert isinstance(two, ProcessExecutor) and two.workers == 2
     default = answer_executor("local", None, None)
-    assert default.workers == cores() and isinstance(default, ProcessExecutor if cores() > 1 else LocalExecutor)
+    assert default.workers == cores() and isinstance(
+        default, ProcessExecutor if cores() > 1 else LocalExecutor
+    )
     assert isinstance(answer_executor("processes", None, 3), ProcessExecutor)
     with pytest.raises(PipelineError, match="--workers must be at least 1"):
         answer_executor("local", None, 0)
@@ -54,16 +56,28 @@ def test_workers_answer_as_one_process(
     from pipeline.formats.answers import read_answers
     from pipeline.methods.src import answer_src
 
-    kw = dict(kg=toy_pipeline["kg"], progress=False, valid_queries=toy_pipeline["valid"],
-              train_queries=toy_pipeline["train"], l_epochs=3, device="cpu")
+    kw = dict(
+        kg=toy_pipeline["kg"],
+        progress=False,
+        valid_queries=toy_pipeline["valid"],
+        train_queries=toy_pipeline["train"],
+        l_epochs=3,
+        device="cpu",
+    )
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", "off")
     one = answer_src(toy_pipeline["test"], toy_pipeline["export"], calibration, tmp_path / "one", **kw)
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "pairs"))
     base = read_answers(one["path"]).frame
     assert len(base) > 0 and base["type"].nunique() > 1
     for state in ("cold", "warm"):
-        two = answer_src(toy_pipeline["test"], toy_pipeline["export"], calibration, tmp_path / state,
-                         executor=ProcessExecutor(workers=2), **kw)
+        two = answer_src(
+            toy_pipeline["test"],
+            toy_pipeline["export"],
+            calibration,
+            tmp_path / state,
+            executor=ProcessExecutor(workers=2),
+            **kw,
+        )
         got = read_answers(two["path"])
         pd.testing.assert_frame_equal(base, got.frame)
         assert got.meta["executor"] == {"executor": "processes", "workers": 2}
@@ -86,7 +100,9 @@ def test_cli_workers(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.Mon
         frames.append(read_answers(json.loads(res.output)["path"]).frame)
     pd.testing.assert_frame_equal(*frames)
     bad = runner.invoke(cli, [*args, "--workers", "0", "--out", str(tmp_path / "0")])
-    assert bad.exit_code != 0 and "--workers must be at least 1" in bad.output and "Traceback" not in bad.output
+    assert (
+        bad.exit_code != 0 and "--workers must be at least 1" in bad.output and "Traceback" not in bad.output
+    )
 
 
 class _OnGpu:
