@@ -49,11 +49,15 @@ def load_engine_index(
     adj = as_adjacency(graph)
     del graph
     if cache.store("index", (), _arrays(adj)):
-        # the file's pages instead of this process' copy: the memory of every later process (and one
-        # copy for the workers forked from this one, whose pages the page cache shares with other readers)
+        # the file's pages instead of this process' copy (freed first, so the two never coexist): the
+        # memory of every later process, and the pages the workers forked from this one share
+        dataset_name = adj.dataset
+        del adj
         got = cache.load("index", ())
         if got is not None:
-            adj = _from_arrays(got, str(manifest["dataset"]))
+            return _from_arrays(got, dataset_name).use_pair_cache(cache), manifest
+        graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)  # unreadable: rebuild
+        adj = as_adjacency(graph)
     return adj.use_pair_cache(cache), manifest
 
 
