@@ -87,7 +87,11 @@ def answer_query_set(
     tasks = []
     workers = executor.workers or 1 if executor is not None else 1
     for qtype, idx in groups.items():
-        size = min(batch_size, -(-len(idx) // workers))  # a type spread over every worker
+        # tasks enough to keep every worker busy, each type cut in proportion to its share of the queries:
+        # a batch cut in two costs more per query (a relation's stream serves fewer rows), so no cut where
+        # the types alone outnumber the workers
+        chunks = -(-workers * len(idx) // len(types))
+        size = min(batch_size, -(-len(idx) // chunks))
         for s in range(0, len(idx), size):
             chunk = idx[s : s + size]
             batch = AnswerBatch(qtype, [ids[i] for i in chunk], [parsed[i] for i in chunk], [truth[i] for i in chunk], k)

@@ -125,3 +125,17 @@ def test_a_gpu_method_is_answered_in_this_process() -> None:
     tasks = [Task(f"batch {i}", i) for i in range(3)]
     got = dict(ProcessExecutor(workers=2).map_on_actors(_pid, tasks, ActorState(_OnGpu), progress=False))
     assert set(got.values()) == {os.getpid()}
+
+
+def test_batches_cut_within_types_merge_in_order(toy_pipeline: dict) -> None:
+    """Small batches (several per type, answered out of order by four workers): the rows of one process."""
+    from pipeline.answer import answer_query_set
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.methods import SRC
+
+    method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    qs = read_query_set(toy_pipeline["test"])
+    one, _ = answer_query_set(qs, method, batch_size=3, progress=False)
+    four, stats = answer_query_set(qs, method, batch_size=3, progress=False, executor=ProcessExecutor(workers=4))
+    pd.testing.assert_frame_equal(one, four)
+    assert all(s["wall_queries_per_s"] > 0 for s in stats.values())
