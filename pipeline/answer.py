@@ -87,11 +87,10 @@ def answer_query_set(
     tasks = []
     workers = executor.workers or 1 if executor is not None else 1
     for qtype, idx in groups.items():
-        # tasks enough to keep every worker busy, each type cut in proportion to its share of the queries:
-        # a batch cut in two costs more per query (a relation's stream serves fewer rows), so no cut where
-        # the types alone outnumber the workers
-        chunks = -(-workers * len(idx) // len(types))
-        size = min(batch_size, -(-len(idx) // chunks))
+        # a batch cut in two costs more per query (a relation's stream serves fewer rows), so types are cut
+        # only where there are more workers than types; then each into one part per worker (the types'
+        # costs differ 300x: the slowest type's parts, not the count of tasks, set the wall time)
+        size = batch_size if workers <= len(groups) else min(batch_size, -(-len(idx) // workers))
         for s in range(0, len(idx), size):
             chunk = idx[s : s + size]
             batch = AnswerBatch(qtype, [ids[i] for i in chunk], [parsed[i] for i in chunk], [truth[i] for i in chunk], k)
