@@ -319,7 +319,7 @@ def sample(
 
 
 ANSWER_OPTIONS = ("method", "train", "allow_split_mismatch", "run", "l_epochs", "device", "seed", "explain",
-                  "union", "progress", "write_back", "store")
+                  "union", "progress", "write_back", "store", "workers")
 
 
 @_one_line
@@ -337,7 +337,8 @@ def answer(
     folder) with a ``calibration`` (none, D, L or D+L; D chooses delta on the ``valid`` set, L is fitted on
     options["train"]), or a query-embedding baseline run (``model``, from ``pipeline train-qe``). The
     answers file goes to ``out`` (default: ``answers/`` beside the queries). options: method, train,
-    allow_split_mismatch, run, l_epochs, device, seed, explain (witnesses of the top K), union, progress;
+    allow_split_mismatch, run, l_epochs, device, seed, explain (witnesses of the top K), union, progress,
+    workers (processes sharing the loaded export; default every core, 1 = this process, like ``--workers``);
     write_back=True writes the top answers (and witnesses) into the store (``store``), like ``--write-back``.
 
     >>> import pathlib, tempfile, pipeline as pl
@@ -384,7 +385,13 @@ def answer(
         store=options.get("store"),
         progress=bool(options.get("progress", True)),
     )
-    report = dict(answer_queries(_path(queries), method, how))
+    from dataclasses import replace
+
+    from pipeline.executors import answer_executor
+
+    workers = options.get("workers")
+    with answer_executor(workers=None if workers is None else int(workers)) as executor:
+        report = dict(answer_queries(_path(queries), method, replace(how, executor=executor)))
     read = read_answers(report["path"])
     frame = read.frame.copy()
     if col.ENTITY_NAME in frame:

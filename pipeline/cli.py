@@ -142,7 +142,7 @@ class RegistryChoice(click.ParamType):
 def _executor_options(f: Any) -> Any:
     """--executor/--address/--workers of the heavy stages (export, answer; pipeline.executors)."""
     f = click.option("--workers", type=int, default=None,
-                     help="Ray: tasks/actors at once (default: the cluster's CPUs; a local cluster gets this many CPUs).")(f)
+                     help="answer: worker processes (default: every core; 1 = this process). Ray: tasks/actors at once (default: the cluster's CPUs).")(f)
     f = click.option("--address", default=None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")(f)
     return click.option("--executor", "executor_name", type=RegistryChoice("executors"), default="local", show_default=True,
                         help="Where the work runs (`pipeline ls executors`).")(f)
@@ -727,7 +727,7 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     from dataclasses import replace
 
     from pipeline.core.atomic import check_folder
-    from pipeline.executors import make_executor
+    from pipeline.executors import answer_executor
     from pipeline.methods import MethodOptions
     from pipeline.stages.answer import AnswerOptions, answer_queries
 
@@ -744,7 +744,7 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
         raise PipelineError("give a QUERIES file, or --from-store to answer the (:Query) nodes of the graph store")
     if set_name is not None:
         raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
-    with make_executor(executor_name, address, workers) as executor:
+    with answer_executor(executor_name, address, workers) as executor:
         report = answer_queries(queries, method, replace(how, executor=executor))
     valid = valid_queries
     if as_json:

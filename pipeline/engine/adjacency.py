@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -19,6 +20,20 @@ from pipeline.core.kg import GraphTensors
 NEG_INF = float("-inf")
 
 _MEMO_BYTES = 512 << 20  # derived arrays kept per Adjacency (least recently used dropped first)
+
+
+class PairStore(Protocol):
+    """Where an Adjacency keeps relation-pair arrays beyond its memo (pipeline.formats.pair_cache: files
+    shared by every process answering on the same export). ``kind``: "shared" or "front"."""
+
+    def has(self, kind: str, parts: tuple[tuple[bool, int], ...]) -> bool: ...
+
+    def load(self, kind: str, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, ...] | None: ...
+
+    def store(
+        self, kind: str, parts: tuple[tuple[bool, int], ...], arrays: tuple[torch.Tensor, ...]
+    ) -> bool: ...
+
 
 # positions (P,) int64 of an array of stored confidences -> their values (P,), differentiable (calibration L)
 ConfGrad = Callable[[torch.Tensor], torch.Tensor]
@@ -379,6 +394,35 @@ class Adjacency:
     _memo: BytesLRU = field(
         default_factory=lambda: BytesLRU(_MEMO_BYTES), init=False, repr=False, compare=False
     )
+    # relation-pair work on disk, shared by every process that answers on the same export (pipeline.formats.pair_cache);
+    # init=False: new confidences (dataclasses.replace) never read the pair files of the old ones
+    _pairs: PairStore | None = field(default=None, init=False, repr=False, compare=False)
+
+    def use_pair_cache(self, cache: PairStore | None) -> Adjacency:
+        """Read and write relation-pair arrays (shared entries, column fronts) through ``cache``, whose
+        identity must key these very confidences; returns self."""
+        object.__setattr__(self, "_pairs", cache)
+        return self
+
+    @property
+    def pair_cache(self) -> PairStore | None:
+        return self._pairs
+
+    def _pair(self, kind: str, parts: tuple[tuple[bool, int], ...], build: Callable[[], tuple]) -> tuple:
+        """A relation pair's arrays: from the memo, else the pair cache's file, else built (and written)."""
+        key = (kind, parts)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        cache = self._pairs if self.device.type == "cpu" else None
+        if cache is not None:
+            got = cache.load(kind, parts)
+            if got is not None:
+                return self._remember(key, got)
+        value = build()
+        if cache is not None and not any(x.requires_grad for x in value):
+            cache.store(kind, parts, value)
+        return self._remember(key, value)
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:
@@ -495,11 +539,7 @@ class Adjacency:
         only where two supports meet, usually far fewer entries than their union. Memoised: it depends on
         neither alpha, beta nor negation. The split max-plus step (maxplus._split_multi_edges) needs this
         and the relations' own slices only, never the union."""
-        key = ("shared", parts)
-        got = self._memo.get(key)
-        if got is not None:
-            return got
-        return self._remember(key, self._shared(parts))
+        return self._pair("shared", parts, lambda: self._shared(parts))
 
     def _shared(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """shared_facts' arrays, built (not memoised)."""
@@ -530,10 +570,14 @@ class Adjacency:
         float32. Memoised: it depends on neither alpha, beta nor negation."""
         if len(parts) > 2:
             raise ValueError(f"column_front covers one or two relations, not {len(parts)}")
-        key = ("front", parts)
-        got = self._memo.get(key)
-        if got is not None:
-            return got
+        if len(parts) == 1:  # one relation's column maxima: one cheap pass, nothing worth a file
+            key = ("front", parts)
+            got = self._memo.get(key)
+            return got if got is not None else self._remember(key, self._front(parts))
+        return self._pair("front", parts, lambda: self._front(parts))
+
+    def _front(self, parts: tuple[tuple[bool, int], ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """column_front's arrays, built (not memoised)."""
         cols, confs = [], []
         for p, (from_head, rel) in enumerate(parts):
             o, best = self._column_max(from_head, rel)
@@ -542,16 +586,21 @@ class Adjacency:
             cols.append(o)
             confs.append(c)
         if len(parts) == 2:  # built, not memoised: only the (small) front is kept
-            _, o, cc = self.shared_facts(parts) if ("shared", parts) in self._memo else self._shared(parts)
+            known = ("shared", parts) in self._memo or (
+                self._pairs is not None and self._pairs.has("shared", parts)
+            )
+            _, o, cc = self.shared_facts(parts) if known else self._shared(parts)
             o, cc = o.long(), cc.detach()
             keep = _front_cover(o, cc[0], cc[1])
             cols.append(o.index_select(0, keep))
             confs.append(cc.index_select(1, keep))
-        return self._remember(key, (torch.cat(cols), torch.cat(confs, 1)))
+        return torch.cat(cols), torch.cat(confs, 1)
 
     def has_front(self, parts: tuple[tuple[bool, int], ...]) -> bool:
-        """Whether column_front(parts) is memoised (free to read now)."""
-        return ("front", parts) in self._memo
+        """Whether column_front(parts) is memoised or in the pair cache (cheap to read now)."""
+        if ("front", parts) in self._memo:
+            return True
+        return self._pairs is not None and self.device.type == "cpu" and self._pairs.has("front", parts)
 
     def _column_max(self, from_head: bool, rel: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A relation's columns o (K,) int64 with a fact (s on the head side when from_head) and each

@@ -1,4 +1,4 @@
-"""Executors of the heavy stages (export, answer): ``local`` (default) and ``ray``; ``pipeline ls executors``.
+"""Executors of the heavy stages (export, answer): ``local`` (default), ``processes`` (every core of this machine) and ``ray``; ``pipeline ls executors``.
 
 The registry holds the classes; :func:`make_executor` builds one from the CLI's options. Importing this
 package never imports Ray (only building the Ray executor does).
@@ -6,12 +6,14 @@ package never imports Ray (only building the Ray executor does).
 
 from __future__ import annotations
 
+from pipeline.core.errors import PipelineError
 from pipeline.core.registry import Registry
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed
 from pipeline.executors.local import LocalExecutor
+from pipeline.executors.processes import ProcessExecutor, cores
 from pipeline.executors.ray import RayExecutor
 
-EXECUTORS: Registry[type[Executor]] = Registry("executor", [LocalExecutor, RayExecutor])
+EXECUTORS: Registry[type[Executor]] = Registry("executor", [LocalExecutor, ProcessExecutor, RayExecutor])
 
 
 def make_executor(name: str = "local", address: str | None = None, workers: int | None = None) -> Executor:
@@ -20,4 +22,15 @@ def make_executor(name: str = "local", address: str | None = None, workers: int 
     return EXECUTORS[name](address=address, workers=workers)
 
 
-__all__ = ["EXECUTORS", "ActorState", "Executor", "LocalExecutor", "RayExecutor", "Task", "TaskFailed", "make_executor"]
+def answer_executor(name: str = "local", address: str | None = None, workers: int | None = None) -> Executor:
+    """The executor ``pipeline answer`` runs on: the named one, except that the default (``local``) uses
+    every core (:class:`ProcessExecutor`) unless ``--workers 1`` keeps everything in this process."""
+    if EXECUTORS[name] is LocalExecutor and not address:
+        if workers is not None and workers < 1:
+            raise PipelineError(f"--workers must be at least 1, got {workers}")
+        count = workers or cores()
+        return LocalExecutor() if count == 1 else ProcessExecutor(workers=count)
+    return make_executor(name, address, workers)
+
+
+__all__ = ["EXECUTORS", "ActorState", "Executor", "LocalExecutor", "ProcessExecutor", "RayExecutor", "Task", "TaskFailed", "answer_executor", "make_executor"]

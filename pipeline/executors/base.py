@@ -57,12 +57,15 @@ def failure(task: Task, exc: BaseException) -> TaskFailed:
 class Executor(ABC):
     """Runs a stage's tasks. Class attributes: ``name`` (``--executor NAME``, ``pipeline ls executors``),
     ``description``, and ``in_process`` (True when tasks run in this process, so a stage may stream its
-    results instead of writing shards). ``workers``: how many tasks run at once (None: the executor's
-    default)."""
+    results instead of writing shards), ``shares_memory`` (True when the workers are forked from this
+    process, so a stage builds its state, e.g. loads the export, here and once). ``workers``: how many tasks
+    run at once (None: the executor's default)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
     in_process: ClassVar[bool]
+    # the workers are forked from this process and share what it built: a stage builds its state here
+    shares_memory: ClassVar[bool] = False
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         if workers is not None and workers < 1:

@@ -13,7 +13,7 @@ from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, fail
 
 class LocalExecutor(Executor):
     name: ClassVar[str] = "local"
-    description: ClassVar[str] = "every task in this process, one after another (the default)"
+    description: ClassVar[str] = "every task in this process, one after another (the default; answer: with --workers 1)"
     in_process: ClassVar[bool] = True
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:

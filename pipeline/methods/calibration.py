@@ -638,6 +638,9 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
         save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": fit.key_parts, "history": history})
     with torch.no_grad():
         adj = calibrated_adjacency(adj, calib, tables)
+    from pipeline.formats.pair_cache import for_calibrated
+
+    adj.use_pair_cache(for_calibrated(method.manifest["path"], calib_dir / f"L-{l_key}"))
     info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}"), "l_run": str(run_path)}
     return replace(method, adjacency=adj, info=info)
 

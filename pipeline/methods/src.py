@@ -17,6 +17,7 @@ import torch
 
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.engine import Adjacency, as_adjacency, search_batch
+from pipeline.formats import pair_cache as paircache
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.methods.calibration import CALIBRATIONS, lower_alphas
@@ -132,7 +133,7 @@ class SRC(Method):
         answering on an executor's actors, which each load it (the driver then holds no copy)."""
         from loaders import get_spec
         from pipeline.core import config
-        from pipeline.formats.adjacency import load_adjacency
+        from pipeline.formats.engine_index import load_engine_index
         from pipeline.methods.calibration import FitSettings, choose_saved_delta, fit_l
 
         calib = CALIBRATIONS[calibration]
@@ -142,9 +143,9 @@ class SRC(Method):
             from pipeline.formats.adjacency import checked_manifest
 
             return cls(None, {**checked_manifest(adjacency_dir, dataset, *sizes), "path": str(adjacency_dir)})
-        graph, manifest = load_adjacency(adjacency_dir, dataset, dev, *sizes)
+        adj, manifest = load_engine_index(adjacency_dir, dataset, dev, *sizes)
         manifest = {**manifest, "path": str(adjacency_dir)}
-        method = cls(as_adjacency(graph), manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
+        method = cls(adj, manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
         if calib.uses_delta and (valid is None or score is None):
             raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
         if calib.uses_l and train is None:
@@ -183,12 +184,11 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
     """SRC from :meth:`SRC.portable`'s recipe, in another process: load the export on this worker's
     device (a GPU actor's GPU), apply the saved L, lower alpha by the driver's delta. Fits nothing."""
     from pipeline.core import config
-    from pipeline.formats.adjacency import load_adjacency
+    from pipeline.formats.engine_index import load_engine_index
 
     dev = config.select_device(device)
-    graph, manifest = load_adjacency(recipe["path"], recipe["dataset"], dev)
+    adj, manifest = load_engine_index(recipe["path"], recipe["dataset"], dev)
     manifest = {**manifest, "path": recipe["path"]}
-    adj = as_adjacency(graph)
     info = recipe["info"]
     if CALIBRATIONS[recipe["calibration"]].uses_l:
         from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
@@ -201,6 +201,7 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
             raise ArtifactError(f"{info['l_dir']}: the saved calibration L is gone; answer again to refit it")
         with torch.no_grad():
             adj = calibrated_adjacency(adj, calib, tables)
+        adj.use_pair_cache(paircache.for_calibrated(recipe["path"], Path(info["l_dir"])))
     return SRC(adj, manifest, recipe["calibration"], float(recipe["delta"]), info)
 
 

@@ -92,9 +92,14 @@ def answer_query_set(
     for i, t in enumerate(types):
         groups.setdefault(t, []).append(i)
     tasks = []
+    workers = executor.workers or 1 if executor is not None else 1
     for qtype, idx in groups.items():
-        for s in range(0, len(idx), batch_size):
-            chunk = idx[s : s + batch_size]
+        # a batch cut in two costs more per query (a relation's stream serves fewer rows), so types are cut
+        # only where there are more workers than types; then each into one part per worker (the types'
+        # costs differ 300x: the slowest type's parts, not the count of tasks, set the wall time)
+        size = batch_size if workers <= len(groups) else min(batch_size, -(-len(idx) // workers))
+        for s in range(0, len(idx), size):
+            chunk = idx[s : s + size]
             batch = AnswerBatch(qtype, [ids[i] for i in chunk], [parsed[i] for i in chunk], [truth[i] for i in chunk], k)
             tasks.append(Task(f"batch {len(tasks)} ({qtype}, queries {chunk[0]}..{chunk[-1]})", batch, len(chunk)))
     build, args = method.portable()
@@ -104,11 +109,17 @@ def answer_query_set(
     run = (executor or LocalExecutor()).map_on_actors(
         answer_batch, tasks, state, desc="answer", unit="query", progress=progress
     )
-    for i, (rows, seconds) in run:
+    spans: dict[str, list[float]] = {}
+    for i, (rows, seconds, span) in run:
         parts[i] = rows
         stats[tasks[i].args.qtype]["seconds"] += seconds
-    for s in stats.values():
+        got = spans.setdefault(tasks[i].args.qtype, [*span])
+        got[0], got[1] = min(got[0], span[0]), max(got[1], span[1])
+    for qtype, s in stats.items():
         s["queries_per_s"] = s["queries"] / s["seconds"] if s["seconds"] else 0.0
+        if workers > 1:  # the type's wall-clock span over all workers (first start to last end)
+            wall = spans[qtype][1] - spans[qtype][0]
+            s["wall_queries_per_s"] = s["queries"] / wall if wall > 0 else 0.0
     if not parts:
         return rows_from_utilities([], [], torch.zeros(0, method.n_entities), [], k), stats
     return pd.concat(parts, ignore_index=True), stats
@@ -125,16 +136,18 @@ class AnswerBatch:
     k: int
 
 
-def answer_batch(method: Method, batch: AnswerBatch) -> tuple[pd.DataFrame, float]:
-    """A task: the batch's answers rows and the seconds ``method.utilities`` took (the rows are made where
-    the utilities are, so only the kept rows travel back, never a (B, |E|) matrix)."""
+def answer_batch(method: Method, batch: AnswerBatch) -> tuple[pd.DataFrame, float, tuple[float, float]]:
+    """A task: the batch's answers rows, the seconds ``method.utilities`` took (the rows are made where
+    the utilities are, so only the kept rows travel back, never a (B, |E|) matrix) and the task's
+    (start, end) on the machine's wall clock (time.time: comparable across worker processes)."""
+    start = time.time()
     _sync(method.device)
     t0 = time.perf_counter()
     util = method.utilities(batch.queries)
     _sync(method.device)
     seconds = time.perf_counter() - t0
     rows = rows_from_utilities(batch.ids, [batch.qtype] * len(batch.ids), util, batch.truth, batch.k)
-    return rows, seconds
+    return rows, seconds, (start, time.time())
 
 
 def selection_score(frame: pd.DataFrame) -> float:
@@ -295,7 +308,7 @@ def answer_queries(
         cls = method_class(method)
         check_method_options(cls, method, options.explain, any_shape=bool(qs.meta.get("store_set")))
         # remote actors each load the method's files; the driver needs them only to fit or to explain
-        load = bool(options.explain) or executor is None or executor.in_process
+        load = bool(options.explain) or executor is None or executor.in_process or executor.shares_memory
         inputs = BuildInputs(dataset=dataset, valid=valid, train=train,
                              score=valid_score(valid) if valid is not None else None,
                              progress=options.progress, load=load)

@@ -240,7 +240,12 @@ def answer_stage(
                                device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg)
         how = AnswerOptions(out_dir=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
                             progress=ctx.progress)
-        rep = answer_queries(sets["test"], method, how)
+        from dataclasses import replace
+
+        from pipeline.executors import answer_executor
+
+        with answer_executor() as executor:  # every core, the export shared (pipeline answer's default)
+            rep = answer_queries(sets["test"], method, replace(how, executor=executor))
         return {
             "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
             "delta": rep.get("delta"), "_paths": [rep["path"]],

@@ -1,0 +1,84 @@
+"""An export as the engine's index, built once per export and memory-mapped by every later process.
+
+:func:`load_engine_index` returns the :class:`~pipeline.engine.Adjacency` of an export with its pair cache
+attached (:mod:`pipeline.formats.pair_cache`). The first process reads the relation files
+(:func:`~pipeline.formats.adjacency.load_adjacency`: manifest, digests, ranges and order checked), indexes
+them both ways and writes the index's arrays (rows by head, rows by tail, the diagonal: 24 bytes per fact)
+as one file of the pair cache; every later process maps that file instead: no Arrow decoding, no checks
+of order and range (done when it was built), no sort for the rows by tail, and one copy of the pages in
+the page cache for all processes on the machine (forked workers, spawned ones, Ray actors). The file's
+CRC-32s are checked on every open (about 1 GB/s), so a flipped byte means a rebuild from the export,
+never a wrong answer; the cache folder is keyed by the export's identity, so another or a rewritten export
+never reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pipeline.engine import Adjacency, as_adjacency
+from pipeline.engine.adjacency import Oriented
+from pipeline.formats import pair_cache
+from pipeline.formats.adjacency import checked_manifest, load_adjacency
+
+_FIELDS = 11  # fwd src/dst/conf/ptr, bwd src/dst/conf/ptr, diag ent/conf/off, then the sizes
+
+
+def load_engine_index(
+    folder: str | Path,
+    dataset: str | None = None,
+    device: str | torch.device = "cpu",
+    n_entities: int | None = None,
+    n_relations: int | None = None,
+) -> tuple[Adjacency, dict[str, Any]]:
+    """The export at ``folder`` indexed for the engine, and its manifest (checked as load_adjacency
+    checks it). On the CPU with the pair cache on (PIPELINE_PAIR_CACHE not ``off``): the index file of
+    the cache, written by the first process that needs it."""
+    manifest = checked_manifest(folder, dataset, n_entities, n_relations)
+    cache = pair_cache.for_export(folder)
+    if cache is None or torch.device(device).type != "cpu":
+        graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)
+        return as_adjacency(graph).use_pair_cache(cache), manifest
+    got = cache.load("index", ())
+    if got is not None and _sizes_match(got, manifest):
+        return _from_arrays(got, str(manifest["dataset"])).use_pair_cache(cache), manifest
+    graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)
+    adj = as_adjacency(graph)
+    del graph
+    if cache.store("index", (), _arrays(adj)):
+        # the file's pages instead of this process' copy (freed first, so the two never coexist): the
+        # memory of every later process, and the pages the workers forked from this one share
+        dataset_name = adj.dataset
+        del adj
+        got = cache.load("index", ())
+        if got is not None:
+            return _from_arrays(got, dataset_name).use_pair_cache(cache), manifest
+        graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)  # unreadable: rebuild
+        adj = as_adjacency(graph)
+    return adj.use_pair_cache(cache), manifest
+
+
+def _arrays(adj: Adjacency) -> tuple[torch.Tensor, ...]:
+    sizes = torch.tensor([adj.n_entities, adj.n_relations], dtype=torch.int64)
+    return (
+        *(adj.fwd.src, adj.fwd.dst, adj.fwd.conf, adj.fwd.ptr),
+        *(adj.bwd.src, adj.bwd.dst, adj.bwd.conf, adj.bwd.ptr),
+        *(adj.diag_ent, adj.diag_conf, adj.diag_off),
+        sizes,
+    )
+
+
+def _sizes_match(arrays: tuple[torch.Tensor, ...], manifest: dict[str, Any]) -> bool:
+    if len(arrays) != _FIELDS + 1:
+        return False
+    n, r = arrays[-1].tolist()
+    nnz = sum(int(rel["nnz"]) for rel in manifest["relations"])
+    return n == int(manifest["n_entities"]) and r == int(manifest["n_relations"]) and arrays[0].numel() == nnz
+
+
+def _from_arrays(a: tuple[torch.Tensor, ...], dataset: str) -> Adjacency:
+    n, r = a[-1].tolist()
+    return Adjacency(n, r, Oriented(*a[0:4]), Oriented(*a[4:8]), a[8], a[9], a[10], dataset)

@@ -1,0 +1,255 @@
+"""Relation-pair work kept on disk, once per export: the multi-edge steps' shared entries and column
+fronts (:meth:`Adjacency.shared_facts`, :meth:`Adjacency.column_front`) written the first time any process
+builds them and memory-mapped by every later one, so a fresh ``pipeline answer`` answers like a warm one.
+
+One file per (kind, relation pair): a magic line, the CRC-32 and length of a JSON header (format version,
+the export's identity, kind, pair, and each array's dtype, shape, offset and CRC-32), then the arrays at
+64-byte aligned offsets. Reading maps the file and checks every CRC (about 1 GB/s); a file that fails any
+check (a flipped byte, a truncation, another export's identity, an older format) is never believed: the
+arrays are rebuilt and the file rewritten. Writers write a temporary name and ``os.replace`` it: two
+processes building the same pair at once both write the same bytes, and readers see one whole file or the
+other, never a mix. The folder is bounded by bytes (:data:`DEFAULT_BUDGET`): past it, new pairs stay in
+the process' memo only.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import torch
+
+FORMAT = "soft-queries/pair-cache/1"
+MAGIC = b"SQPAIRS1"
+_ALIGN = 64
+_PREFIX = struct.Struct("<8sIQ")  # magic, header CRC-32, header length
+DEFAULT_BUDGET = 4 << 30  # bytes of pair files per export before new pairs are kept in memory only
+KINDS = ("shared", "front", "index")  # index: the whole engine index of the export (formats.engine_index)
+
+Parts = tuple[tuple[bool, int], ...]
+
+
+def pair_name(kind: str, parts: Parts) -> str:
+    """The file name of one pair's arrays: kind, then h<rel> / t<rel> per atom (s on the head / tail side)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown pair-cache kind {kind!r}")
+    if not parts:
+        return f"{kind}.bin"
+    return (
+        f"{kind}-" + "-".join(f"{'h' if from_head else 't'}{int(rel)}" for from_head, rel in parts) + ".bin"
+    )
+
+
+def _crc(a: np.ndarray | memoryview | bytes) -> int:
+    return zlib.crc32(
+        a if not isinstance(a, np.ndarray) else np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    )
+
+
+class PairCache:
+    """The pair files of one export (``identity``: a content key of the export and of its confidences)
+    in ``folder``. Thread- and process-safe: files are written atomically and verified on every read."""
+
+    def __init__(self, folder: str | Path, identity: str, budget: int = DEFAULT_BUDGET) -> None:
+        self.folder = Path(folder)
+        self.identity = identity
+        self.budget = budget
+        self.rebuilt = 0  # files found invalid and replaced (stale or corrupt), for tests and reports
+        # files this process has mapped and verified, by (kind, parts): (inode, size, mtime), arrays. Mapped
+        # pages live in the page cache, not in the process' memory, so they need no budget; a pair that
+        # leaves the engine's memo comes back from here without a second CRC pass
+        self._mapped: dict[tuple[str, Parts], tuple[tuple[int, int, int], tuple[torch.Tensor, ...]]] = {}
+
+    def path(self, kind: str, parts: Parts) -> Path:
+        return self.folder / pair_name(kind, parts)
+
+    def has(self, kind: str, parts: Parts) -> bool:
+        """Whether a file for the pair exists (not yet verified: :meth:`load` does that)."""
+        return self.path(kind, parts).is_file()
+
+    def load(self, kind: str, parts: Parts) -> tuple[torch.Tensor, ...] | None:
+        """The pair's arrays, memory-mapped (read-only tensors sharing the page cache with every other
+        reader), or None when there is no valid file (a damaged or stale one is removed)."""
+        path = self.path(kind, parts)
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                hit = self._mapped.get((kind, parts))
+                if hit is not None and hit[0] == stamp:
+                    return hit[1]
+                if st.st_size < _PREFIX.size:
+                    raise ValueError("truncated")
+                # a private copy-on-write map: pages shared with every reader until written (nothing
+                # writes them; were something to, it would write its own copy, never the file)
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            self._discard(path)
+            return None
+        try:
+            got = self._decode(mm, kind, parts)
+            self._mapped[(kind, parts)] = (stamp, got)
+            return got
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError, struct.error):
+            self._discard(path)
+            return None
+
+    def _decode(self, mm: mmap.mmap, kind: str, parts: Parts) -> tuple[torch.Tensor, ...]:
+        magic, hcrc, hlen = _PREFIX.unpack_from(mm, 0)
+        if magic != MAGIC or _PREFIX.size + hlen > len(mm):
+            raise ValueError("not a pair file")
+        raw = mm[_PREFIX.size : _PREFIX.size + hlen]
+        if zlib.crc32(raw) != hcrc:
+            raise ValueError("header checksum")
+        head = json.loads(raw)
+        want = {
+            "format": FORMAT,
+            "identity": self.identity,
+            "kind": kind,
+            "parts": [[bool(h), int(r)] for h, r in parts],
+        }
+        if any(head.get(k) != v for k, v in want.items()):
+            raise ValueError("stale")
+        buf = np.frombuffer(mm, dtype=np.uint8)
+        out = []
+        for spec in head["arrays"]:
+            lo, nbytes = int(spec["offset"]), int(spec["nbytes"])
+            if lo < _PREFIX.size + hlen or lo + nbytes > len(mm):
+                raise ValueError("array out of the file")
+            chunk = buf[lo : lo + nbytes]
+            if zlib.crc32(memoryview(chunk)) != int(spec["crc"]):
+                raise ValueError("array checksum")
+            out.append(torch.from_numpy(chunk.view(np.dtype(spec["dtype"])).reshape(spec["shape"])))
+        return tuple(out)
+
+    def store(self, kind: str, parts: Parts, arrays: tuple[torch.Tensor, ...]) -> bool:
+        """Write the pair's arrays (CPU, no autograd) unless the folder is over its budget; True when a file
+        was written. Never raises on I/O trouble (a read-only or full disk leaves the memo in charge)."""
+        if any(a.requires_grad or a.device.type != "cpu" for a in arrays):
+            return False
+        nps = [np.ascontiguousarray(a.numpy()) for a in arrays]
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if kind != "index" and self.used() + sum(a.nbytes for a in nps) > self.budget:
+                return False
+            fd, tmp = tempfile.mkstemp(prefix=f".{pair_name(kind, parts)}.", suffix=".tmp", dir=self.folder)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    write(f, self.identity, kind, parts, nps)
+                os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the file from other users of a shared cache
+                os.replace(tmp, self.path(kind, parts))
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            return False
+        return True
+
+    def used(self) -> int:
+        """Bytes of pair files in the folder."""
+        try:
+            return sum(p.stat().st_size for p in self.folder.glob("*.bin"))
+        except OSError:
+            return 0
+
+    def _discard(self, path: Path) -> None:
+        self.rebuilt += 1
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def write(f: BinaryIO, identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> None:
+    """A pair file: prefix, header, aligned arrays (see the module's docstring), streamed to ``f`` (no
+    copy of the arrays in memory: the index of a large export is gigabytes)."""
+    specs: list[dict[str, Any]] = [
+        {"dtype": a.dtype.str, "shape": list(a.shape), "nbytes": int(a.nbytes), "crc": _crc(a)}
+        for a in arrays
+    ]
+    head: dict[str, Any] = {
+        "format": FORMAT,
+        "identity": identity,
+        "kind": kind,
+        "parts": [[bool(h), int(r)] for h, r in parts],
+        "arrays": specs,
+    }
+    # offsets depend on the header's length, which depends on the offsets' digits: pad them to a fixed width
+    for spec in specs:
+        spec["offset"] = 10**15
+    raw = json.dumps(head, sort_keys=True).encode()
+    pos = _align(_PREFIX.size + len(raw))
+    for spec in specs:
+        spec["offset"] = pos
+        pos = _align(pos + spec["nbytes"])
+    raw = json.dumps(head, sort_keys=True).encode().ljust(len(raw))  # offsets shorter than the placeholder
+    f.write(_PREFIX.pack(MAGIC, zlib.crc32(raw), len(raw)) + raw)
+    at = _PREFIX.size + len(raw)
+    for spec, a in zip(specs, arrays, strict=True):
+        f.write(b"\0" * (spec["offset"] - at))
+        f.write(a.reshape(-1).view(np.uint8).data)
+        at = spec["offset"] + spec["nbytes"]
+    f.write(b"\0" * (pos - at))
+
+
+def _align(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def export_identity(folder: str | Path) -> str:
+    """A content key of an export: sha256 of its manifest (which names the model's hash, the threshold,
+    each relation file's size and, where written, digest) and of each relation file's size and modification time (a file rewritten in place is another export). Relation files
+    are read by :func:`~pipeline.formats.adjacency.load_adjacency`, which checks them against the manifest."""
+    import hashlib
+
+    folder = Path(folder)
+    h = hashlib.sha256((folder / "manifest.json").read_bytes())
+    for p in sorted(folder.glob("rel-*.arrow")):
+        st = p.stat()
+        h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:32]
+
+
+def default_folder(identity: str) -> Path | None:
+    """Where an export's pair files live: PIPELINE_PAIR_CACHE (``off`` disables the cache) or
+    PIPELINE_HOME/pairs, then the export's identity."""
+    from pipeline.core import config
+
+    root = os.environ.get("PIPELINE_PAIR_CACHE")
+    if root is not None and root.strip().lower() in ("off", "0", "none", ""):
+        return None
+    base = Path(root).expanduser() if root else config.home() / "pairs"
+    return base / identity
+
+
+def for_export(folder: str | Path, salt: str = "") -> PairCache | None:
+    """The pair cache of the export at ``folder`` (None when disabled). ``salt`` keys confidences that are
+    not the export's own (a saved calibration L)."""
+    ident = export_identity(folder)
+    if salt:
+        import hashlib
+
+        ident = hashlib.sha256(f"{ident}:{salt}".encode()).hexdigest()[:32]
+    where = default_folder(ident)
+    return None if where is None else PairCache(where, ident)
+
+
+def for_calibrated(export: str | Path, l_dir: str | Path) -> PairCache | None:
+    """The pair cache of an export's confidences calibrated by the saved L in ``l_dir``: keyed by the
+    export and the bytes of L's files (a refit with other weights never reads the old pairs)."""
+    import hashlib
+
+    l_dir = Path(l_dir)
+    h = hashlib.sha256()
+    for f in sorted(p for p in l_dir.rglob("*") if p.is_file()):
+        h.update(f.relative_to(l_dir).as_posix().encode() + b"\0" + f.read_bytes())
+    return for_export(export, salt=f"L:{h.hexdigest()}")

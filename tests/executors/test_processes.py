@@ -1,0 +1,141 @@
+"""The processes executor (issue 31): the executor contract on forked workers; `pipeline answer` on every
+core by default, with answers row for row those of one process, for calibrations none, D and D+L, with
+the export's pair cache cold and warm; --workers 1 is today's in-process path."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+
+from pipeline.core.errors import PipelineError
+from pipeline.executors import LocalExecutor, ProcessExecutor, answer_executor
+from pipeline.executors.processes import cores
+from tests.cases import ExecutorCase
+
+
+class TestProcessExecutor(ExecutorCase):
+    name = "processes"
+
+    @pytest.fixture()
+    def executor(self) -> Any:
+        return ProcessExecutor(workers=2)
+
+    def test_refuses_cluster_options(self) -> None:
+        with pytest.raises(PipelineError, match="--address names a Ray cluster"):
+            ProcessExecutor(address="ray://h:10001")
+        with pytest.raises(PipelineError, match="--workers must be at least 1"):
+            ProcessExecutor(workers=0)
+
+
+def test_answer_uses_every_core_by_default() -> None:
+    assert isinstance(answer_executor("local", None, 1), LocalExecutor)
+    two = answer_executor("local", None, 2)
+    assert isinstance(two, ProcessExecutor) and two.workers == 2
+    default = answer_executor("local", None, None)
+    assert default.workers == cores() and isinstance(
+        default, ProcessExecutor if cores() > 1 else LocalExecutor
+    )
+    assert isinstance(answer_executor("processes", None, 3), ProcessExecutor)
+    with pytest.raises(PipelineError, match="--workers must be at least 1"):
+        answer_executor("local", None, 0)
+
+
+@pytest.mark.parametrize("calibration", ["none", "D", "D+L"])
+def test_workers_answer_as_one_process(
+    toy_pipeline: dict, calibration: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two forked workers (the batches of each type split between them), the pair cache cold then warm:
+    the same answers file rows as one process without the cache."""
+    from pipeline.formats.answers import read_answers
+    from pipeline.methods.src import answer_src
+
+    kw = dict(
+        kg=toy_pipeline["kg"],
+        progress=False,
+        valid_queries=toy_pipeline["valid"],
+        train_queries=toy_pipeline["train"],
+        l_epochs=3,
+        device="cpu",
+    )
+    monkeypatch.setenv("PIPELINE_PAIR_CACHE", "off")
+    one = answer_src(toy_pipeline["test"], toy_pipeline["export"], calibration, tmp_path / "one", **kw)
+    monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "pairs"))
+    base = read_answers(one["path"]).frame
+    assert len(base) > 0 and base["type"].nunique() > 1
+    for state in ("cold", "warm"):
+        two = answer_src(
+            toy_pipeline["test"],
+            toy_pipeline["export"],
+            calibration,
+            tmp_path / state,
+            executor=ProcessExecutor(workers=2),
+            **kw,
+        )
+        got = read_answers(two["path"])
+        pd.testing.assert_frame_equal(base, got.frame)
+        assert got.meta["executor"] == {"executor": "processes", "workers": 2}
+        assert all("wall_queries_per_s" in s for s in two["throughput"].values())
+        assert one.get("delta") == two.get("delta")
+
+
+def test_cli_workers(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.cli import cli
+    from pipeline.formats.answers import read_answers
+
+    monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "pairs"))
+    monkeypatch.setattr("pipeline.methods.src._registered_sizes", lambda *_: (None, None))
+    args = ["answer", str(toy_pipeline["test"]), "--adjacency", str(toy_pipeline["export"]), "--json"]
+    runner = CliRunner()
+    frames = []
+    for w in ("1", "2"):
+        res = runner.invoke(cli, [*args, "--workers", w, "--out", str(tmp_path / w)])
+        assert res.exit_code == 0, res.output
+        frames.append(read_answers(json.loads(res.output)["path"]).frame)
+    pd.testing.assert_frame_equal(*frames)
+    bad = runner.invoke(cli, [*args, "--workers", "0", "--out", str(tmp_path / "0")])
+    assert (
+        bad.exit_code != 0 and "--workers must be at least 1" in bad.output and "Traceback" not in bad.output
+    )
+
+
+class _OnGpu:
+    """A state that says it computes on a GPU (no GPU needed: the executor only reads ``device``)."""
+
+    device = torch.device("cuda")
+
+    def pid(self, _: Any) -> int:
+        return os.getpid()
+
+
+def _pid(state: _OnGpu, x: int) -> int:
+    return state.pid(x)
+
+
+def test_a_gpu_method_is_answered_in_this_process() -> None:
+    """CUDA does not survive a fork: a state on a GPU runs its tasks here, one after another."""
+    from pipeline.executors import ActorState, Task
+
+    tasks = [Task(f"batch {i}", i) for i in range(3)]
+    got = dict(ProcessExecutor(workers=2).map_on_actors(_pid, tasks, ActorState(_OnGpu), progress=False))
+    assert set(got.values()) == {os.getpid()}
+
+
+def test_batches_cut_within_types_merge_in_order(toy_pipeline: dict) -> None:
+    """Small batches (several per type, answered out of order by four workers): the rows of one process."""
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.methods import SRC
+    from pipeline.stages.answer import answer_query_set
+
+    method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    qs = read_query_set(toy_pipeline["test"])
+    one, _ = answer_query_set(qs, method, batch_size=3, progress=False)
+    four, stats = answer_query_set(qs, method, batch_size=3, progress=False, executor=ProcessExecutor(workers=4))
+    pd.testing.assert_frame_equal(one, four)
+    assert all(s["wall_queries_per_s"] > 0 for s in stats.values())
