@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import pipeline.formats.engine_index as engine_index
-from pipeline.engine import as_adjacency, evaluate_batch
+from pipeline.engine import as_adjacency, search_batch
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.queryset import read_query_set
 
@@ -27,7 +27,7 @@ def test_index_built_once_then_mapped(
     graph, _ = load_adjacency(export)
     plain = as_adjacency(graph)
     queries = read_query_set(toy_pipeline["test"]).queries()
-    expected = evaluate_batch(queries, plain)
+    expected = search_batch(queries, plain)
 
     built, manifest = engine_index.load_engine_index(export, "toy")
     files = list((tmp_path / "pairs").rglob("index.bin"))
@@ -41,15 +41,15 @@ def test_index_built_once_then_mapped(
     assert mapped.pair_cache is not None
     for a, b in zip(_arrays(plain), _arrays(mapped), strict=True):
         assert torch.equal(a, b) and a.dtype == b.dtype
-    assert torch.equal(evaluate_batch(queries, mapped), expected)
-    assert torch.equal(evaluate_batch(queries, built), expected)
+    assert torch.equal(search_batch(queries, mapped), expected)
+    assert torch.equal(search_batch(queries, built), expected)
 
     monkeypatch.setattr(engine_index, "load_adjacency", load_adjacency)
     data = bytearray(files[0].read_bytes())
     data[len(data) // 2] ^= 0x01  # a flipped bit in the arrays
     files[0].write_bytes(bytes(data))
     rebuilt, _ = engine_index.load_engine_index(export, "toy")
-    assert torch.equal(evaluate_batch(queries, rebuilt), expected)
+    assert torch.equal(search_batch(queries, rebuilt), expected)
     assert files[0].read_bytes() != bytes(data)  # rewritten whole
 
 

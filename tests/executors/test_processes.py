@@ -54,7 +54,7 @@ def test_workers_answer_as_one_process(
     """Two forked workers (the batches of each type split between them), the pair cache cold then warm:
     the same answers file rows as one process without the cache."""
     from pipeline.formats.answers import read_answers
-    from pipeline.methods.src import answer_src
+    from tests.answer.src_entry import answer_src
 
     kw = dict(
         kg=toy_pipeline["kg"],
