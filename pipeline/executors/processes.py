@@ -7,9 +7,12 @@ its memo). Relation-pair arrays built by one worker reach the others through the
 (:mod:`pipeline.formats.pair_cache`, memory-mapped: shared page cache too). Where ``fork`` is missing (macOS,
 Windows) each worker builds the state from its portable recipe instead (the memory of Ray actors).
 
-A method on a GPU is answered in this process (CUDA does not survive a fork). Each worker runs
-``cores // workers`` torch threads (at least one), so the workers never oversubscribe the
-machine. Results are yielded as they finish; the stage merges them in task order, so the files written are
+A method on a GPU is answered in this process (CUDA does not survive a fork). A forked worker runs ONE
+torch thread: OpenMP's thread pool does not survive a fork either, and a forked child that enters a
+parallel region after its parent has used the pool hangs for ever (seen on a 16-core machine, where two
+workers got 8 threads each; `tests/executors/test_processes.py` reproduces it on 2 cores). Parallelism
+comes from the workers (default: one per core). A spawned worker (no ``fork``) runs ``cores // workers``
+threads, so the workers never oversubscribe the machine. Results are yielded as they finish; the stage merges them in task order, so the files written are
 those of the local executor, byte for byte.
 """
 
@@ -114,8 +117,9 @@ class ProcessExecutor(Executor):
     ) -> Iterator[tuple[int, Any]]:
         global _STATE
         workers = max(1, min(self.workers or 1, len(tasks)))
-        threads = max(1, cores() // workers)
         forking = "fork" in mp.get_all_start_methods()
+        # forked: one thread each (OpenMP's pool does not survive a fork: more would hang); spawned: a share
+        threads = 1 if forking else max(1, cores() // workers)
         if forking:
             try:
                 _STATE = state.make()  # built (or taken) here, before the fork: the workers share its pages

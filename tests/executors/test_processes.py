@@ -139,3 +139,42 @@ def test_batches_cut_within_types_merge_in_order(toy_pipeline: dict) -> None:
     four, stats = answer_query_set(qs, method, batch_size=3, progress=False, executor=ProcessExecutor(workers=4))
     pd.testing.assert_frame_equal(one, four)
     assert all(s["wall_queries_per_s"] > 0 for s in stats.values())
+
+
+_FORK_AFTER_THREADS = """
+import torch
+from pipeline.executors import ActorState, ProcessExecutor, Task
+from tests.executors.test_processes import _parallel_work
+
+torch.set_num_threads(2)
+a = torch.randn(1500, 1500)
+(a @ a).sum()  # the parent's OpenMP pool is running when the workers fork
+tasks = [Task(f"batch {i}", i) for i in range(3)]
+got = dict(ProcessExecutor(workers=1).map_on_actors(_parallel_work, tasks, ActorState(int), progress=False))
+print(sorted(got))
+"""
+
+
+def _parallel_work(_state: Any, i: int) -> int:
+    x = torch.randn(2_000_000)
+    (torch.randn(800, 800) @ torch.randn(800, 800)).sum()
+    x.sort()
+    return i
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork here")
+def test_forked_workers_do_not_hang_after_the_parent_used_threads() -> None:
+    """A forked worker given more than one torch thread hangs in its first parallel region once the parent
+    has used OpenMP's pool (one worker on 2 cores got 2 threads; two on 16 got 8): workers run one each."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    try:
+        res = subprocess.run([sys.executable, "-c", _FORK_AFTER_THREADS], capture_output=True, text=True,
+                             timeout=120, cwd=root, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("forked workers hung after the parent had used its OpenMP threads")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "[0, 1, 2]"
