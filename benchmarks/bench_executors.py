@@ -124,7 +124,7 @@ def bench_export_slice(args: argparse.Namespace) -> list[dict[str, Any]]:
         shutil.rmtree(shards, ignore_errors=True)
         fs, base_path = shard_filesystem(shards)
         fs.create_dir(base_path, recursive=True)
-        specs = [s for s in _shard_specs(model, meta, rows_per_block, args.threshold, args.top_k, False, fs, base_path, None, None)
+        specs = [s for s in _shard_specs(model, meta, rows=rows_per_block, threshold=args.threshold, top_k=args.top_k, pruned=False, fs=fs, base=base_path, shard_heads=None, device=None)
                  if a <= s.r < b]
         tasks = [Task(s.path, s, s.stop - s.start) for s in specs]
         load0 = _load()

@@ -49,9 +49,7 @@ def main() -> None:
                 t_ingest = time.perf_counter() - t0
                 table = store_alpha_table(store, kg.name, kg.n_relations)
                 t0 = time.perf_counter()
-                _, reports = sample_queries(
-                    kg, store, args.split, None, args.per_type, args.alpha, args.beta, args.seed, table
-                )
+                _, reports = sample_queries(kg, store, split=args.split, types=None, per_type=args.per_type, alpha_mode=args.alpha, beta_mode=args.beta, seed=args.seed, alpha_table=table)
                 total = time.perf_counter() - t0
                 print(
                     f"## {name}: {kg.n_entities} entities, ingest {t_ingest:.1f} s, sampling {total:.1f} s in all\n"

@@ -69,8 +69,7 @@ def stage(args: argparse.Namespace) -> dict:
         with open_store(None) as store:
             while True:
                 try:
-                    res = sample_to_dir(kg, store, work / "queries", "train", types, args.per_type,
-                                        seed=args.seed, browse=False, progress=False)
+                    res = sample_to_dir(kg, store, work / "queries", split="train", types=types, per_type=args.per_type, seed=args.seed, browse=False, progress=False)
                     break
                 except SamplingError as exc:
                     # a sparse graph offers too few walks of some shapes (im, 2m need multi-edges): drop the

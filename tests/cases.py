@@ -188,7 +188,7 @@ class StoreCase(ComponentCase):
         kg = make_kg("contract_walks", TINY_FACTS, 6)
         ingest(kg, store, batch_size=store.write_batch, progress=False)
         table = kg_alpha_table(kg)
-        rows, _ = sample_queries(kg, store, "test", ["1p", "2p", "2u"], 2, "low", "random", 5, table, progress=False)
+        rows, _ = sample_queries(kg, store, split="test", types=["1p", "2p", "2u"], per_type=2, alpha_mode="low", beta_mode="random", seed=5, alpha_table=table, progress=False)
         assert len(rows) == 6 and {r["type"] for r in rows} == {"1p", "2p", "2u"}
         types = store_relation_types(store, "contract_walks")
         for r in rows:  # the Cypher grounding agrees with the engine's exact truth

@@ -21,6 +21,7 @@ def sample_to_dir(
     kg,
     store,
     out_dir: str | Path,
+    *,
     split: str = "test",
     types: list[str] | None = None,
     per_type: int | None = None,
@@ -39,9 +40,7 @@ def sample_to_dir(
     per_type = per_type if per_type is not None else PAPER_PER_TYPE.get(kg.name, 2000)
     t0 = time.perf_counter()
     table = store_alpha_table(store, kg.name, kg.n_relations)
-    rows, reports = sample_queries(
-        kg, store, split, types, per_type, alpha, beta, seed, table, progress=progress
-    )
+    rows, reports = sample_queries(kg, store, split=split, types=types, per_type=per_type, alpha_mode=alpha, beta_mode=beta, seed=seed, alpha_table=table, progress=progress)
     seconds = time.perf_counter() - t0
     name = set_name(kg.name, split, alpha, beta)
     meta = {
@@ -97,5 +96,4 @@ def sample_dataset(
         raise SamplingError(f"--per-type must be at least 1, got {per_type}")
     kg = load(dataset, source=source)
     with open_store(store_uri) as store:
-        return sample_to_dir(kg, store, out_dir, split, names, per_type, alpha, beta, seed, browse=browse,
-                             progress=progress)
+        return sample_to_dir(kg, store, out_dir, split=split, types=names, per_type=per_type, alpha=alpha, beta=beta, seed=seed, browse=browse, progress=progress)

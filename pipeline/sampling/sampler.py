@@ -118,6 +118,7 @@ def check_store_content(store, kg, dataset: str) -> None:
 def sample_queries(
     kg,
     store,
+    *,
     split: str,
     types: Sequence[str] | None,
     per_type: int,

@@ -151,10 +151,7 @@ def export_adjacency(
         if sharded:
             assert executor is not None
             where = shards if shards is not None else out.with_name(out.name + ".shards")
-            relations, pruned_counts = _export_sharded(
-                executor, model, tmp, meta_common, rows, threshold, top_k, pruner is not None, where,
-                shard_heads, max_fraction if guarded else None, device, progress,
-            )
+            relations, pruned_counts = _export_sharded(executor, model, tmp, meta_common=meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruner is not None, where=where, shard_heads=shard_heads, max_fraction=max_fraction if guarded else None, device=device, progress=progress)
             if pruner is not None:
                 for k, v in pruned_counts.items():
                     setattr(pruner, k, v)
@@ -286,7 +283,7 @@ _PRUNE_COUNTS = ("block_pairs", "blocks_pruned", "row_pairs", "rows_pruned", "pa
 
 
 def _shard_specs(
-    model: Any, meta_common: dict[str, str], rows: int, threshold: float, top_k: int | None, pruned: bool,
+    model: Any, meta_common: dict[str, str], *, rows: int, threshold: float, top_k: int | None, pruned: bool,
     fs: Any, base: str, shard_heads: int | None, device: str | None,
 ) -> list[ShardSpec]:
     """Every shard of the export in (relation, head) order; boundaries on whole scoring blocks, so each
@@ -308,6 +305,7 @@ def _export_sharded(
     executor: Executor,
     model: Any,
     tmp: Path,
+    *,
     meta_common: dict[str, str],
     rows: int,
     threshold: float,
@@ -326,7 +324,7 @@ def _export_sharded(
     fs.create_dir(base, recursive=True)
     n = model.n_entities
     all_pairs = n * n * model.n_relations
-    specs = _shard_specs(model, meta_common, rows, threshold, top_k, pruned, fs, base, shard_heads, device)
+    specs = _shard_specs(model, meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruned, fs=fs, base=base, shard_heads=shard_heads, device=device)
     total = scored = 0
     prune_sum = dict.fromkeys(_PRUNE_COUNTS, 0)
 

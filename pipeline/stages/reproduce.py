@@ -168,10 +168,7 @@ def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
     def run() -> dict[str, Any]:
         from pipeline.sampling.run import sample_to_dir
 
-        rep = sample_to_dir(
-            ctx.kg, ctx.store(), ctx.out / "queries", split, None, per_type, alpha, cfg.beta, cfg.seed,
-            browse=True, progress=ctx.progress,
-        )
+        rep = sample_to_dir(ctx.kg, ctx.store(), ctx.out / "queries", split=split, types=None, per_type=per_type, alpha=alpha, beta=cfg.beta, seed=cfg.seed, browse=True, progress=ctx.progress)
         return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
 
     key = cfg.key(

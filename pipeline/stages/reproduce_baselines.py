@@ -110,19 +110,7 @@ def sample_train_stage(ctx: Any, types: tuple[str, ...], per_type: int, folder: 
     def run() -> dict[str, Any]:
         from pipeline.sampling.run import sample_to_dir
 
-        rep = sample_to_dir(
-            ctx.kg,
-            ctx.store(),
-            ctx.out / "queries" / folder,
-            "train",
-            list(types),
-            per_type,
-            cfg.alpha,
-            cfg.beta,
-            cfg.seed,
-            browse=False,
-            progress=ctx.progress,
-        )
+        rep = sample_to_dir(ctx.kg, ctx.store(), ctx.out / "queries" / folder, split="train", types=list(types), per_type=per_type, alpha=cfg.alpha, beta=cfg.beta, seed=cfg.seed, browse=False, progress=ctx.progress)
         return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
 
     key = stable_key(

@@ -42,8 +42,9 @@ def ingest_user(
     if bool(from_path) == bool(from_store):
         raise PipelineError("give exactly one of --from PATH and --from-store URI")
     with _one_at_a_time(name):
-        return _ingest(name, from_path, from_store, store_uri, split, seed, columns, confidence_property,
-                       rel_types, name_property, batch_size, progress)
+        return _ingest(name, from_path=from_path, from_store=from_store, store_uri=store_uri, split=split, seed=seed,
+                       columns=columns, confidence_property=confidence_property, rel_types=rel_types,
+                       name_property=name_property, batch_size=batch_size, progress=progress)
 
 
 def _one_at_a_time(name: str) -> AbstractContextManager[None]:
@@ -57,7 +58,7 @@ def _one_at_a_time(name: str) -> AbstractContextManager[None]:
 
 
 def _ingest(
-    name: str, from_path: str | None, from_store: str | None, store_uri: str | None, split: str, seed: int,
+    name: str, *, from_path: str | None, from_store: str | None, store_uri: str | None, split: str, seed: int,
     columns: str | None, confidence_property: str | None, rel_types: str | None, name_property: str,
     batch_size: int, progress: bool,
 ) -> dict[str, Any]:

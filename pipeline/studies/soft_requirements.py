@@ -166,19 +166,7 @@ def run_study(
             def do_sample(alpha=alpha, beta=beta) -> dict[str, Any]:
                 from pipeline.sampling.run import sample_to_dir
 
-                rep = sample_to_dir(
-                    kg,
-                    store(),
-                    out / "queries",
-                    "test",
-                    types,
-                    per_type,
-                    alpha,
-                    beta,
-                    seed,
-                    browse=False,
-                    progress=progress,
-                )
+                rep = sample_to_dir(kg, store(), out / "queries", split="test", types=types, per_type=per_type, alpha=alpha, beta=beta, seed=seed, browse=False, progress=progress)
                 return {"file": rep["file"], "_paths": [rep["file"]]}
 
             k = stable_key(data=data_key, alpha=alpha, beta=beta, per_type=per_type, types=types, seed=seed, sampling=SAMPLING_VERSION)

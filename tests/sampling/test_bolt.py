@@ -27,9 +27,10 @@ def test_bolt_and_native_sample_the_same_set(tiny_kg, ingested_pair):
     table = kg_alpha_table(tiny_kg)
     np_table = store_alpha_table(bolt, "tiny", tiny_kg.n_relations)
     assert abs(np_table - table).max() < 1e-6  # Bolt formats floats with 6 decimals
-    args = ("test", ["1p", "2p", "2u"], 2, "low", "random", 5, table)
-    over_bolt, _ = sample_queries(tiny_kg, bolt, *args, progress=False)
-    native_rows, _ = sample_queries(tiny_kg, native, *args, progress=False)
+    args = dict(split="test", types=["1p", "2p", "2u"], per_type=2, alpha_mode="low", beta_mode="random", seed=5,
+                alpha_table=table)
+    over_bolt, _ = sample_queries(tiny_kg, bolt, **args, progress=False)
+    native_rows, _ = sample_queries(tiny_kg, native, **args, progress=False)
     assert over_bolt == native_rows and len(over_bolt) == 6
     types = store_relation_types(bolt, "tiny")
     for r in over_bolt:

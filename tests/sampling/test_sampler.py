@@ -30,9 +30,7 @@ def texts_and_answers(rows):
 def test_tiny_train_1p_is_every_relation_anchor_pair(tiny_kg, tiny_store):
     # train facts: r0(0,1)=0.8 r0(0,2)=0.5 r1(1,3)=0.9 r1(2,3)=0.4 r1(2,4)=0.6 -> three (anchor, relation) pairs
     table = kg_alpha_table(tiny_kg)
-    rows, (rep,) = sample_queries(
-        tiny_kg, tiny_store, "train", ["1p"], 3, "zero", "equal", 0, table, progress=False
-    )
+    rows, (rep,) = sample_queries(tiny_kg, tiny_store, split="train", types=["1p"], per_type=3, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     got = texts_and_answers(rows)
     assert got == {
         "#0(#0, ?y)": ([1, 2], pytest.approx([0.8, 0.5]), [1, 2], pytest.approx([0.8, 0.5])),
@@ -47,9 +45,7 @@ def test_tiny_test_1p_keeps_only_useful_queries(tiny_kg, tiny_store):
     # the test graph adds r0(0,3)=0.7, r1(3,4)=0.5, r1(1,5)=0.3: r1(#2, ?y) is unchanged, so not useful;
     # r1(#3, ?y) has no train answers at all
     table = kg_alpha_table(tiny_kg)
-    rows, (rep,) = sample_queries(
-        tiny_kg, tiny_store, "test", ["1p"], 3, "zero", "equal", 0, table, progress=False
-    )
+    rows, (rep,) = sample_queries(tiny_kg, tiny_store, split="test", types=["1p"], per_type=3, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     assert texts_and_answers(rows) == {
         "#0(#0, ?y)": ([1, 2], pytest.approx([0.8, 0.5]), [1, 3, 2], pytest.approx([0.8, 0.7, 0.5])),
         "#1(#1, ?y)": ([3], pytest.approx([0.9]), [3, 5], pytest.approx([0.9, 0.3])),
@@ -60,25 +56,25 @@ def test_tiny_test_1p_keeps_only_useful_queries(tiny_kg, tiny_store):
         SamplingError,
         match=r"query type 1p: only 3 of 4 useful queries after 10000 walks .* [1-9]\d* not useful",
     ):
-        sample_queries(tiny_kg, tiny_store, "test", ["1p"], 4, "zero", "equal", 0, table, progress=False)
+        sample_queries(tiny_kg, tiny_store, split="test", types=["1p"], per_type=4, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
 
 
 def test_bad_requests_are_named(tiny_kg, tiny_store):
     table = kg_alpha_table(tiny_kg)
     with pytest.raises(UnknownNameError, match="query type '3p'"):
-        sample_queries(tiny_kg, tiny_store, "test", ["3p"], 3, "zero", "equal", 0, table, progress=False)
+        sample_queries(tiny_kg, tiny_store, split="test", types=["3p"], per_type=3, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     with pytest.raises(UnknownNameError, match="split 'dev'"):
         resolve_types(None, "dev")
     with pytest.raises(SamplingError, match="at least 1"):
-        sample_queries(tiny_kg, tiny_store, "test", ["1p"], 0, "zero", "equal", 0, table, progress=False)
+        sample_queries(tiny_kg, tiny_store, split="test", types=["1p"], per_type=0, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     with pytest.raises(UnknownNameError, match="alpha mode 'some'"):
-        sample_queries(tiny_kg, tiny_store, "test", ["1p"], 1, "some", "equal", 0, table, progress=False)
+        sample_queries(tiny_kg, tiny_store, split="test", types=["1p"], per_type=1, alpha_mode="some", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     other = tiny_kg.__class__(**{**tiny_kg.__dict__, "name": "not_ingested", "_graphs": {}})
     with pytest.raises(SamplingError, match="run `pipeline ingest not_ingested` first"):
-        sample_queries(other, tiny_store, "test", ["1p"], 1, "zero", "equal", 0, table, progress=False)
+        sample_queries(other, tiny_store, split="test", types=["1p"], per_type=1, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     changed = make_kg("tiny", [(*TINY_FACTS[0][:3], 0.75, "train"), *TINY_FACTS[1:]], 6, 2)
     with pytest.raises(SamplingError, match="differs from the loaded files"):
-        sample_queries(changed, tiny_store, "test", ["1p"], 1, "zero", "equal", 0, table, progress=False)
+        sample_queries(changed, tiny_store, split="test", types=["1p"], per_type=1, alpha_mode="zero", beta_mode="equal", seed=0, alpha_table=table, progress=False)
     assert resolve_types(None, "train") == ["1p", "2p", "2i", "2in", "2il"]
     assert resolve_types(None, "valid") == list(QUERY_TYPES)
 
@@ -93,9 +89,7 @@ def test_store_alpha_levels_equal_numpy_percentiles(ppi_slice, slice_store):
 @pytest.fixture(scope="module")
 def sampled(ppi_slice, slice_store):
     table = store_alpha_table(slice_store, ppi_slice.name, ppi_slice.n_relations)
-    rows, reports = sample_queries(
-        ppi_slice, slice_store, "test", None, 25, "hybrid", "random", 11, table, progress=False
-    )
+    rows, reports = sample_queries(ppi_slice, slice_store, split="test", types=None, per_type=25, alpha_mode="hybrid", beta_mode="random", seed=11, alpha_table=table, progress=False)
     return rows, reports, table
 
 
@@ -149,10 +143,10 @@ def test_cypher_easy_answers_equal_the_engine(ppi_slice, slice_store, sampled):
 
 def test_sampling_is_reproducible(ppi_slice, slice_store):
     table = store_alpha_table(slice_store, ppi_slice.name, ppi_slice.n_relations)
-    args = (ppi_slice, slice_store, "valid", ["2in", "up"], 8, "hybrid", "random")
-    a, _ = sample_queries(*args, 5, table, progress=False)
-    b, _ = sample_queries(*args, 5, table, progress=False)
-    c, _ = sample_queries(*args, 6, table, progress=False)
+    args = dict(split="valid", types=["2in", "up"], per_type=8, alpha_mode="hybrid", beta_mode="random")
+    a, _ = sample_queries(ppi_slice, slice_store, **args, seed=5, alpha_table=table, progress=False)
+    b, _ = sample_queries(ppi_slice, slice_store, **args, seed=5, alpha_table=table, progress=False)
+    c, _ = sample_queries(ppi_slice, slice_store, **args, seed=6, alpha_table=table, progress=False)
     assert a == b
     assert [r["text"] for r in a] != [r["text"] for r in c]
 
@@ -166,8 +160,7 @@ def test_the_walk_floor_fills_a_rare_type_and_leaves_sets_that_filled_before_unc
 
     def sample(seed, per_query, floor):
         monkeypatch.setattr(sampler, "MIN_ATTEMPTS", floor)
-        return sample_queries(tiny_kg, tiny_store, "test", ["1p"], 3, "zero", "equal", seed, table,
-                              attempts_per_query=per_query, progress=False)[0]
+        return sample_queries(tiny_kg, tiny_store, split="test", types=["1p"], per_type=3, alpha_mode="zero", beta_mode="equal", seed=seed, alpha_table=table, attempts_per_query=per_query, progress=False)[0]
 
     # one walk per wanted query: for some seeds the three useful 1p queries are then out of reach ...
     rescued = 0
