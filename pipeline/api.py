@@ -16,29 +16,11 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+import pipeline as _package
 from pipeline.api_types import Answers, Atom, Dataset, Explanation, Export, QuerySet, Ranking, Run
 from pipeline.core.errors import PathError, PipelineError, close_matches
 
-__all__ = [
-    "Answers",
-    "Atom",
-    "Dataset",
-    "Explanation",
-    "Export",
-    "PipelineError",
-    "QuerySet",
-    "Ranking",
-    "Run",
-    "answer",
-    "cypher",
-    "dataset",
-    "evaluate",
-    "export",
-    "ingest",
-    "query",
-    "sample",
-    "train",
-]
+__all__ = list(_package.__all__)  # the public names, listed once in pipeline/__init__.py
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -6,7 +6,6 @@ package never imports Ray (only building the Ray executor does).
 
 from __future__ import annotations
 
-from pipeline.core.errors import PipelineError
 from pipeline.core.registry import Registry
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed
 from pipeline.executors.local import LocalExecutor
@@ -26,9 +25,7 @@ def answer_executor(name: str = "local", address: str | None = None, workers: in
     """The executor ``pipeline answer`` runs on: the named one, except that the default (``local``) uses
     every core (:class:`ProcessExecutor`) unless ``--workers 1`` keeps everything in this process."""
     if EXECUTORS[name] is LocalExecutor and not address:
-        if workers is not None and workers < 1:
-            raise PipelineError(f"--workers must be at least 1, got {workers}")
-        count = workers or cores()
+        count = cores() if workers is None else workers  # below 1: refused by the executor's constructor
         return LocalExecutor() if count == 1 else ProcessExecutor(workers=count)
     return make_executor(name, address, workers)
 

@@ -92,7 +92,7 @@ def answer_query_set(
     for i, t in enumerate(types):
         groups.setdefault(t, []).append(i)
     tasks = []
-    workers = executor.workers or 1 if executor is not None else 1
+    workers = (executor.workers or 1) if executor is not None else 1
     for qtype, idx in groups.items():
         # a batch cut in two costs more per query (a relation's stream serves fewer rows), so types are cut
         # only where there are more workers than types; then each into one part per worker (the types'
