@@ -6,7 +6,7 @@ One file per (kind, relation pair): a magic line, the CRC-32 and length of a JSO
 the export's identity, kind, pair, and each array's dtype, shape, offset and CRC-32), then the arrays at
 64-byte aligned offsets. Reading maps the file and checks every CRC (about 1 GB/s); a file that fails any
 check (a flipped byte, a truncation, another export's identity, an older format) is never believed: the
-arrays are rebuilt and the file rewritten. Writers write a temporary name and ``os.replace`` it: two
+arrays are rebuilt and the file rewritten. Writers go through :func:`pipeline.core.atomic.write_with` (a temporary renamed into place): two
 processes building the same pair at once both write the same bytes, and readers see one whole file or the
 other, never a mix. The folder is bounded by bytes (:data:`DEFAULT_BUDGET`): past it, new pairs stay in
 the process' memo only.
@@ -18,13 +18,14 @@ import json
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import torch
+
+from pipeline.core import atomic
 
 FORMAT = "soft-queries/pair-cache/1"
 MAGIC = b"SQPAIRS1"
@@ -141,15 +142,9 @@ class PairCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             if kind != "index" and self.used() + sum(a.nbytes for a in nps) > self.budget:
                 return False
-            fd, tmp = tempfile.mkstemp(prefix=f".{pair_name(kind, parts)}.", suffix=".tmp", dir=self.folder)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    write(f, self.identity, kind, parts, nps)
-                os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the file from other users of a shared cache
-                os.replace(tmp, self.path(kind, parts))
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            # the project's atomic write: a temporary renamed into place (the user's umask decides who may
+            # read it), and the temporaries of writers killed mid-write removed
+            atomic.write_with(self.path(kind, parts), lambda tmp: _write_file(tmp, self.identity, kind, parts, nps))
         except OSError:
             return False
         return True
@@ -167,6 +162,11 @@ class PairCache:
             path.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def _write_file(path: Path, identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> None:
+    with open(path, "wb") as f:
+        write(f, identity, kind, parts, arrays)
 
 
 def write(f: BinaryIO, identity: str, kind: str, parts: Parts, arrays: list[np.ndarray]) -> None:
