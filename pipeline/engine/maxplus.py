@@ -25,6 +25,8 @@ import torch
 
 from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
+from pipeline.engine.kernels import applies as compiled_applies
+from pipeline.engine.kernels import stream_max as compiled_stream
 
 Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
@@ -471,6 +473,9 @@ def _stream(
     if not src.numel():
         return None
     rows = betas[0].numel()
+    if compiled_applies(state.device, rows * src.numel()):  # the same values in one compiled loop
+        sub = state if isinstance(bs, slice) else state.index_select(0, bs)
+        return compiled_stream(sub, betas, src, dst, cc)
     if rows >= _WIDE:
         return _stream_wide(state[bs], betas, src, dst, cc)
     # index_select, not state[bs][:, src]: the same gather ~4x faster (advanced indexing on dim 1)

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from pipeline.engine import Adjacency, as_adjacency
+from pipeline.engine import Adjacency, as_adjacency, kernels
 from pipeline.engine.adjacency import Oriented
 from pipeline.formats import pair_cache
 from pipeline.formats.adjacency import checked_manifest, load_adjacency
@@ -38,6 +38,24 @@ def load_engine_index(
     checks it). On the CPU with the pair cache on (PIPELINE_PAIR_CACHE not ``off``): the index file of
     the cache, written by the first process that needs it."""
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
+    loading = None
+    if torch.device(device).type == "cpu":  # a large export: the compiled stream loads meanwhile
+        loading = kernels.prepare(sum(int(rel["nnz"]) for rel in manifest["relations"]))
+    try:
+        return _load(folder, manifest, dataset, device, n_entities, n_relations)
+    finally:
+        if loading is not None:
+            loading.join()  # no thread may outlive the load: answering workers fork after it
+
+
+def _load(
+    folder: str | Path,
+    manifest: dict[str, Any],
+    dataset: str | None,
+    device: str | torch.device,
+    n_entities: int | None,
+    n_relations: int | None,
+) -> tuple[Adjacency, dict[str, Any]]:
     cache = pair_cache.for_export(folder)
     if cache is None or torch.device(device).type != "cpu":
         graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)
@@ -56,7 +74,9 @@ def load_engine_index(
         got = cache.load("index", ())
         if got is not None:
             return _from_arrays(got, dataset_name).use_pair_cache(cache), manifest
-        graph, manifest = load_adjacency(folder, dataset, device, n_entities, n_relations)  # unreadable: rebuild
+        graph, manifest = load_adjacency(
+            folder, dataset, device, n_entities, n_relations
+        )  # unreadable: rebuild
         adj = as_adjacency(graph)
     return adj.use_pair_cache(cache), manifest
 

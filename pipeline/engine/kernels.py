@@ -1,0 +1,136 @@
+"""Compiled loops for the engine's hottest step: the stream of a relation's stored entries (maxplus._stream).
+
+    out[o_i, b] = max(out[o_i, b], fma(cc[P-1, i], beta[P-1, b], ... fma(cc[0, i], beta[0, b], st[s_i, b])))
+
+for every entry i = (s_i, o_i) and batch row b. The torch form of the same step (maxplus._stream,
+_stream_wide) writes a (rows x entries) gather, adds each atom's term into it and scatter-maxes it out:
+three passes over a temporary as large as the work, and an int64 index expanded to every row. Written as
+one loop it reads each entry once and keeps nothing between the steps: 2.5-3.4x less time per
+entry and row on one core (docs/benchmarks.md, issue 31).
+
+Exact: each atom's term is added with a fused multiply-add (llvm.fma.f32, the rounding of torch's
+addcmul_ on a CPU with FMA, which is what every x86-64 and arm64 CPU of the last decade has), in the same
+atom order, and the max keeps a NaN as torch's amax does. tests/engine/test_kernels.py checks both forms
+value for value on random inputs, and the engine's exactness tests run with the kernel on.
+
+numba is a dependency, imported only where the compiled form pays: importing it and loading the
+compiled code from numba's disk cache takes ~0.8 s of a fresh process, more than the compiled form saves
+on a small export (PPI5k's whole answering takes ~1 s). PIPELINE_KERNELS chooses:
+  * ``auto`` (default): loaded, in a background thread while the export is mapped, when an export of at
+    least KERNEL_FACTS facts is indexed (load_engine_index): CN15k's 84M-fact exports, not PPI5k's 0.6M;
+  * ``numba``: loaded at the first step of MIN_WORK entry-rows, whatever the export;
+  * ``torch``: never (the torch form only).
+Where numba cannot be imported the torch form runs, with the same values. Steps below MIN_WORK entry-rows
+keep the torch form (a call's overhead). Forked answering workers inherit the loaded code.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+
+MIN_WORK = 1 << 21  # entries x rows from which a step runs compiled (~6 ms in torch's form)
+KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compiled form (mode auto)
+MODES = ("auto", "numba", "torch")
+_state: dict[str, Any] = {}  # "kernel": the compiled function, or None where numba is unavailable
+_lock = threading.Lock()
+
+
+def mode() -> str:
+    """PIPELINE_KERNELS (auto, numba or torch; default auto). PipelineError on another value."""
+    got = os.environ.get("PIPELINE_KERNELS", "auto").strip().lower() or "auto"
+    if got not in MODES:
+        from pipeline.core.errors import PipelineError
+
+        raise PipelineError(f"PIPELINE_KERNELS={got!r}: expected one of {', '.join(MODES)}")
+    return got
+
+
+def applies(device: torch.device, work: int) -> bool:
+    """Whether a step of ``work`` entries x rows on ``device`` runs compiled: on the CPU, from MIN_WORK
+    on, once the compiled form is loaded (mode auto: by :func:`prepare` for a large export; mode numba:
+    here, at the first such step)."""
+    if device.type != "cpu" or work < MIN_WORK:
+        return False
+    if "kernel" in _state:
+        return _state["kernel"] is not None and mode() != "torch"
+    return mode() == "numba" and load()
+
+
+def prepare(n_facts: int) -> threading.Thread | None:
+    """For an export of n_facts facts about to be indexed: in mode auto from KERNEL_FACTS facts on (mode
+    numba: always), start loading the compiled form in a background thread (numba's import and its disk
+    cache, ~0.8 s, overlap the export's mapping: both mostly release the GIL). Join the thread before the
+    process forks. None where nothing is to load."""
+    m = mode()
+    if "kernel" in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
+        return None
+    thread = threading.Thread(target=load, name="pipeline-kernels", daemon=True)
+    thread.start()
+    return thread
+
+
+def load() -> bool:
+    """Load the compiled form now (import numba, compile or read its disk cache, run it once on a tiny
+    input); False where numba cannot be imported. Idempotent."""
+    with _lock:
+        if "kernel" not in _state:
+            try:
+                kernel = _compile()
+                one = np.zeros((1, 1), dtype=np.float32)
+                idx = np.zeros(1, dtype=np.int32)
+                kernel(one, idx, idx, one, one, one.copy())  # the engine's dtypes: loads their code
+                _state["kernel"] = kernel
+            except ImportError:  # numba missing or incompatible with this numpy: the torch form
+                _state["kernel"] = None
+        return _state["kernel"] is not None
+
+
+def stream_max(
+    state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
+) -> torch.Tensor:
+    """(B, N) contiguous: for each row b of state (B, N), max over the entries i of state[b, src_i] +
+    sum_p betas[p][b] * cc[p, i] at column dst_i (one fused multiply-add per atom, in order); -inf where
+    no entry lands. Call only where :func:`applies` (else the torch form, maxplus._stream). Uses torch's
+    thread count (one in each forked answering worker): the entries are cut in that many parts, each
+    maxed into its own output by a thread of its own, then the outputs are maxed together. Threads are
+    started and joined here, so none outlives the call (the workers fork later)."""
+    bsz, n = state.shape
+    kernel = _state["kernel"]
+    st = state.t().contiguous().numpy()  # (N, B): an entry reads one run of B floats
+    beta = torch.stack([b.to(torch.float32) for b in betas]).contiguous().numpy()  # (P, B)
+    conf, s, o = cc.detach().to(torch.float32).contiguous().numpy(), _np(src), _np(dst)
+    f = s.shape[0]
+    parts = max(1, min(torch.get_num_threads(), f * bsz // max(MIN_WORK, 1)))
+    outs = [torch.full((n, bsz), float("-inf"), dtype=torch.float32) for _ in range(parts)]
+    cuts = [f * k // parts for k in range(parts + 1)]
+    jobs = [
+        (st, s[a:b], o[a:b], conf[:, a:b], beta, out.numpy())
+        for a, b, out in zip(cuts[:-1], cuts[1:], outs, strict=True)
+    ]
+    if parts == 1:
+        kernel(*jobs[0])
+    else:  # the entries cut in parts, one thread and one output each (the kernel releases the GIL)
+        threads = [threading.Thread(target=kernel, args=job) for job in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for other in outs[1:]:
+            torch.maximum(outs[0], other, out=outs[0])  # amax's rule: a NaN wins
+    return outs[0].t().contiguous()
+
+
+def _np(x: torch.Tensor) -> Any:
+    """x as a numpy array without a copy where its dtype is one the kernel takes (int32 or int64)."""
+    return (x if x.dtype in (torch.int32, torch.int64) else x.long()).detach().numpy()
+
+
+def _compile() -> Any:
+    from pipeline.engine._stream_numba import stream  # imports numba: only here
+
+    return stream

@@ -1,0 +1,187 @@
+"""The compiled stream (pipeline.engine.kernels, issue 31) against the torch form of the same step
+(maxplus._stream, narrow and wide): value for value on random inputs (ties, -inf states, zero and negative
+betas, unsorted and sorted columns, one to three atoms, NaN from inf * 0), and the engine's answers with
+every stream compiled equal to the frozen engine and the brute force (tests/engine/test_multi_edges.py
+draws the queries). Also the modes of PIPELINE_KERNELS."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pipeline.engine.maxplus as mp
+import tests.engine.reference.adjacency as ref_adj
+import tests.engine.reference.evaluate as ref_eval
+from pipeline.core.errors import PipelineError
+from pipeline.engine import Adjacency, kernels, search_batch
+from tests.engine.oracle import dense_conf, oracle
+from tests.engine.test_multi_edges import batch, graphs
+from tests.engine.test_oracle import assert_same, graph_of
+
+pytestmark = pytest.mark.skipif(not kernels.load(), reason="numba cannot be imported here")
+NEG = float("-inf")
+
+
+class compiled:
+    """Every stream of at least `work` entry-rows through the compiled form (the kernel is loaded)."""
+
+    def __init__(self, work: int = 0):
+        self.work = work
+
+    def __enter__(self):
+        self.old = kernels.MIN_WORK
+        kernels.MIN_WORK = self.work
+
+    def __exit__(self, *exc):
+        kernels.MIN_WORK = self.old
+
+
+def torch_form(state, betas, src, dst, cc, wide: bool) -> torch.Tensor | None:
+    old = (kernels.MIN_WORK, mp._WIDE)
+    kernels.MIN_WORK, mp._WIDE = 1 << 62, 1 if wide else 1 << 30
+    try:
+        return mp._stream(state, slice(None), betas, src, dst, cc)
+    finally:
+        kernels.MIN_WORK, mp._WIDE = old
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values, NaN where NaN (signed zeros compare equal, as the engine's results are compared)."""
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) and a.shape == b.shape
+
+
+@st.composite
+def steps(draw):
+    n = draw(st.integers(1, 40))
+    rows = draw(st.integers(1, 12))
+    atoms = draw(st.integers(1, 3))
+    f = draw(st.integers(1, 300))
+    seed = draw(st.integers(0, 2**31 - 1))
+    g = torch.Generator().manual_seed(seed)
+    levels = torch.tensor([0.0, 0.25, 0.5, 0.5, 0.7093, 1.0])
+    state = levels[torch.randint(0, len(levels), (rows, n), generator=g)] * 3 - 1
+    state[torch.rand(rows, n, generator=g) < draw(st.sampled_from([0.0, 0.3, 1.0]))] = NEG
+    src = torch.randint(0, n, (f,), generator=g, dtype=torch.int32)
+    dst = torch.randint(0, n, (f,), generator=g, dtype=torch.int32)
+    if draw(st.booleans()):  # the engine's order: by column
+        dst = torch.sort(dst).values
+    if draw(st.booleans()):
+        src, dst = src.long(), dst.long()
+    cc = levels[torch.randint(0, len(levels), (atoms, f), generator=g)]
+    choices = draw(st.sampled_from(["nonneg", "signed", "inf"]))
+    pool = {
+        "nonneg": [0.0, 0.5, 1.0, 2.0],
+        "signed": [-1.0, -0.0, 0.0, 0.5, 1.5],
+        "inf": [float("inf"), 1.0, 0.0],
+    }
+    pool_t = torch.tensor(pool[choices])
+    betas = [pool_t[torch.randint(0, len(pool_t), (rows,), generator=g)] for _ in range(atoms)]
+    return state, betas, src, dst, cc
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps(), st.booleans())
+def test_compiled_stream_equals_the_torch_form(step, wide):
+    state, betas, src, dst, cc = step
+    want = torch_form(state, betas, src, dst, cc, wide)
+    got = kernels.stream_max(state, betas, src, dst, cc)
+    assert got.is_contiguous() and got.dtype == torch.float32
+    assert same(got, want)
+
+
+def test_by_hand_one_and_two_atoms():
+    # state (1, 3); entries (s, o): (0, 1) c=0.5, (2, 1) c=1.0, (1, 0) c=0.25; beta 2
+    state = torch.tensor([[1.0, NEG, 0.0]])
+    src, dst = torch.tensor([0, 2, 1], dtype=torch.int32), torch.tensor([1, 1, 0], dtype=torch.int32)
+    got = kernels.stream_max(state, [torch.tensor([2.0])], src, dst, torch.tensor([[0.5, 1.0, 0.25]]))
+    assert got.tolist() == [[NEG, 2.0, NEG]]  # column 1: max(1 + 2 * 0.5, 0 + 2 * 1); column 0: -inf + 0.5
+    cc = torch.tensor([[0.5, 1.0, 0.25], [1.0, 0.0, 1.0]])
+    got = kernels.stream_max(state, [torch.tensor([2.0]), torch.tensor([0.5])], src, dst, cc)
+    assert got.tolist() == [[NEG, 2.5, NEG]]  # 1 + 1 + 0.5 beats 0 + 2 + 0
+
+
+def test_the_sum_is_fused_as_torch_adds_it():
+    """x + beta * c rounded once (addcmul_'s fused multiply-add), not twice: a case where they differ."""
+    x, beta, c = torch.tensor([[-(1.0 + 2**-22)]]), torch.tensor([1.0 + 2**-23]), torch.tensor([[1.0 + 2**-23]])
+    fused = x.clone().addcmul_(beta[:, None], c)  # 2**-46 exactly (the product unrounded)
+    twice = x + (beta[:, None] * c)
+    assert fused.item() == 2**-46 and twice.item() == 0.0  # the case separates the two roundings
+    got = kernels.stream_max(
+        x, [beta], torch.tensor([0], dtype=torch.int32), torch.tensor([0], dtype=torch.int32), c
+    )
+    assert torch.equal(got, fused)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_engine_with_every_stream_compiled_equals_the_frozen_engine_and_the_oracle(data):
+    n, r, facts = data.draw(graphs())
+    queries = data.draw(batch(n, r))
+    graph = graph_of(n, r, facts)
+    adj = Adjacency.from_graph(graph)
+    with torch.no_grad():
+        with compiled(0):
+            fast = search_batch(queries, adj)
+        ref = ref_eval.evaluate_batch(queries, ref_adj.Adjacency.from_graph(graph))
+    assert torch.equal(fast, ref)
+    conf = dense_conf(n, r, facts)
+    for q, u in zip(queries, fast, strict=True):
+        assert_same(u, oracle(q, conf))
+
+
+def test_modes(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("PIPELINE_KERNELS", "torch")
+    assert not kernels.applies(cpu, 1 << 40)  # loaded, but switched off
+    assert kernels.prepare(1 << 40) is None
+    monkeypatch.setenv("PIPELINE_KERNELS", "auto")
+    assert kernels.applies(cpu, kernels.MIN_WORK) and not kernels.applies(cpu, kernels.MIN_WORK - 1)
+    assert not kernels.applies(torch.device("meta"), 1 << 40)  # never off the CPU
+    monkeypatch.setenv("PIPELINE_KERNELS", "fast")
+    with pytest.raises(PipelineError, match="PIPELINE_KERNELS='fast'"):
+        kernels.mode()
+
+
+def _fresh(mode: str, facts: int) -> str:
+    code = (
+        "from pipeline.engine import kernels\n"
+        f"t = kernels.prepare({facts})\n"
+        "t is None or t.join()\n"
+        "import sys\n"
+        "print(kernels._state.get('kernel') is not None, 'numba' in sys.modules)\n"
+    )
+    env = {**os.environ, "PIPELINE_KERNELS": mode}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_auto_loads_numba_for_large_exports_only():
+    """A fresh process: a small export (PPI5k's size) never imports numba; a large one loads the compiled
+    form in the background; mode numba loads it whatever the size; mode torch never."""
+    assert _fresh("auto", 618_930) == "False False"
+    assert _fresh("auto", 84_123_328) == "True True"
+    assert _fresh("numba", 10) == "True True"
+    assert _fresh("torch", 84_123_328) == "False False"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps(), st.integers(2, 4))
+def test_entries_cut_across_threads_give_the_same_values(step, threads):
+    state, betas, src, dst, cc = step
+    want = torch_form(state, betas, src, dst, cc, wide=False)
+    before, old_min = torch.get_num_threads(), kernels.MIN_WORK
+    torch.set_num_threads(threads)
+    kernels.MIN_WORK = 1  # every step cut in up to `threads` parts
+    try:
+        got = kernels.stream_max(state, betas, src, dst, cc)
+    finally:
+        torch.set_num_threads(before)
+        kernels.MIN_WORK = old_min
+    assert same(got, want)
