@@ -83,7 +83,7 @@ def load() -> bool:
                 kernel = _compile()
                 one = np.zeros((1, 1), dtype=np.float32)
                 idx = np.zeros(1, dtype=np.int32)
-                kernel(one, idx, idx, one, one, one.copy())  # the engine's dtypes: loads their code
+                _dispatch(kernel, (one, idx, idx, one, one, one.copy()))  # the engine's dtypes: their code
                 _state["kernel"] = kernel
             except ImportError:  # numba missing or incompatible with this numpy: the torch form
                 _state["kernel"] = None
@@ -112,17 +112,51 @@ def stream_max(
         (st, s[a:b], o[a:b], conf[:, a:b], beta, out.numpy())
         for a, b, out in zip(cuts[:-1], cuts[1:], outs, strict=True)
     ]
+    first = jobs[0]
+    _dispatch(kernel, (st, s[:0], o[:0], conf[:, :0], beta, first[5]))  # this call's types, in this thread
     if parts == 1:
-        kernel(*jobs[0])
+        kernel(*first)
     else:  # the entries cut in parts, one thread and one output each (the kernel releases the GIL)
-        threads = [threading.Thread(target=kernel, args=job) for job in jobs]
+        errors: list[BaseException] = []
+
+        def run(job: tuple) -> None:
+            try:
+                kernel(*job)
+            except BaseException as exc:  # never a part silently missing from the maximum
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        if errors:
+            raise errors[0]
         for other in outs[1:]:
             torch.maximum(outs[0], other, out=outs[0])  # amax's rule: a NaN wins
     return outs[0].t().contiguous()
+
+
+def _dispatch(kernel: Any, args: tuple) -> None:
+    """Call the kernel on args of the types a step will pass (an empty step does nothing else), so that
+    numba compiles or loads from its disk cache the code for those types here, in the calling thread.
+    A damaged cache file (a flipped byte, a truncated write: numba reads it with pickle, unchecked) is
+    never believed: numba's index for the kernel is emptied, so that the next process compiles and saves
+    it again, and this process compiles it without the disk cache."""
+    try:
+        kernel(*args)
+    except Exception:
+        from numba.core.caching import NullCache
+
+        cache = getattr(kernel, "_cache", None)
+        if cache is None or isinstance(cache, NullCache):
+            raise
+        try:
+            cache.flush()
+        except OSError:  # a read-only cache folder: this process still compiles afresh
+            pass
+        kernel._cache = NullCache()
+        kernel(*args)
 
 
 def _np(x: torch.Tensor) -> Any:

@@ -185,3 +185,42 @@ def test_entries_cut_across_threads_give_the_same_values(step, threads):
         torch.set_num_threads(before)
         kernels.MIN_WORK = old_min
     assert same(got, want)
+
+
+_CHECK = """
+import torch
+from pipeline.engine import kernels
+import pipeline.engine.maxplus as mp
+assert kernels.load()
+g = torch.Generator().manual_seed(1)
+state = torch.rand(3, 50, generator=g)
+src = torch.randint(0, 50, (4000,), generator=g, dtype=torch.int32)
+dst = torch.sort(torch.randint(0, 50, (4000,), generator=g, dtype=torch.int32)).values
+cc, betas = torch.rand(2, 4000, generator=g), [torch.rand(3, generator=g), torch.rand(3, generator=g)]
+got = kernels.stream_max(state, betas, src, dst, cc)
+kernels.MIN_WORK = 1 << 62
+assert torch.equal(got, mp._stream(state, slice(None), betas, src, dst, cc))
+print("same")
+"""
+
+
+def test_a_damaged_numba_cache_is_never_believed(tmp_path):
+    """numba reads its disk cache with pickle, unchecked: a flipped byte or a truncated file there must
+    mean a fresh compilation (and a cache written again for the next process), not a traceback."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PIPELINE_KERNELS": "numba"}
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-c", _CHECK], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert run() == "same"  # compiles and saves
+    data = sorted(tmp_path.rglob("*.nbc"))
+    assert data
+    for p in data:
+        raw = bytearray(p.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        p.write_bytes(bytes(raw[: len(raw) - 64]))
+    assert run() == "same"  # the damaged files: compiled afresh, the index emptied
+    assert run() == "same"  # and written again
+    assert sorted(tmp_path.rglob("*.nbc"))
