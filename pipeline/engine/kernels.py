@@ -76,7 +76,7 @@ def prepare(n_facts: int) -> threading.Thread | None:
 
 def load() -> bool:
     """Load the compiled form now (import numba, compile or read its disk cache, run it once on a tiny
-    input); False where numba cannot be imported. Idempotent."""
+    input); False where numba cannot be imported or cannot compile here (the torch form runs). Idempotent."""
     with _lock:
         if "kernel" not in _state:
             try:
@@ -85,8 +85,8 @@ def load() -> bool:
                 idx = np.zeros(1, dtype=np.int32)
                 _dispatch(kernel, (one, idx, idx, one, one, one.copy()))  # the engine's dtypes: their code
                 _state["kernel"] = kernel
-            except ImportError:  # numba missing or incompatible with this numpy: the torch form
-                _state["kernel"] = None
+            except (ImportError, RuntimeError, OSError):  # numba missing, incompatible with this numpy,
+                _state["kernel"] = None  # or without a cache folder it may write: the torch form, same values
         return _state["kernel"] is not None
 
 
