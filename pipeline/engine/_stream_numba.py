@@ -38,10 +38,12 @@ def _amax(cur: Any, x: Any) -> Any:  # pragma: no cover - compiled
 def stream(st: Any, src: Any, dst: Any, cc: Any, beta: Any, out: Any) -> None:  # pragma: no cover - compiled
     """out[dst_i, b] = max(out[dst_i, b], st[src_i, b] + sum_p beta[p, b] * cc[p, i]) for every entry i
     and row b (kernels.stream_max): st, out (N, B) float32; src, dst (F,) int32|int64; cc (P, F) and
-    beta (P, B) float32. Few rows: each run of entries with one dst (the engine's arrays are sorted by
-    dst) is reduced in a register, row by row, so no entry waits on the previous one's store. Many rows:
-    the innermost loops run over the rows (vectorised). One and two atoms (a relation; a multi-edge's
-    shared entries) have loops of their own. Correct for any order of dst (runs are then shorter)."""
+    beta (P, B) float32. Each run of entries with one dst (the engine's arrays are sorted by dst) is
+    reduced apart from out, so no entry waits on the previous one's store: with few rows in registers,
+    row by row, four chains at once (a NaN tracked aside); with many rows in two accumulator rows (even
+    and odd entries) whose loops over the rows are vectorised. One and two atoms (a relation; a
+    multi-edge's shared entries) have loops of their own. Correct for any order of dst (runs are then
+    shorter)."""
     n_atoms, bsz = beta.shape
     n = src.shape[0]
     if bsz < _WIDE_ROWS:
@@ -56,29 +58,49 @@ def stream(st: Any, src: Any, dst: Any, cc: Any, beta: Any, out: Any) -> None:  
                 if n_atoms == 1:  # four accumulators: four independent chains of maxima
                     b0 = beta[0, b]
                     a1 = a2 = a3 = acc
+                    bad = acc != acc  # a NaN seen: kept apart, so each chain is one compare and select
                     k = i
                     while k + 4 <= j:
-                        acc = _amax(acc, fma32(cc[0, k], b0, st[src[k], b]))
-                        a1 = _amax(a1, fma32(cc[0, k + 1], b0, st[src[k + 1], b]))
-                        a2 = _amax(a2, fma32(cc[0, k + 2], b0, st[src[k + 2], b]))
-                        a3 = _amax(a3, fma32(cc[0, k + 3], b0, st[src[k + 3], b]))
+                        x0 = fma32(cc[0, k], b0, st[src[k], b])
+                        x1 = fma32(cc[0, k + 1], b0, st[src[k + 1], b])
+                        x2 = fma32(cc[0, k + 2], b0, st[src[k + 2], b])
+                        x3 = fma32(cc[0, k + 3], b0, st[src[k + 3], b])
+                        acc = x0 if x0 > acc else acc
+                        a1 = x1 if x1 > a1 else a1
+                        a2 = x2 if x2 > a2 else a2
+                        a3 = x3 if x3 > a3 else a3
+                        bad |= (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3)
                         k += 4
                     for t in range(k, j):
-                        acc = _amax(acc, fma32(cc[0, t], b0, st[src[t], b]))
+                        x0 = fma32(cc[0, t], b0, st[src[t], b])
+                        acc = x0 if x0 > acc else acc
+                        bad |= x0 != x0
                     acc = _amax(_amax(acc, a1), _amax(a2, a3))
+                    if bad:
+                        acc = np.float32(np.nan)
                 elif n_atoms == 2:
                     b0, b1 = beta[0, b], beta[1, b]
                     a1 = a2 = a3 = acc
+                    bad = acc != acc
                     k = i
                     while k + 4 <= j:
-                        acc = _amax(acc, fma32(cc[1, k], b1, fma32(cc[0, k], b0, st[src[k], b])))
-                        a1 = _amax(a1, fma32(cc[1, k + 1], b1, fma32(cc[0, k + 1], b0, st[src[k + 1], b])))
-                        a2 = _amax(a2, fma32(cc[1, k + 2], b1, fma32(cc[0, k + 2], b0, st[src[k + 2], b])))
-                        a3 = _amax(a3, fma32(cc[1, k + 3], b1, fma32(cc[0, k + 3], b0, st[src[k + 3], b])))
+                        x0 = fma32(cc[1, k], b1, fma32(cc[0, k], b0, st[src[k], b]))
+                        x1 = fma32(cc[1, k + 1], b1, fma32(cc[0, k + 1], b0, st[src[k + 1], b]))
+                        x2 = fma32(cc[1, k + 2], b1, fma32(cc[0, k + 2], b0, st[src[k + 2], b]))
+                        x3 = fma32(cc[1, k + 3], b1, fma32(cc[0, k + 3], b0, st[src[k + 3], b]))
+                        acc = x0 if x0 > acc else acc
+                        a1 = x1 if x1 > a1 else a1
+                        a2 = x2 if x2 > a2 else a2
+                        a3 = x3 if x3 > a3 else a3
+                        bad |= (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3)
                         k += 4
                     for t in range(k, j):
-                        acc = _amax(acc, fma32(cc[1, t], b1, fma32(cc[0, t], b0, st[src[t], b])))
+                        x0 = fma32(cc[1, t], b1, fma32(cc[0, t], b0, st[src[t], b]))
+                        acc = x0 if x0 > acc else acc
+                        bad |= x0 != x0
                     acc = _amax(_amax(acc, a1), _amax(a2, a3))
+                    if bad:
+                        acc = np.float32(np.nan)
                 else:
                     for k in range(i, j):
                         v = st[src[k], b]
@@ -88,17 +110,37 @@ def stream(st: Any, src: Any, dst: Any, cc: Any, beta: Any, out: Any) -> None:  
                 out[o, b] = acc
             i = j
         return
-    if n_atoms == 1:
-        for i in range(n):
-            s, o, c = src[i], dst[i], cc[0, i]
+    if n_atoms <= 2:  # each run maxed into two accumulator rows (even and odd entries), then into out
+        acc0 = np.empty(bsz, dtype=np.float32)
+        acc1 = np.empty(bsz, dtype=np.float32)
+        i = 0
+        while i < n:
+            o = dst[i]
+            j = i + 1
+            while j < n and dst[j] == o:
+                j += 1
             for b in range(bsz):
-                out[o, b] = _amax(out[o, b], fma32(c, beta[0, b], st[s, b]))
-        return
-    if n_atoms == 2:
-        for i in range(n):
-            s, o, c0, c1 = src[i], dst[i], cc[0, i], cc[1, i]
+                acc0[b] = out[o, b]
+                acc1[b] = out[o, b]
+            k = i
+            while k < j:
+                s0, c0 = src[k], cc[0, k]
+                two = k + 1 < j
+                s1, c1 = (src[k + 1], cc[0, k + 1]) if two else (s0, c0)  # an odd run: the last entry twice
+                if n_atoms == 1:
+                    for b in range(bsz):
+                        acc0[b] = _amax(acc0[b], fma32(c0, beta[0, b], st[s0, b]))
+                        acc1[b] = _amax(acc1[b], fma32(c1, beta[0, b], st[s1, b]))
+                else:
+                    d0 = cc[1, k]
+                    d1 = cc[1, k + 1] if two else d0
+                    for b in range(bsz):
+                        acc0[b] = _amax(acc0[b], fma32(d0, beta[1, b], fma32(c0, beta[0, b], st[s0, b])))
+                        acc1[b] = _amax(acc1[b], fma32(d1, beta[1, b], fma32(c1, beta[0, b], st[s1, b])))
+                k += 2
             for b in range(bsz):
-                out[o, b] = _amax(out[o, b], fma32(c1, beta[1, b], fma32(c0, beta[0, b], st[s, b])))
+                out[o, b] = _amax(acc0[b], acc1[b])
+            i = j
         return
     v = np.empty(bsz, dtype=np.float32)
     for i in range(n):
@@ -111,3 +153,25 @@ def stream(st: Any, src: Any, dst: Any, cc: Any, beta: Any, out: Any) -> None:  
                 v[b] = fma32(c, beta[p, b], v[b])
         for b in range(bsz):
             out[o, b] = _amax(out[o, b], v[b])
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def merge_two(a: Any, b: Any, pos_a: Any, pos_b: Any) -> int:  # pragma: no cover - compiled
+    """The keys present in both of two ascending, duplicate-free arrays a and b, by one two-pointer pass:
+    writes each shared key's position in a and in b into pos_a, pos_b (room for min(len) entries, in
+    ascending key order) and returns how many there are (kernels.shared_two)."""
+    i = j = k = 0
+    na, nb = a.shape[0], b.shape[0]
+    while i < na and j < nb:
+        x, y = a[i], b[j]
+        if x < y:
+            i += 1
+        elif y < x:
+            j += 1
+        else:
+            pos_a[k] = i
+            pos_b[k] = j
+            k += 1
+            i += 1
+            j += 1
+    return k

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+import pipeline.engine.kernels as kernels
 from pipeline.core.kg import GraphTensors
 
 NEG_INF = float("-inf")
@@ -241,6 +242,9 @@ def shared_keys(runs: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tens
     the run lacks it)."""
     if runs[0].device.type != "cpu" or sum(r.numel() for r in runs) < 2:
         return _shared_keys_torch(runs)
+    if len(runs) == 2 and kernels.ready() and runs[0].numel() + runs[1].numel() >= kernels.MIN_WORK:
+        shared, pa, pb = kernels.shared_two(runs[0], runs[1])  # the same arrays, one compiled pass
+        return shared, [pa, pb]
     # numpy's stable sort is a timsort: on a few concatenated sorted runs, a linear merge; equal keys of
     # different runs land next to each other, in run order
     cat = np.concatenate([r.numpy() for r in runs])

@@ -16,12 +16,14 @@ value for value on random inputs, and the engine's exactness tests run with the 
 numba is a dependency, imported only where the compiled form pays: importing it and loading the
 compiled code from numba's disk cache takes ~0.8 s of a fresh process, more than the compiled form saves
 on a small export (PPI5k's whole answering takes ~1 s). PIPELINE_KERNELS chooses:
-  * ``auto`` (default): loaded, in a background thread while the export is mapped, when an export of at
-    least KERNEL_FACTS facts is indexed (load_engine_index): CN15k's 84M-fact exports, not PPI5k's 0.6M;
+  * ``auto`` (default): loaded in a background thread, from when an export of at least KERNEL_FACTS
+    facts is indexed (load_engine_index): CN15k's 84M-fact exports, not PPI5k's 0.6M. Steps run the
+    torch form until it is loaded (a single query never waits for it); a fork (the answering
+    workers) waits for it first, so the workers inherit it and no thread is copied mid-load;
   * ``numba``: loaded at the first step of MIN_WORK entry-rows, whatever the export;
   * ``torch``: never (the torch form only).
 Where numba cannot be imported the torch form runs, with the same values. Steps below MIN_WORK entry-rows
-keep the torch form (a call's overhead). Forked answering workers inherit the loaded code.
+keep the torch form (a call's overhead).
 """
 
 from __future__ import annotations
@@ -62,16 +64,29 @@ def applies(device: torch.device, work: int) -> bool:
 
 
 def prepare(n_facts: int) -> threading.Thread | None:
-    """For an export of n_facts facts about to be indexed: in mode auto from KERNEL_FACTS facts on (mode
-    numba: always), start loading the compiled form in a background thread (numba's import and its disk
-    cache, ~0.8 s, overlap the export's mapping: both mostly release the GIL). Join the thread before the
-    process forks. None where nothing is to load."""
+    """For an export of n_facts facts being indexed: in mode auto from KERNEL_FACTS facts on (mode numba:
+    always), start loading the compiled form in a background thread (numba's import and its disk cache,
+    ~0.8 s of CPU) and return at once. Until it is loaded every step runs the torch form (the same
+    values), so a single query does not wait for it. A fork of this process first waits for it
+    (:func:`settle`, registered with os.register_at_fork). None where nothing is to load."""
     m = mode()
-    if "kernel" in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
+    if "kernel" in _state or "thread" in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
         return None
     thread = threading.Thread(target=load, name="pipeline-kernels", daemon=True)
+    _state["thread"] = thread
+    if hasattr(os, "register_at_fork"):  # any fork of this process waits for the load first
+        os.register_at_fork(before=settle)
     thread.start()
     return thread
+
+
+def settle() -> None:
+    """Wait for a load started by :func:`prepare`: call before forking, so that no thread is alive in the
+    fork (a child copied while the loader holds the import or numba's compile lock would hang) and the
+    forked workers inherit the loaded code."""
+    thread = _state.get("thread")
+    if thread is not None:
+        thread.join()
 
 
 def load() -> bool:
@@ -157,6 +172,26 @@ def _dispatch(kernel: Any, args: tuple) -> None:
             pass
         kernel._cache = NullCache()
         kernel(*args)
+
+
+def ready() -> bool:
+    """Whether the compiled form is loaded and allowed (what :func:`applies` needs besides the size)."""
+    return _state.get("kernel") is not None and mode() != "torch"
+
+
+def shared_two(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The keys in both of two ascending, duplicate-free CPU arrays: (shared keys, position in a, position
+    in b), int64 positions, ascending keys: what adjacency.shared_keys returns for two runs, by one
+    two-pointer pass and no temporaries (its numpy form concatenates, sorts and compares 5-10M keys per
+    CN15k relation pair: ~0.2 GB and 3x the time). Call only where :func:`ready`."""
+    from pipeline.engine._stream_numba import merge_two
+
+    na, nb = _np(a), _np(b)
+    room = min(na.shape[0], nb.shape[0])
+    pos_a, pos_b = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
+    k = merge_two(na, nb, pos_a, pos_b)
+    pa, pb = torch.from_numpy(pos_a[:k].copy()), torch.from_numpy(pos_b[:k].copy())
+    return a.index_select(0, pa), pa, pb
 
 
 def _np(x: torch.Tensor) -> Any:

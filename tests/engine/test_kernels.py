@@ -224,3 +224,45 @@ def test_a_damaged_numba_cache_is_never_believed(tmp_path):
     assert run() == "same"  # the damaged files: compiled afresh, the index emptied
     assert run() == "same"  # and written again
     assert sorted(tmp_path.rglob("*.nbc"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), unique=True),
+    st.lists(st.integers(0, 60), unique=True),
+    st.sampled_from([torch.int32, torch.int64]),
+)
+def test_compiled_merge_equals_the_numpy_merge(a, b, dtype):
+    """adjacency.shared_keys on two runs: the compiled two-pointer pass gives the numpy merge's arrays."""
+    from pipeline.engine import adjacency
+
+    runs = [torch.tensor(sorted(x), dtype=dtype) for x in (a, b)]
+    with compiled(0):
+        got, where = adjacency.shared_keys(runs)
+    with compiled(1 << 62):
+        want, want_where = adjacency.shared_keys(runs)
+    assert got.dtype == want.dtype == dtype
+    assert torch.equal(got, want) and got.tolist() == sorted(set(a) & set(b))
+    assert all(torch.equal(x, y) and x.dtype == torch.int64 for x, y in zip(where, want_where, strict=True))
+
+
+_FORK = """
+import os
+import torch
+from pipeline.engine import kernels
+assert kernels.prepare(84_123_328) is not None  # the load runs in a thread; fork at once
+pid = os.fork()
+if pid == 0:  # the child: the fork waited for the load, so the code is here and no loader thread is
+    ok = kernels.ready() and kernels.stream_max(torch.zeros(1, 3), [torch.ones(1)], torch.tensor([0]),
+                                                torch.tensor([2]), torch.tensor([[0.5]])).tolist() == [[float("-inf"), float("-inf"), 0.5]]
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), kernels.ready())
+"""
+
+
+def test_a_fork_during_the_background_load_waits_for_it():
+    env = {**os.environ, "PIPELINE_KERNELS": "auto"}
+    done = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "0 True"
