@@ -85,19 +85,21 @@ def rank_and_tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
         return tuple(e[0] if squeeze else e for e in (empty, empty, empty))  # type: ignore[return-value]
     # A stable descending sort keeps equal utilities in entity-id order: exactly the rank's tie rule.
     vals, order = torch.sort(u, dim=-1, descending=True, stable=True)
-    pos = torch.arange(n, device=u.device).expand(b, n)
     starts = torch.ones_like(vals, dtype=torch.bool)
     starts[:, 1:] = vals[:, 1:] != vals[:, :-1]
-    ends = torch.ones_like(starts)
-    ends[:, :-1] = starts[:, 1:]
-    # a group's first position carried forward, its last position carried backward
-    first = torch.cummax(torch.where(starts, pos, torch.zeros_like(pos)), dim=-1).values
-    last_rev = torch.cummax(torch.where(ends, n - 1 - pos, torch.zeros_like(pos)).flip(-1), dim=-1).values
-    last = (n - 1 - last_rev).flip(-1)
+    # Tie groups over the flattened rows (each row's first slot starts a group, so none spans two rows):
+    # a slot's group by a running count of starts, each group's first slot and the next group's first.
+    flat = starts.reshape(-1)
+    gid = torch.cumsum(flat, 0).sub_(1)
+    gstart = torch.nonzero(flat, as_tuple=True)[0]
+    gnext = torch.cat([gstart[1:], torch.full((1,), b * n, dtype=gstart.dtype, device=u.device)])
+    first = (gstart % n + 1).index_select(0, gid).view(b, n)  # 1 + the slots before the group in its row
+    ties = (gnext - gstart).index_select(0, gid).view(b, n)
+    pos = torch.arange(1, n + 1, device=u.device).expand(b, n)
     out = [torch.empty_like(order) for _ in range(3)]
-    out[0].scatter_(-1, order, pos + 1)
-    out[1].scatter_(-1, order, first + 1)
-    out[2].scatter_(-1, order, last - first + 1)
+    out[0].scatter_(-1, order, pos)
+    out[1].scatter_(-1, order, first)
+    out[2].scatter_(-1, order, ties)
     return tuple(o[0] if squeeze else o for o in out)  # type: ignore[return-value]
 
 

@@ -38,9 +38,11 @@ def load_engine_index(
     checks it). On the CPU with the pair cache on (PIPELINE_PAIR_CACHE not ``off``): the index file of
     the cache, written by the first process that needs it."""
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
-    if torch.device(device).type == "cpu":  # a large export: the compiled stream loads in the background
+    got = _load(folder, manifest, dataset, device, n_entities, n_relations)
+    if torch.device(device).type == "cpu":  # a large export: the compiled stream loads in the background,
+        # after the index (whose check wants every core), while answering starts in the torch form
         kernels.prepare(sum(int(rel["nnz"]) for rel in manifest["relations"]))
-    return _load(folder, manifest, dataset, device, n_entities, n_relations)
+    return got
 
 
 def _load(

