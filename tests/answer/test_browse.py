@@ -150,19 +150,21 @@ setTimeout(() => { const p = document.createElement('pre'); p.id = 'font-probe';
  p.textContent = JSON.stringify(rec); document.body.appendChild(p); }, 4000);})();</script>"""
 
 
-def rendered_font_sizes(page: Path, tmp_path: Path) -> dict[str, float]:
-    """{text: px on screen} of what NVL drew on its canvas in a 1400 x 900 window at the default zoom."""
+def rendered_font_sizes(page: Path, tmp_path: Path, names: list[str] | None = None) -> dict[str, float]:
+    """{text: px on screen} of what NVL drew on its canvas in a 1400 x 900 window at the default zoom.
+    names: texts of which at least one must be drawn (else the canvas had not finished drawing)."""
     import json
     import re
 
     probed = tmp_path / f"probe-{page.name}"
     probed.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>" + FONT_PROBE, 1), encoding="utf-8")
-    for _ in range(3):  # the canvas may not have drawn when time runs out under load: retry
+    for _ in range(3):  # the canvas may not have drawn (all of it) when time runs out under load: retry
         dom = _chromium("--window-size=1400,900", "--virtual-time-budget=8000", "--dump-dom", probed.as_uri()).stdout
         m = re.search(r'<pre id="font-probe">(.*?)</pre>', dom, re.S)
-        if m and json.loads(html_unescape(m.group(1))):
-            return json.loads(html_unescape(m.group(1)))
-    raise AssertionError("the page drew no text on its canvas")
+        sizes = json.loads(html_unescape(m.group(1))) if m else {}
+        if sizes and (not names or any(n in sizes for n in names)):
+            return sizes
+    raise AssertionError("the page drew no text on its canvas" + (f" among {names}" if names else ""))
 
 
 def html_unescape(text: str) -> str:
