@@ -6,6 +6,7 @@ draws the queries). Also the modes of PIPELINE_KERNELS."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -24,8 +25,20 @@ from tests.engine.oracle import dense_conf, oracle
 from tests.engine.test_multi_edges import batch, graphs
 from tests.engine.test_oracle import assert_same, graph_of
 
-pytestmark = pytest.mark.skipif(not kernels.load(), reason="numba cannot be imported here")
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba is not installed")
 NEG = float("-inf")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _loaded():
+    kernels.load()  # every test here may call the compiled form directly, whatever ran before it
+
+
+def test_the_compiled_form_loads_where_numba_is_installed():
+    """Where numba is installed the compiled form must load: a kernel that fails to compile would
+    otherwise fall back to the torch form in silence (same answers, the speed gone)."""
+    assert kernels.load()
+    assert kernels._state["kernel"] is not None
 
 
 class compiled:
