@@ -1,0 +1,124 @@
+"""The compiled stream (pipeline/engine/kernels.py, issue 31) against the torch form of the same step.
+
+    python benchmarks/bench_kernels.py [--entities 15000] [--entries 3000000] [--rows 1,2,4,8,36] \
+        [--atoms 1,2,3] [--threads 1] [--repeat 3] \
+        [--queries TEST --adjacency EXPORT --types 2m,im,2p --passes 3]
+
+1. One step, synthetic: `--entries` entries sorted by column over `--entities` entities (random sources,
+   confidences, betas; a seeded generator), for each number of atoms and rows: ms of the torch form
+   (maxplus._stream) and of the compiled form, best of --repeat, and whether the values are equal.
+2. With --queries and --adjacency: the test queries of each of --types answered in this process (the
+   export's engine index, the pair cache as it is), --passes passes per form after a first pass, CPU time
+   of --threads threads: q/s per pass with the torch form (PIPELINE_KERNELS=torch) and the compiled one.
+
+Needs only the repository and its environment (numba installed); prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipeline.engine import kernels  # noqa: E402
+from pipeline.engine import maxplus as mp  # noqa: E402
+
+
+def ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def step_table(args: argparse.Namespace) -> None:
+    g = torch.Generator().manual_seed(0)
+    n, f = args.entities, args.entries
+    dst = torch.sort(torch.randint(0, n, (f,), generator=g, dtype=torch.int32)).values
+    src = torch.randint(0, n, (f,), generator=g, dtype=torch.int32)
+    print(f"\nOne step: {f:,} entries over {n:,} entities, sorted by column, {args.threads} thread(s), ms (best of {args.repeat})\n")
+    print("| atoms | rows | torch form | compiled | equal |")
+    print("|---|---:|---:|---:|---|")
+    for atoms in ints(args.atoms):
+        cc = torch.rand(atoms, f, generator=g)
+        for rows in ints(args.rows):
+            state = torch.rand(rows, n, generator=g) * 3
+            betas = [torch.rand(rows, generator=g) for _ in range(atoms)]
+            times = {}
+            outs = {}
+            for form, work in (("torch", 1 << 62), ("compiled", 0)):
+                old = kernels.MIN_WORK
+                kernels.MIN_WORK = work
+                try:
+                    best = float("inf")
+                    for _ in range(args.repeat + 1):  # the first call: compilation or cache load, not timed
+                        t = time.perf_counter()
+                        outs[form] = mp._stream(state, slice(None), betas, src, dst, cc)
+                        best = min(best, time.perf_counter() - t) if _ else best
+                    times[form] = best
+                finally:
+                    kernels.MIN_WORK = old
+            same = bool(torch.equal(outs["torch"], outs["compiled"]))
+            print(f"| {atoms} | {rows} | {times['torch'] * 1e3:.1f} | {times['compiled'] * 1e3:.1f} | {same} |")
+
+
+def type_table(args: argparse.Namespace) -> None:
+    from pipeline.engine import search_batch
+    from pipeline.formats.engine_index import load_engine_index
+    from pipeline.formats.queryset import read_query_set
+
+    adj, _ = load_engine_index(args.adjacency)
+    kernels.settle()
+    qs = read_query_set(args.queries)
+    queries, types = qs.queries(), qs.frame["type"].tolist()
+    print(f"\nPer type, {args.passes} passes after a first one, CPU time of {args.threads} thread(s), q/s\n")
+    print("| type | queries | torch form | compiled |")
+    print("|---|---:|---|---|")
+    for qtype in ints_or_names(args.types):
+        batch = [q for q, t in zip(queries, types, strict=True) if t == qtype]
+        if not batch:
+            continue
+        got = {}
+        for form in ("torch", "auto"):
+            os.environ["PIPELINE_KERNELS"] = form
+            with torch.no_grad():
+                search_batch(batch, adj)  # the first pass: the pairs this type reads, mapped
+                rates = []
+                for _ in range(args.passes):
+                    t = time.process_time()
+                    search_batch(batch, adj)
+                    rates.append(len(batch) / max(time.process_time() - t, 1e-9))
+            got[form] = "-".join(f"{r:,.0f}" for r in (min(rates), max(rates)))
+        print(f"| {qtype} | {len(batch)} | {got['torch']} | {got['auto']} |")
+
+
+def ints_or_names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--entities", type=int, default=15_000)
+    ap.add_argument("--entries", type=int, default=3_000_000)
+    ap.add_argument("--rows", default="1,2,4,8,36")
+    ap.add_argument("--atoms", default="1,2,3")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--queries", default=None)
+    ap.add_argument("--adjacency", default=None)
+    ap.add_argument("--types", default="2m,im,2p,ip,inp,up")
+    ap.add_argument("--passes", type=int, default=3)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    if not kernels.load():
+        sys.exit("numba cannot be imported or cannot compile here: nothing to compare")
+    step_table(args)
+    if args.queries and args.adjacency:
+        type_table(args)
+
+
+if __name__ == "__main__":
+    main()
