@@ -10,8 +10,8 @@
 2. The per-pair work the engine does instead (`adjacency.shared_keys`: the entries two relations share),
    against a byte table over all (o, s) keys (torch index_fill_/index_select), on the --pairs largest
    relation pairs of the query set; both must give the same positions (checked).
-3. Where numba is installed (not a dependency of the project): the same merge as a compiled two-pointer
-   loop, and one fused dense step over a relation pair written two ways (merge each row's two fact lists;
+3. Where numba is installed: the same merge as the engine's compiled two-pointer loop
+   (kernels.shared_two; column 2 times the numpy merge, PIPELINE_KERNELS=torch), and one fused dense step over a relation pair written two ways (merge each row's two fact lists;
    or a sparse accumulator, no merge), against the bound; the first calls (the compilation) timed apart.
 
 Prints markdown tables and a JSON line.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmar
 from bench_engine import read_bandwidth  # noqa: E402
 
 from pipeline.engine import Adjacency  # noqa: E402
+from pipeline.engine import kernels as engine_kernels  # noqa: E402
 from pipeline.engine.adjacency import shared_keys  # noqa: E402
 from pipeline.formats.adjacency import load_adjacency  # noqa: E402
 from pipeline.formats.queryset import read_query_set  # noqa: E402
@@ -78,29 +80,12 @@ def best_of(fn, repeat: int = 3) -> tuple[object, float]:
 
 
 def numba_kernels():
-    """(merge, fused, spa) compiled with numba, or None where numba is not installed."""
+    """(fused, spa) compiled with numba, or None where numba is not installed (the merge is the engine's
+    own compiled one, pipeline.engine.kernels.shared_two)."""
     try:
         from numba import njit
     except ImportError:
         return None
-
-    @njit(nogil=True)
-    def merge(a, b):  # positions of the keys present in both sorted, duplicate-free arrays
-        out_a = np.empty(min(a.size, b.size), np.int64)
-        out_b = np.empty(min(a.size, b.size), np.int64)
-        i = j = k = 0
-        while i < a.size and j < b.size:
-            if a[i] < b[j]:
-                i += 1
-            elif b[j] < a[i]:
-                j += 1
-            else:
-                out_a[k] = i
-                out_b[k] = j
-                k += 1
-                i += 1
-                j += 1
-        return out_a[:k], out_b[:k]
 
     @njit(nogil=True)
     def fused(state, base_a, base_b, ptr, dst, conf, n, beta_a, beta_b, out):  # one dense alpha-0 step
@@ -139,7 +124,7 @@ def numba_kernels():
             for i in range(i0, i1):
                 acc[dst[i]] = 0.0
 
-    return merge, fused, spa
+    return fused, spa
 
 
 def main() -> None:
@@ -189,12 +174,13 @@ def main() -> None:
     if kernels is not None:
         t0 = time.perf_counter()
         tiny = np.arange(4, dtype=np.int32)
-        kernels[0](tiny, tiny)
+        engine_kernels.load()
+        engine_kernels.shared_two(torch.from_numpy(tiny), torch.from_numpy(tiny))
         one = np.zeros(1, np.float32)  # a one-entity step, the kernels' argument types
         tiny_step = (one, 0, 0, np.zeros(2, np.int64), tiny, np.zeros(4, np.float32), 1, np.float32(1), np.float32(1))
-        kernels[1](*tiny_step, one.copy())
-        kernels[2](*tiny_step, one.copy(), one.copy())
-        print(f"\nnumba: compiling the three kernels took {time.perf_counter() - t0:.2f} s")
+        kernels[0](*tiny_step, one.copy())
+        kernels[1](*tiny_step, one.copy(), one.copy())
+        print(f"\nnumba: compiling the kernels took {time.perf_counter() - t0:.2f} s")
     table = torch.zeros(n * n, dtype=torch.bool) if n * n <= 1 << 32 else None
     head = "| pair | facts | shared | shared_keys ms | byte table ms | numba merge ms | numba step: merge ms | numba step: accumulator ms | bound ms |"
     print("\n" + head + "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -202,19 +188,21 @@ def main() -> None:
     state = torch.rand(n, generator=torch.Generator().manual_seed(0)).numpy()
     for (ra, rb), facts in sorted(pairs.items(), key=lambda kv: -kv[1])[: args.pairs]:
         ka, kb = (adj._column_keys(True, r)[0] for r in (ra, rb))
+        os.environ["PIPELINE_KERNELS"] = "torch"  # the numpy merge, whatever is loaded
         (shared, where), t_merge = best_of(lambda ka=ka, kb=kb: shared_keys([ka, kb]))
+        os.environ["PIPELINE_KERNELS"] = "auto"
         t_table = t_nb = t_fused = t_spa = float("nan")
         if table is not None:
             got, t_table = best_of(lambda ka=ka, kb=kb: byte_table_shared(table, ka, kb))
             assert all(torch.equal(x, y) for x, y in zip(got, where, strict=True)), "byte table differs"
         if kernels is not None:
-            (pa, pb), t_nb = best_of(lambda ka=ka, kb=kb: kernels[0](ka.numpy(), kb.numpy()))
-            assert np.array_equal(pa, where[0].numpy()) and np.array_equal(pb, where[1].numpy())
+            (_, pa, pb), t_nb = best_of(lambda ka=ka, kb=kb: engine_kernels.shared_two(ka, kb))
+            assert torch.equal(pa, where[0]) and torch.equal(pb, where[1])
             out, out2, acc = np.full(n, -np.inf, np.float32), np.full(n, -np.inf, np.float32), np.zeros(n, np.float32)
             step = (state, ra * n, rb * n, fwd.ptr.numpy(), fwd.dst.numpy(), fwd.conf.numpy(), n)
             step += (np.float32(0.7), np.float32(0.4))
-            _, t_fused = best_of(lambda a=(*step, out): kernels[1](*a))
-            _, t_spa = best_of(lambda a=(*step, out2, acc): kernels[2](*a))
+            _, t_fused = best_of(lambda a=(*step, out): kernels[0](*a))
+            _, t_spa = best_of(lambda a=(*step, out2, acc): kernels[1](*a))
             assert np.array_equal(out, out2), "the two fused steps differ"
         bound = facts * FACT_BYTES / bw
         print(

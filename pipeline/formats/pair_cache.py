@@ -173,7 +173,7 @@ def _crcs(mm: mmap.mmap, spans: list[tuple[int, int]]) -> list[int]:
     threads = min(len(spans), os.cpu_count() or 1, 4)
     if threads < 2 or total < _PARALLEL_CRC:
         return [_crc_unmapping(mm, lo, n) for lo, n in spans]
-    got: list[int | None] = [None] * len(spans)
+    got = [0] * len(spans)
     errors: list[BaseException] = []
     load = [0] * threads
     share: list[list[int]] = [[] for _ in range(threads)]
@@ -196,7 +196,7 @@ def _crcs(mm: mmap.mmap, spans: list[tuple[int, int]]) -> list[int]:
         t.join()
     if errors:
         raise errors[0]
-    return [int(c) for c in got if c is not None] if all(c is not None for c in got) else []
+    return got
 
 
 def _crc_unmapping(mm: mmap.mmap, offset: int, nbytes: int) -> int:
