@@ -5,8 +5,9 @@
 for every entry i = (s_i, o_i) and batch row b. The torch form of the same step (maxplus._stream,
 _stream_wide) writes a (rows x entries) gather, adds each atom's term into it and scatter-maxes it out:
 three passes over a temporary as large as the work, and an int64 index expanded to every row. Written as
-one loop it reads each entry once and keeps nothing between the steps: 2.5-3.4x less time per
-entry and row on one core (docs/benchmarks.md, issue 31).
+one loop it reads each entry once and keeps nothing between the steps: 1.5-5x less time per step on
+one core (benchmarks/bench_kernels.py; docs/benchmarks.md, issue 31). It also holds the two-pointer
+merge of a relation pair's shared entries (shared_two).
 
 Exact: each atom's term is added with a fused multiply-add (llvm.fma.f32, the rounding of torch's
 addcmul_ on a CPU with FMA, which is what every x86-64 and arm64 CPU of the last decade has), in the same
