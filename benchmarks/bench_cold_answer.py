@@ -3,7 +3,7 @@ worker count and pair-cache state, with the peak memory of the whole answering (
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_cold_answer.py --adjacency EXPORT --queries TEST \
         [--valid VALID] [--train TRAIN] [--calibrations none,D,L,D+L] [--workers-list 1,2] \
-        [--cache cold,warm] [--repeat 1] [--baseline-root ../other-checkout] [--json OUT.json]
+        [--cache cold,warm] [--repeat 1] [--baseline-root ../other-checkout] [--device cpu] [--json OUT.json]
 
 Every cell runs ``python -c 'from pipeline.cli import main; main()' answer TEST --adjacency EXPORT
 --calibration C --workers W --json`` as a new process (imports, loading the export and fitting what the
@@ -136,6 +136,8 @@ def run_answer(
         cmd += ["--train-queries", args.train]
     if args.run:
         cmd += ["--run", args.run]
+    if args.device:
+        cmd += ["--device", args.device]
     env = {
         **os.environ,
         "PIPELINE_PAIR_CACHE": str(cache),
@@ -178,6 +180,7 @@ def main() -> None:
         help="the backbone's run directory (--run of pipeline answer; D and L save their fits there)",
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default=None, help="--device of pipeline answer (cpu | cuda; default: its own)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write every figure here")
     args = ap.parse_args()
     calibs = [c.strip() for c in args.calibrations.split(",") if c.strip()]

@@ -38,6 +38,7 @@ import torch
 
 MIN_WORK = 1 << 21  # entries x rows from which a step runs compiled (~6 ms in torch's form)
 KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compiled form (mode auto)
+GPU_MIN_WORK = 1 << 16  # entries x rows from which a CUDA step runs the fused kernel (triton)
 MODES = ("auto", "numba", "torch")
 _state: dict[str, Any] = {}  # "kernel": the compiled function, or None where numba is unavailable
 _lock = threading.Lock()
@@ -56,7 +57,10 @@ def mode() -> str:
 def applies(device: torch.device, work: int) -> bool:
     """Whether a step of ``work`` entries x rows on ``device`` runs compiled: on the CPU, from MIN_WORK
     on, once the compiled form is loaded (mode auto: by :func:`prepare` for a large export; mode numba:
-    here, at the first such step)."""
+    here, at the first such step); on a CUDA GPU, from GPU_MIN_WORK on, where triton loads (any mode
+    but torch; loaded at the first such step)."""
+    if device.type == "cuda":
+        return work >= GPU_MIN_WORK and mode() != "torch" and load_gpu()
     if device.type != "cpu" or work < MIN_WORK:
         return False
     if "kernel" in _state:
@@ -106,6 +110,25 @@ def load() -> bool:
         return _state["kernel"] is not None
 
 
+def load_gpu() -> bool:
+    """Load the fused CUDA kernel now (import triton, compile it for one and two atoms and run it on a
+    tiny input); False where triton is missing or cannot compile for this GPU (the torch form runs, the
+    same values). Idempotent."""
+    with _lock:
+        if "gpu" not in _state:
+            try:
+                from pipeline.engine._stream_triton import stream_max as gpu_stream
+
+                one = torch.zeros((1, 1), dtype=torch.float32, device="cuda")
+                idx = torch.zeros(1, dtype=torch.int32, device="cuda")
+                for atoms in (1, 2):
+                    gpu_stream(one, [one[:, 0]] * atoms, idx, idx, one.expand(atoms, 1))
+                _state["gpu"] = gpu_stream
+            except Exception:  # triton missing or unable to compile here: the torch form, same values
+                _state["gpu"] = None
+        return _state["gpu"] is not None
+
+
 def stream_max(
     state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
 ) -> torch.Tensor:
@@ -114,7 +137,10 @@ def stream_max(
     no entry lands. Call only where :func:`applies` (else the torch form, maxplus._stream). Uses torch's
     thread count (one in each forked answering worker): the entries are cut in that many parts, each
     maxed into its own output by a thread of its own, then the outputs are maxed together. Threads are
-    started and joined here, so none outlives the call (the workers fork later)."""
+    started and joined here, so none outlives the call (the workers fork later). On a CUDA GPU: one
+    fused triton kernel (pipeline/engine/_stream_triton.py), the same values."""
+    if state.device.type == "cuda":
+        return _state["gpu"](state, betas, src, dst, cc)
     bsz, n = state.shape
     kernel = _state["kernel"]
     st = state.t().contiguous().numpy()  # (N, B): an entry reads one run of B floats
