@@ -27,7 +27,9 @@ def _seg_max(k1, v1, k2, v2):  # pragma: no cover - compiled
     return k2, tl.where(k1 == k2, tl.maximum(v1, v2), v2)
 
 
-@triton.jit
+# Sizes and the index slices' alignment are not specialised on: each new value would compile the kernel
+# again (~1 s), and a batch meets many (a fresh process then spent more time compiling than answering).
+@triton.jit(do_not_specialize=["n_ent", "bsz"], do_not_specialize_on_alignment=["src", "dst", "cc"])
 def _stream_kernel(  # pragma: no cover - compiled
     st,
     src,
@@ -76,10 +78,11 @@ def stream_max(
     src: torch.Tensor,
     dst: torch.Tensor,
     cc: torch.Tensor,
-    segmented: bool = True,
+    segmented: bool | None = None,
 ) -> torch.Tensor:
     """(B, N) on state's CUDA device: kernels.stream_max's values (state (B, N); betas P tensors (B,);
-    src, dst (F,) int32|int64; cc (P, F)), by one fused kernel."""
+    src, dst (F,) int32|int64; cc (P, F)), by one fused kernel. segmented: force the segmented
+    pre-reduction on or off (default: by the number of rows, see _shape)."""
     bsz, n = state.shape
     f = src.numel()
     st = state.t().contiguous()  # (N, B): an entry reads one run of B floats
@@ -87,13 +90,12 @@ def stream_max(
     conf = cc.detach().to(torch.float32).contiguous()
     out = torch.full((n, bsz), float("-inf"), dtype=torch.float32, device=state.device)
     nan = torch.zeros((n, bsz), dtype=torch.int8, device=state.device)
-    block_b = min(64, triton.next_power_of_2(bsz))
-    block_e = max(16, 2048 // block_b)
+    block_b, block_e, seg = _shape(bsz)
     grid = (triton.cdiv(f, block_e), triton.cdiv(bsz, block_b))
     _stream_kernel[grid](
         st,
-        src.contiguous(),
-        dst.contiguous(),
+        _int32(src),
+        _int32(dst),
         conf,
         beta,
         out,
@@ -103,7 +105,25 @@ def stream_max(
         P=len(betas),
         BLOCK_E=block_e,
         BLOCK_B=block_b,
-        SEGMENTED=segmented,
+        SEGMENTED=seg if segmented is None else segmented,
     )
     out.masked_fill_(nan.bool(), float("nan"))
     return out.t().contiguous()
+
+
+def _shape(rows: int) -> tuple[int, int, bool]:
+    """(BLOCK_B, BLOCK_E, SEGMENTED) for a step of `rows` rows: three shapes only (each compiles once).
+    On an H200 (5M entries sorted by column, benchmarks/bench_kernels.py --device cuda) the segmented
+    pre-reduction is 1.5-1.8x faster with one row and even with 8, and 5-15% slower from 36 rows on,
+    where each entry's atomics are spread over many rows already."""
+    if rows == 1:
+        return 1, 2048, True
+    if rows <= 8:
+        return 8, 256, True
+    return 64, 32, False
+
+
+def _int32(idx: torch.Tensor) -> torch.Tensor:
+    """Entity ids as contiguous int32 (the engine's index already is; shared entries' ids may be int64):
+    one index type, so one compiled kernel per shape."""
+    return (idx if idx.dtype == torch.int32 else idx.to(torch.int32)).contiguous()

@@ -111,18 +111,19 @@ def load() -> bool:
 
 
 def load_gpu() -> bool:
-    """Load the fused CUDA kernel now (import triton, compile it for one and two atoms and run it on a
-    tiny input); False where triton is missing or cannot compile for this GPU (the torch form runs, the
+    """Load the fused CUDA kernel now (import triton; compile its three shapes for one and two atoms, ~1 s
+    each the first time on a machine, then read from triton's disk cache; run each on a tiny input); False where triton is missing or cannot compile for this GPU (the torch form runs, the
     same values). Idempotent."""
     with _lock:
         if "gpu" not in _state:
             try:
                 from pipeline.engine._stream_triton import stream_max as gpu_stream
 
-                one = torch.zeros((1, 1), dtype=torch.float32, device="cuda")
                 idx = torch.zeros(1, dtype=torch.int32, device="cuda")
-                for atoms in (1, 2):
-                    gpu_stream(one, [one[:, 0]] * atoms, idx, idx, one.expand(atoms, 1))
+                for rows in (1, 2, 9):  # the kernel's three shapes, one and two atoms: compiled now (or read
+                    state = torch.zeros((rows, 1), dtype=torch.float32, device="cuda")  # from triton's cache)
+                    for atoms in (1, 2):
+                        gpu_stream(state, [state[:, 0]] * atoms, idx, idx, state[:1].expand(atoms, 1))
                 _state["gpu"] = gpu_stream
             except Exception:  # triton missing or unable to compile here: the torch form, same values
                 _state["gpu"] = None

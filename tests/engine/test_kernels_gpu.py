@@ -61,7 +61,7 @@ def test_the_fused_kernel_loads_where_triton_and_a_gpu_are():
 
 @on_gpu
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps(), st.booleans(), st.booleans())
+@given(steps(), st.booleans(), st.sampled_from([None, True, False]))
 def test_fused_gpu_stream_equals_the_cpu_forms(step, wide, segmented):
     from pipeline.engine._stream_triton import stream_max
 
@@ -140,7 +140,7 @@ _INTERPRETED = textwrap.dedent(
         pool = torch.tensor([[-1.0, -0.0, 0.0, 0.5, 1.5], [float("inf"), 1.0, 0.0, 1.0, 2.0]][t % 2])
         betas = [pool[torch.randint(0, 5, (rows,), generator=g)] for _ in range(atoms)]
         want = torch_form(state, betas, src, dst, cc, t % 4 == 0)
-        for segmented in (True, False):
+        for segmented in (None, True, False):
             got = stream_max(state, betas, src, dst, cc, segmented=segmented)
             assert same(got, want), (t, segmented)
             checked += 1
@@ -156,4 +156,4 @@ def test_the_fused_kernel_interpreted_equals_the_torch_form():
         [sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["checked", "96"]
+    assert done.stdout.split() == ["checked", "144"]
