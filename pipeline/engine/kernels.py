@@ -57,10 +57,14 @@ def mode() -> str:
 def applies(device: torch.device, work: int) -> bool:
     """Whether a step of ``work`` entries x rows on ``device`` runs compiled: on the CPU, from MIN_WORK
     on, once the compiled form is loaded (mode auto: by :func:`prepare` for a large export; mode numba:
-    here, at the first such step); on a CUDA GPU, from GPU_MIN_WORK on, where triton loads (any mode
-    but torch; loaded at the first such step)."""
+    here, at the first such step); on a CUDA GPU, from GPU_MIN_WORK on, once the fused kernel is loaded
+    (the same rules, with triton: :func:`load_gpu`)."""
     if device.type == "cuda":
-        return work >= GPU_MIN_WORK and mode() != "torch" and load_gpu()
+        if work < GPU_MIN_WORK or mode() == "torch":
+            return False
+        if "gpu" in _state:
+            return _state["gpu"] is not None
+        return mode() == "numba" and load_gpu()
     if device.type != "cpu" or work < MIN_WORK:
         return False
     if "kernel" in _state:
@@ -68,19 +72,24 @@ def applies(device: torch.device, work: int) -> bool:
     return mode() == "numba" and load()
 
 
-def prepare(n_facts: int) -> threading.Thread | None:
-    """For an export of n_facts facts being indexed: in mode auto from KERNEL_FACTS facts on (mode numba:
-    always), start loading the compiled form in a background thread (numba's import and its disk cache,
-    ~0.8 s of CPU) and return at once. Until it is loaded every step runs the torch form (the same
-    values), so a single query does not wait for it. A fork of this process first waits for it
-    (:func:`settle`, registered with os.register_at_fork). None where nothing is to load."""
+def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Thread | None:
+    """For an export of n_facts facts being indexed on device: in mode auto from KERNEL_FACTS facts on
+    (mode numba: always), start loading the compiled form for that device in a background thread (CPU:
+    numba's import and its disk cache, ~0.8 s of CPU; CUDA: triton's import and the fused kernel's
+    compiled shapes, ~0.6 s from triton's cache) and return at once. Until it is loaded every step runs
+    the torch form (the same values), so a single query does not wait for it. A fork of this process
+    first waits for it (:func:`settle`, registered with os.register_at_fork). None where nothing is to
+    load."""
     m = mode()
-    if "kernel" in _state or "thread" in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
+    gpu = torch.device(device).type == "cuda"
+    done, key = ("gpu", "gpu_thread") if gpu else ("kernel", "thread")
+    if done in _state or key in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
         return None
-    thread = threading.Thread(target=load, name="pipeline-kernels", daemon=True)
-    _state["thread"] = thread
-    if hasattr(os, "register_at_fork"):  # any fork of this process waits for the load first
+    thread = threading.Thread(target=load_gpu if gpu else load, name="pipeline-kernels", daemon=True)
+    _state[key] = thread
+    if hasattr(os, "register_at_fork") and not _state.get("fork_hook"):  # a fork waits for the loads first
         os.register_at_fork(before=settle)
+        _state["fork_hook"] = True
     thread.start()
     return thread
 
@@ -89,9 +98,10 @@ def settle() -> None:
     """Wait for a load started by :func:`prepare`: call before forking, so that no thread is alive in the
     fork (a child copied while the loader holds the import or numba's compile lock would hang) and the
     forked workers inherit the loaded code."""
-    thread = _state.get("thread")
-    if thread is not None:
-        thread.join()
+    for key in ("thread", "gpu_thread"):
+        thread = _state.get(key)
+        if thread is not None:
+            thread.join()
 
 
 def load() -> bool:

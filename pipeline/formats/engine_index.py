@@ -39,9 +39,9 @@ def load_engine_index(
     the cache, written by the first process that needs it."""
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
     got = _load(folder, manifest, dataset, device, n_entities, n_relations)
-    if torch.device(device).type == "cpu":  # a large export: the compiled stream loads in the background,
-        # after the index (whose check wants every core), while answering starts in the torch form
-        kernels.prepare(sum(int(rel["nnz"]) for rel in manifest["relations"]))
+    # a large export: the compiled stream loads in the background (on the CPU after the index, whose
+    # check wants every core), while answering starts in the torch form
+    kernels.prepare(sum(int(rel["nnz"]) for rel in manifest["relations"]), device)
     return got
 
 

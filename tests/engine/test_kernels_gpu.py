@@ -157,3 +157,32 @@ def test_the_fused_kernel_interpreted_equals_the_torch_form():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["checked", "144"]
+
+
+_BACKGROUND = textwrap.dedent(
+    """
+    import torch
+    from pipeline.engine import kernels
+
+    assert kernels.prepare(kernels.KERNEL_FACTS - 1, "cuda") is None  # a small export: the torch form
+    state = torch.zeros((1, 1), device="cuda")
+    assert not kernels.applies(state.device, kernels.GPU_MIN_WORK)  # nothing loaded, none loading
+    thread = kernels.prepare(kernels.KERNEL_FACTS, "cuda")
+    assert thread is not None and kernels.prepare(kernels.KERNEL_FACTS, "cuda") is None  # one load
+    kernels.settle()
+    assert kernels.applies(state.device, kernels.GPU_MIN_WORK)
+    assert not kernels.applies(state.device, kernels.GPU_MIN_WORK - 1)
+    assert "kernel" not in kernels._state  # the CPU's compiled form was not loaded for a GPU export
+    print("ok")
+    """
+)
+
+
+@on_gpu
+def test_auto_loads_the_fused_kernel_in_the_background_for_large_exports():
+    env = {k: v for k, v in os.environ.items() if k != "PIPELINE_KERNELS"}
+    done = subprocess.run(
+        [sys.executable, "-c", _BACKGROUND], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["ok"]
