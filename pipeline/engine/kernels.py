@@ -25,6 +25,13 @@ on a small export (PPI5k's whole answering takes ~1 s). PIPELINE_KERNELS chooses
   * ``torch``: never (the torch form only).
 Where numba cannot be imported the torch form runs, with the same values. Steps below MIN_WORK entry-rows
 keep the torch form (a call's overhead).
+
+On a CUDA GPU the same step is one fused triton kernel (pipeline/engine/_stream_triton.py: tl.fma in atom
+order, an order-free atomic max, NaN flagged aside), 2.5-40x faster than the torch form's CUDA path on
+an H200 (docs/benchmarks.md, issue 31, GPU stop), under the same rules: PIPELINE_KERNELS=auto loads it
+in a background thread for exports of at least KERNEL_FACTS facts (triton's import and its compiled
+shapes, ~0.5 s from triton's disk cache), numba at the first step of GPU_MIN_WORK entry-rows, torch
+never. triton is not a dependency (it comes with torch's CUDA builds); without it the torch form runs.
 """
 
 from __future__ import annotations
