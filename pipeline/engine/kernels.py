@@ -19,7 +19,8 @@ compiled code from numba's disk cache takes ~0.8 s of a fresh process, more than
 on a small export (PPI5k's whole answering takes ~1 s). PIPELINE_KERNELS chooses:
   * ``auto`` (default): loaded in a background thread, from when an export of at least KERNEL_FACTS
     facts is indexed (load_engine_index): CN15k's 84M-fact exports, not PPI5k's 0.6M. Steps run the
-    torch form until it is loaded (a single query never waits for it); a fork (the answering
+    torch form while it loads, until their work adds up to WAIT_AFTER entry-rows (about the load's
+    cost); the next step waits for it (a single query never does); a fork (the answering
     workers) waits for it first, so the workers inherit it and no thread is copied mid-load;
   * ``numba``: loaded at the first step of MIN_WORK entry-rows, whatever the export;
   * ``torch``: never (the torch form only).
@@ -45,6 +46,7 @@ import torch
 
 MIN_WORK = 1 << 21  # entries x rows from which a step runs compiled (~6 ms in torch's form)
 KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compiled form (mode auto)
+WAIT_AFTER = 1 << 27  # entry-rows run in the torch form while loading (~0.4 s) before a step waits (CPU)
 GPU_MIN_WORK = 1 << 16  # entries x rows from which a CUDA step runs the fused kernel (triton)
 MODES = ("auto", "numba", "torch")
 _state: dict[str, Any] = {}  # "kernel": the compiled function, or None where numba is unavailable
@@ -76,7 +78,20 @@ def applies(device: torch.device, work: int) -> bool:
         return False
     if "kernel" in _state:
         return _state["kernel"] is not None and mode() != "torch"
-    return mode() == "numba" and load()
+    if mode() == "numba":
+        return load()
+    thread = _state.get("thread")
+    if thread is None:
+        return False
+    # Loading in the background (mode auto). Ski rental: steps run the torch form until their work adds
+    # up to about what the load costs, then the next one waits for the load. A single query never
+    # waits; a batch that would spend seconds in the torch form (100 CN15k 2m queries in a fresh
+    # process: 0.7 s of torch-form steps while numba loaded) loses at most that much.
+    _state["rented"] = _state.get("rented", 0) + work
+    if _state["rented"] < WAIT_AFTER:
+        return False
+    thread.join()
+    return _state.get("kernel") is not None and mode() != "torch"
 
 
 def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Thread | None:

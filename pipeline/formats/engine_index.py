@@ -38,11 +38,10 @@ def load_engine_index(
     checks it). On the CPU with the pair cache on (PIPELINE_PAIR_CACHE not ``off``): the index file of
     the cache, written by the first process that needs it."""
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
-    got = _load(folder, manifest, dataset, device, n_entities, n_relations)
-    # a large export: the compiled stream loads in the background (on the CPU after the index, whose
-    # check wants every core), while answering starts in the torch form
+    # a large export: the compiled stream loads in the background from now on, beside the index's load
+    # and check, so that it is ready (or nearly) when the first large step comes
     kernels.prepare(sum(int(rel["nnz"]) for rel in manifest["relations"]), device)
-    return got
+    return _load(folder, manifest, dataset, device, n_entities, n_relations)
 
 
 def _load(

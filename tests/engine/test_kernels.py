@@ -279,3 +279,31 @@ def test_a_fork_during_the_background_load_waits_for_it():
     done = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "0 True"
+
+
+_RENT = """
+import time, torch
+from pipeline.engine import kernels
+slow = kernels.load
+def load():
+    time.sleep(1.0)  # a load still under way when the steps come
+    return slow()
+kernels.load = load
+cpu = torch.device("cpu")
+kernels.prepare(kernels.KERNEL_FACTS)
+small = [kernels.applies(cpu, kernels.MIN_WORK) for _ in range(3)]  # rent: the torch form, no wait
+assert "kernel" not in kernels._state, "the load ended before the steps (test too slow to mean anything)"
+t = time.perf_counter()
+big = kernels.applies(cpu, kernels.WAIT_AFTER)  # the rent reaches the load's cost: this step waits
+print(small, big, time.perf_counter() - t > 0.3)
+"""
+
+
+def test_steps_rent_the_torch_form_while_loading_then_wait():
+    """Ski rental (mode auto, a large export, the load under way): steps run the torch form at once until
+    their work adds up to WAIT_AFTER entry-rows; the step that reaches it waits for the load and runs
+    compiled. So a single query never waits and a large batch loses at most about the load's cost."""
+    env = {**os.environ, "PIPELINE_KERNELS": "auto"}
+    done = subprocess.run([sys.executable, "-c", _RENT], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[False, False, False] True True"
