@@ -98,3 +98,49 @@ def test_cuda_answers_equal_cpu(toy_set) -> None:
     cpu, _ = answer_query_set(toy_set, SRC.over(PREDICTED, "toy", 0.05), progress=False)
     gpu, _ = answer_query_set(toy_set, SRC.over(PREDICTED.to("cuda"), "toy", 0.05), progress=False)
     assert gpu.equals(cpu)
+
+
+def test_query_cost_orders_shapes_as_they_cost() -> None:
+    """The task order's estimate (never a result): a multi-edge above a variable-to-variable atom above
+    anchored atoms only, as measured on CN15k (2m, im >> 2p, ip, up, inp >> 2i, 3in)."""
+    from pipeline.query import QUERY_TYPES
+    from pipeline.stages.answer import query_cost
+
+    cost = {name: query_cost(qt.template) for name, qt in QUERY_TYPES.items()}
+    assert cost["1p"] == 1 and cost["2i"] == 2 and cost["3in"] == 3
+    assert cost["2p"] == 11 and cost["ip"] == 12
+    assert cost["up"] == 12  # two conjunctions (DNF): 1, and 1 + 10
+    assert cost["2m"] == 51  # an anchored atom, then two between ?x and ?y: 1 + 10 + 10 + 30
+    assert min(cost["2m"], cost["im"]) > max(cost[t] for t in ("2p", "ip", "inp", "up")) > cost["3in"]
+
+
+def test_heaviest_batches_run_first_and_the_file_keeps_task_order(toy_set, monkeypatch) -> None:
+    """answer_query_set hands its batches to the executor heaviest first (task_cost) and merges the rows
+    back in task order: the frame equals the one made when the batches run in the query set's order."""
+    import pipeline.stages.answer as stage
+
+    method = SRC.over(PREDICTED, "toy")
+    ran: list[float] = []
+    real = stage.answer_batch
+
+    def spy(m, batch):
+        ran.append(stage.task_cost(batch))
+        return real(m, batch)
+
+    monkeypatch.setattr(stage, "answer_batch", spy)
+    frame, _ = answer_query_set(toy_set, method, batch_size=1, progress=False)
+    assert ran == sorted(ran, reverse=True) and len(set(ran)) > 1  # costs differ: the order is tested
+    assert ran != [stage.task_cost(b) for b in _batches_in_set_order(toy_set)]  # and it was changed
+    monkeypatch.setattr(stage, "task_cost", lambda batch: 0.0)  # all equal: the query set's order
+    plain, _ = answer_query_set(toy_set, method, batch_size=1, progress=False)
+    assert frame.equals(plain)
+
+
+def _batches_in_set_order(qs):
+    from pipeline.stages.answer import AnswerBatch
+
+    truth = [(np.zeros(0, dtype=np.int64), np.zeros(0))] * len(qs.frame)
+    return [
+        AnswerBatch(t, [str(i)], [q], [truth[i]], 10)
+        for i, (t, q) in enumerate(zip(qs.frame["type"], qs.queries(), strict=True))
+    ]
