@@ -136,6 +136,15 @@ def load() -> bool:
                 one = np.zeros((1, 1), dtype=np.float32)
                 idx = np.zeros(1, dtype=np.int32)
                 _dispatch(kernel, (one, idx, idx, one, one, one.copy()))  # the engine's dtypes: their code
+                if not _trusted(kernel):
+                    # code read from numba's disk cache that computes wrong values (a flipped byte in the
+                    # machine code: numba checks none): compiled afresh (recompile() empties the cache)
+                    from pipeline.engine._stream_numba import merge_two
+
+                    kernel.recompile()
+                    merge_two.recompile()
+                    if not _trusted(kernel):  # a miscompilation here: the torch form
+                        raise RuntimeError("the compiled stream fails its known answers")
                 _state["kernel"] = kernel
             except Exception:  # numba missing, incompatible with this numpy, unable to compile here:
                 _state["kernel"] = None  # the torch form, same values (an optimisation never fails a command)
@@ -151,15 +160,74 @@ def load_gpu() -> bool:
             try:
                 from pipeline.engine._stream_triton import stream_max as gpu_stream
 
-                idx = torch.zeros(1, dtype=torch.int32, device="cuda")
-                for rows in (1, 2, 9):  # the kernel's three shapes, one and two atoms: compiled now (or read
-                    state = torch.zeros((rows, 1), dtype=torch.float32, device="cuda")  # from triton's cache)
-                    for atoms in (1, 2):
-                        gpu_stream(state, [state[:, 0]] * atoms, idx, idx, state[:1].expand(atoms, 1))
+                # the kernel's three shapes (1, 2-8, 9+ rows), one and two atoms: compiled now (or read from
+                # triton's disk cache, whose files nothing checks) and checked against known answers
+                for rows, atoms in ((1, 1), (1, 2), (2, 1), (2, 2), (9, 1), (9, 2)):
+                    state, betas, src, dst, cc = _known_step(rows, atoms)
+                    got = gpu_stream(
+                        state.cuda(), [b.cuda() for b in betas], src.cuda(), dst.cuda(), cc.cuda()
+                    )
+                    if not _same(got.cpu(), _reference(state, betas, src, dst, cc)):
+                        raise RuntimeError("the fused kernel fails its known answers")
                 _state["gpu"] = gpu_stream
             except Exception:  # triton missing or unable to compile here: the torch form, same values
                 _state["gpu"] = None
         return _state["gpu"] is not None
+
+
+def _known_step(
+    rows: int, atoms: int
+) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A small step with known answers (a fixed seed): -inf states, negative and zero betas, ties, a run
+    of entries per column (sorted by column, as the engine's), int32 ids."""
+    g = torch.Generator().manual_seed(1000 * rows + atoms)
+    n, f = 12, 60
+    levels = torch.tensor([0.0, 0.25, 0.5, 0.75, 1.0])
+    state = levels[torch.randint(0, 5, (rows, n), generator=g)] * 2 - 1
+    state[torch.rand(rows, n, generator=g) < 0.25] = float("-inf")
+    betas = [
+        torch.tensor([-1.0, 0.0, 0.5, 1.5])[torch.randint(0, 4, (rows,), generator=g)] for _ in range(atoms)
+    ]
+    src = torch.randint(0, n, (f,), generator=g, dtype=torch.int32)
+    dst = torch.sort(torch.randint(0, n, (f,), generator=g, dtype=torch.int32)).values
+    cc = levels[torch.randint(0, 5, (atoms, f), generator=g)]
+    return state, betas, src, dst, cc
+
+
+def _reference(
+    state: torch.Tensor, betas: list[torch.Tensor], src: torch.Tensor, dst: torch.Tensor, cc: torch.Tensor
+) -> torch.Tensor:
+    """The step in torch's own operations (maxplus._stream's torch form), for the known answers."""
+    g = state.index_select(1, src.long())
+    for beta, w in zip(betas, cc, strict=True):
+        g.addcmul_(beta[:, None], w[None, :])
+    out = torch.full(state.shape, float("-inf"), dtype=torch.float32)
+    return out.scatter_reduce_(1, dst.long().expand(state.shape[0], -1), g, reduce="amax", include_self=True)
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+def _trusted(kernel: Any) -> bool:
+    """Whether the compiled stream (through :func:`_cpu_stream`: the register loop for 1-3 rows, the
+    vectorised one with and without padding from 4 on; 1-3 atoms; the engine's int32 ids) and the
+    compiled merge (int32 and int64 keys) give the known answers."""
+    from pipeline.engine._stream_numba import merge_two
+
+    for rows in (1, 3, 4, 6, 9):
+        for atoms in (1, 2, 3):
+            step = _known_step(rows, atoms)
+            if not _same(_cpu_stream(kernel, *step), _reference(*step)):
+                return False
+    for dtype in (np.int32, np.int64):  # the key types the engine merges (each its own compiled code)
+        a = np.array([1, 3, 4, 8, 9, 15], dtype=dtype)
+        b = np.array([0, 3, 8, 9, 10, 15, 16], dtype=dtype)
+        pa, pb = np.zeros(6, dtype=np.int64), np.zeros(6, dtype=np.int64)
+        k = _dispatch(merge_two, (a, b, pa, pb))  # its disk cache may be damaged too
+        if not (k == 4 and pa[:k].tolist() == [1, 3, 4, 5] and pb[:k].tolist() == [1, 2, 3, 5]):
+            return False
+    return True
 
 
 def stream_max(
@@ -174,8 +242,19 @@ def stream_max(
     fused triton kernel (pipeline/engine/_stream_triton.py), the same values."""
     if state.device.type == "cuda":
         return _state["gpu"](state, betas, src, dst, cc)
+    return _cpu_stream(_state["kernel"], state, betas, src, dst, cc)
+
+
+def _cpu_stream(
+    kernel: Any,
+    state: torch.Tensor,
+    betas: list[torch.Tensor],
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    cc: torch.Tensor,
+) -> torch.Tensor:
+    """:func:`stream_max` on the CPU with the compiled ``kernel``."""
     bsz, n = state.shape
-    kernel = _state["kernel"]
     width = padded_width(bsz)
     st_t = torch.zeros((n, width), dtype=torch.float32)  # (N, W): an entry reads one run of W floats
     st_t[:, :bsz] = state.t()
@@ -228,14 +307,14 @@ def padded_width(rows: int) -> int:
     return -(-rows // 8) * 8
 
 
-def _dispatch(kernel: Any, args: tuple) -> None:
+def _dispatch(kernel: Any, args: tuple) -> Any:
     """Call the kernel on args of the types a step will pass (an empty step does nothing else), so that
     numba compiles or loads from its disk cache the code for those types here, in the calling thread.
     A damaged cache file (a flipped byte, a truncated write: numba reads it with pickle, unchecked) is
     never believed: numba's index for the kernel is emptied, so that the next process compiles and saves
     it again, and this process compiles it without the disk cache."""
     try:
-        kernel(*args)
+        return kernel(*args)
     except Exception:
         from numba.core.caching import NullCache
 
@@ -247,7 +326,7 @@ def _dispatch(kernel: Any, args: tuple) -> None:
         except OSError:  # a read-only cache folder: this process still compiles afresh
             pass
         kernel._cache = NullCache()
-        kernel(*args)
+        return kernel(*args)
 
 
 def ready() -> bool:

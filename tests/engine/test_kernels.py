@@ -121,7 +121,11 @@ def test_by_hand_one_and_two_atoms():
 
 def test_the_sum_is_fused_as_torch_adds_it():
     """x + beta * c rounded once (addcmul_'s fused multiply-add), not twice: a case where they differ."""
-    x, beta, c = torch.tensor([[-(1.0 + 2**-22)]]), torch.tensor([1.0 + 2**-23]), torch.tensor([[1.0 + 2**-23]])
+    x, beta, c = (
+        torch.tensor([[-(1.0 + 2**-22)]]),
+        torch.tensor([1.0 + 2**-23]),
+        torch.tensor([[1.0 + 2**-23]]),
+    )
     fused = x.clone().addcmul_(beta[:, None], c)  # 2**-46 exactly (the product unrounded)
     twice = x + (beta[:, None] * c)
     assert fused.item() == 2**-46 and twice.item() == 0.0  # the case separates the two roundings
@@ -307,3 +311,31 @@ def test_steps_rent_the_torch_form_while_loading_then_wait():
     done = subprocess.run([sys.executable, "-c", _RENT], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[False, False, False] True True"
+
+
+_MISCOMPILED = """
+import numba, torch
+from pipeline.engine import kernels
+import pipeline.engine.maxplus as mp
+
+@numba.njit
+def wrong(st, src, dst, cc, beta, out):  # what a flipped byte in cached machine code could compute
+    for i in range(src.shape[0]):
+        for b in range(out.shape[1]):
+            out[dst[i], b] = max(out[dst[i], b], st[src[i], b] + beta[0, b] * cc[0, i] + 1e-3)
+
+kernels._compile = lambda: wrong
+print(kernels.load(), kernels.applies(torch.device("cpu"), 1 << 40))
+"""
+
+
+def test_a_kernel_that_fails_its_known_answers_is_never_used():
+    """load() checks the compiled stream on small steps with known answers (1-9 rows, 1-3 atoms) and the
+    merge on a known pair, recompiling once without numba's disk cache; code that still computes other
+    values (a damaged cache's machine code, a miscompilation) leaves the torch form in charge."""
+    env = {**os.environ, "PIPELINE_KERNELS": "numba"}
+    done = subprocess.run(
+        [sys.executable, "-c", _MISCOMPILED], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "False"]

@@ -186,3 +186,26 @@ def test_auto_loads_the_fused_kernel_in_the_background_for_large_exports():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["ok"]
+
+
+_WRONG_GPU = textwrap.dedent(
+    """
+    import torch
+    import pipeline.engine._stream_triton as fused
+    from pipeline.engine import kernels
+
+    real = fused.stream_max
+    fused.stream_max = lambda *a, **k: real(*a, **k).add_(1e-3)  # a damaged triton cache's code, say
+    print(kernels.load_gpu(), kernels.applies(torch.device("cuda"), 1 << 40))
+    """
+)
+
+
+@on_gpu
+def test_a_fused_kernel_that_fails_its_known_answers_is_never_used():
+    env = {**os.environ, "PIPELINE_KERNELS": "numba"}
+    done = subprocess.run(
+        [sys.executable, "-c", _WRONG_GPU], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["False", "False"]
