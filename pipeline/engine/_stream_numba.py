@@ -11,6 +11,8 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from pipeline.engine._numba_cache import checked
+
 
 @intrinsic
 def fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
@@ -159,3 +161,7 @@ def merge_two(a: Any, b: Any, pos_a: Any, pos_b: Any) -> int:  # pragma: no cove
             i += 1
             j += 1
     return k
+
+
+stream = checked(stream)  # its disk cache sealed with CRC-32s: a damaged file means a fresh compilation
+merge_two = checked(merge_two)

@@ -310,8 +310,9 @@ def padded_width(rows: int) -> int:
 def _dispatch(kernel: Any, args: tuple) -> Any:
     """Call the kernel on args of the types a step will pass (an empty step does nothing else), so that
     numba compiles or loads from its disk cache the code for those types here, in the calling thread.
-    A damaged cache file (a flipped byte, a truncated write: numba reads it with pickle, unchecked) is
-    never believed: numba's index for the kernel is emptied, so that the next process compiles and saves
+    A damaged cache file (a flipped byte, a truncated write: numba reads it with pickle, unchecked; its
+    files are sealed with CRC-32s here, pipeline/engine/_numba_cache.py, which turns most damage into
+    a fresh compilation before this point) is never believed: numba's index for the kernel is emptied, so that the next process compiles and saves
     it again, and this process compiles it without the disk cache."""
     try:
         return kernel(*args)

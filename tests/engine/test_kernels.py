@@ -243,6 +243,32 @@ def test_a_damaged_numba_cache_is_never_believed(tmp_path):
     assert sorted(tmp_path.rglob("*.nbc"))
 
 
+def test_one_flipped_bit_in_numba_machine_code_means_a_fresh_compilation(tmp_path):
+    """numba unpickles its cache unchecked: one flipped bit in a data file's machine code was loaded as
+    is, and some flips aborted the process inside LLVM. Each file is now sealed with a CRC-32
+    (pipeline/engine/_numba_cache.py), so the damaged file is never read: compiled afresh, written again."""
+    from pipeline.engine._numba_cache import MAGIC, _open
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PIPELINE_KERNELS": "numba"}
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-c", _CHECK], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert run() == "same"
+    (data,) = [p for p in tmp_path.rglob("*stream-*.nbc")]
+    sealed = data.read_bytes()
+    assert sealed.startswith(MAGIC) and _open(sealed) is not None
+    for pos in (len(sealed) // 3, 2 * len(sealed) // 3, len(sealed) - 5):  # inside the machine code
+        raw = bytearray(sealed)
+        raw[pos] ^= 0x10
+        data.write_bytes(bytes(raw))
+        assert run() == "same"
+        again = data.read_bytes()
+        assert again != bytes(raw) and _open(again) is not None  # rewritten, sealed
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.integers(0, 60), unique=True),
