@@ -152,9 +152,10 @@ def load() -> bool:
 
 
 def load_gpu() -> bool:
-    """Load the fused CUDA kernel now (import triton; compile its three shapes for one and two atoms, ~1 s
-    each the first time on a machine, then read from triton's disk cache; run each on a tiny input); False where triton is missing or cannot compile for this GPU (the torch form runs, the
-    same values). Idempotent."""
+    """Load the fused CUDA kernel now: import triton, compile its three shapes for one and two atoms
+    (~1 s each the first time on a machine, then read from triton's disk cache) and check each on a
+    step with known answers. False where triton is missing, cannot compile for this GPU, or computes
+    other values (the torch form runs, the same values). Idempotent."""
     with _lock:
         if "gpu" not in _state:
             try:
