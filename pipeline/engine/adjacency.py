@@ -419,13 +419,20 @@ class Adjacency:
         if got is not None:
             return got
         cache = self._pairs if self.device.type == "cpu" else None
-        if cache is not None:
+        if cache is None:
+            return self._remember(key, build())
+        got = cache.load(kind, parts)
+        if got is not None:
+            return self._remember(key, got)
+        with cache.building(kind, parts):  # one process builds it; the others wait and read its file
             got = cache.load(kind, parts)
             if got is not None:
                 return self._remember(key, got)
-        value = build()
-        if cache is not None and not any(x.requires_grad for x in value):
-            cache.store(kind, parts, value)
+            value = build()
+            if not any(x.requires_grad for x in value) and cache.store(kind, parts, value):
+                # the memo keeps the file's mapped pages (the page cache, one copy for every worker)
+                # rather than this process' own copy of the arrays
+                value = cache.load(kind, parts) or value
         return self._remember(key, value)
 
     @classmethod

@@ -14,6 +14,7 @@ the process' memo only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -149,6 +150,31 @@ class PairCache:
         except OSError:
             return False
         return True
+
+    @contextlib.contextmanager
+    def building(self, kind: str, parts: Parts) -> Any:
+        """Hold the pair's build lock (an exclusive flock on ``<file>.lock``, across processes) for the
+        block: one process builds a pair while the others that need it wait, then read its file instead
+        of building it too (16 forked workers cutting the same types built each pair up to 16 times
+        over, each copy in its own memory: 6.5 GiB at peak against 3.4 warm). A lock that cannot be
+        taken (a read-only folder, no flock) means building without it, as before; a process killed
+        while holding it releases it with its file descriptors."""
+        fd = None
+        try:
+            import fcntl
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(str(self.path(kind, parts)) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (OSError, ImportError):
+            if fd is not None:
+                os.close(fd)
+            fd = None
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # closing the descriptor releases the lock
 
     def used(self) -> int:
         """Bytes of pair files in the folder."""

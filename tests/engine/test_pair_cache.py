@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -239,12 +241,49 @@ def test_concurrent_builders_leave_one_valid_file(tmp_path: Path) -> None:
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    assert not list(tmp_path.glob("*.tmp")) and [f.name for f in tmp_path.iterdir()] == [
-        pair_name("shared", PAIR)
-    ]
+    files = [f.name for f in tmp_path.iterdir() if not f.name.endswith(".lock")]  # the build locks stay
+    assert not list(tmp_path.glob("*.tmp")) and files == [pair_name("shared", PAIR)]
     cache = PairCache(tmp_path, "same")
     got = cache.load("shared", PAIR)
     expected = Adjacency.from_graph(dense_graph(seed=0)).shared_facts(PAIR)
     assert got is not None and cache.rebuilt == 0
     assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
     assert all(r == results[0] for r in results)
+
+
+def _build_once(
+    folder: str, log: str, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue
+) -> None:
+    adj = Adjacency.from_graph(dense_graph(seed=0)).use_pair_cache(PairCache(folder, "same"))
+    real = adj._shared
+
+    def counted(parts):
+        with open(log, "a") as f:  # one line per build, appended by whichever process builds
+            f.write(f"{os.getpid()}\n")
+        time.sleep(0.3)  # a slow build: the other process asks for the pair meanwhile
+        return real(parts)
+
+    object.__setattr__(adj, "_shared", counted)
+    barrier.wait()
+    out.put([x.tolist() for x in adj.shared_facts(PAIR)])
+
+
+def test_processes_needing_the_same_pair_build_it_once(tmp_path: Path) -> None:
+    """Two forked processes ask for the same missing pair at once: one builds it under the pair's lock,
+    the other waits and reads its file (16 workers cutting the same types otherwise built each pair up to
+    16 times, each copy in its own memory). Both get the same arrays."""
+    ctx = multiprocessing.get_context("fork")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    log = tmp_path / "builds.log"
+    folder = tmp_path / "pairs"
+    procs = [ctx.Process(target=_build_once, args=(str(folder), str(log), barrier, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=60) for _ in range(2)]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert len(log.read_text().split()) == 1  # built by one process only
+    assert results[0] == results[1]
+    expected = Adjacency.from_graph(dense_graph(seed=0)).shared_facts(PAIR)
+    assert results[0] == [x.tolist() for x in expected]
