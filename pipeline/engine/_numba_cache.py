@@ -55,9 +55,7 @@ class CheckedCacheFile(IndexDataCacheFile):
             with open(self._index_path, "rb") as f:
                 version = pickle.load(f)
                 body = _open(f.read())
-        except FileNotFoundError:
-            return {}
-        except Exception:  # a damaged version header: an empty index (rewritten at the next save)
+        except Exception:  # none yet, or a damaged version header: an empty index (rewritten at the next save)
             return {}
         if version != self._version or body is None:
             return {}

@@ -27,6 +27,7 @@ from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 from pipeline.engine.kernels import applies as compiled_applies
 from pipeline.engine.kernels import stream_max as compiled_stream
+from pipeline.engine.kernels import torch_stream
 
 Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
@@ -478,13 +479,7 @@ def _stream(
         return compiled_stream(sub, betas, src, dst, cc)
     if rows >= _WIDE:
         return _stream_wide(state[bs], betas, src, dst, cc)
-    # index_select, not state[bs][:, src]: the same gather ~4x faster (advanced indexing on dim 1)
-    g = (state if isinstance(bs, slice) else state.index_select(0, bs)).index_select(1, src)
-    for beta, w in zip(betas, cc, strict=True):
-        g.addcmul_(beta[:, None], w[None, :])
-    res = torch.full((rows, state.shape[1]), NEG_INF, dtype=torch.float32, device=state.device)
-    res.scatter_reduce_(1, dst.long().expand(rows, -1), g, reduce="amax", include_self=True)
-    return res
+    return torch_stream(state if isinstance(bs, slice) else state.index_select(0, bs), betas, src, dst, cc)
 
 
 def _splittable(key: tuple[tuple[bool, int, bool, float], ...], betas: list[torch.Tensor]) -> bool:

@@ -19,8 +19,8 @@ import json
 import mmap
 import os
 import struct
-import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -200,7 +200,6 @@ def _crcs(mm: mmap.mmap, spans: list[tuple[int, int]]) -> list[int]:
     if threads < 2 or total < _PARALLEL_CRC:
         return [_crc_unmapping(mm, lo, n) for lo, n in spans]
     got = [0] * len(spans)
-    errors: list[BaseException] = []
     load = [0] * threads
     share: list[list[int]] = [[] for _ in range(threads)]
     for i in sorted(range(len(spans)), key=lambda i: -spans[i][1]):  # largest first, to the least loaded
@@ -208,20 +207,14 @@ def _crcs(mm: mmap.mmap, spans: list[tuple[int, int]]) -> list[int]:
         share[t].append(i)
         load[t] += spans[i][1]
 
-    def work(mine: list[int]) -> None:
-        try:
-            for i in mine:
-                got[i] = _crc_unmapping(mm, *spans[i])
-        except BaseException as exc:  # reported below: a span never counts as checked by mistake
-            errors.append(exc)
+    def work(mine: list[int]) -> list[tuple[int, int]]:
+        return [(i, _crc_unmapping(mm, *spans[i])) for i in mine]
 
-    pool = [threading.Thread(target=work, args=(mine,)) for mine in share]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    if errors:
-        raise errors[0]
+    # the pool's threads are joined on leaving; a thread's error is raised (a span never counts as checked)
+    with ThreadPoolExecutor(threads) as pool:
+        for part in pool.map(work, share):
+            for i, crc in part:
+                got[i] = crc
     return got
 
 

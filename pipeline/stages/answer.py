@@ -162,7 +162,7 @@ def query_cost(query: Any) -> int:
 def task_cost(batch: AnswerBatch) -> float:
     """A batch's rough cost: its queries' shapes (query_cost, the engine) plus the rows it returns (every
     ground-truth answer has one: a CN15k 3in batch makes 0.84M rows, ~0.5 s to build and send back)."""
-    engine = sum(query_cost(q) for q in batch.queries[:1]) * len(batch.queries)
+    engine = query_cost(batch.queries[0]) * len(batch.queries) if batch.queries else 0
     rows = sum(len(t[0]) for t in batch.truth) + batch.k * len(batch.queries)
     return engine + rows / 2000
 

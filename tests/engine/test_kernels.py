@@ -10,6 +10,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 import torch
@@ -41,18 +42,23 @@ def test_the_compiled_form_loads_where_numba_is_installed():
     assert kernels._state["kernel"] is not None
 
 
-class compiled:
+def compiled(work: int = 0):
     """Every stream of at least `work` entry-rows through the compiled form (the kernel is loaded)."""
+    return mock.patch.object(kernels, "MIN_WORK", work)
 
-    def __init__(self, work: int = 0):
-        self.work = work
 
-    def __enter__(self):
-        self.old = kernels.MIN_WORK
-        kernels.MIN_WORK = self.work
-
-    def __exit__(self, *exc):
-        kernels.MIN_WORK = self.old
+def child(code: str, timeout: int = 300, **env: str) -> str:
+    """Run code in a fresh Python process with env added to this one's; its stdout, stripped (its stderr
+    in the failure where it exits with an error)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
 
 
 def torch_form(state, betas, src, dst, cc, wide: bool) -> torch.Tensor | None:
@@ -173,10 +179,7 @@ def _fresh(mode: str, facts: int) -> str:
         "import sys\n"
         "print(kernels._state.get('kernel') is not None, 'numba' in sys.modules)\n"
     )
-    env = {**os.environ, "PIPELINE_KERNELS": mode}
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    return child(code, PIPELINE_KERNELS=mode)
 
 
 def test_auto_loads_numba_for_large_exports_only():
@@ -224,12 +227,9 @@ print("same")
 def test_a_damaged_numba_cache_is_never_believed(tmp_path):
     """numba reads its disk cache with pickle, unchecked: a flipped byte or a truncated file there must
     mean a fresh compilation (and a cache written again for the next process), not a traceback."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PIPELINE_KERNELS": "numba"}
 
     def run() -> str:
-        done = subprocess.run([sys.executable, "-c", _CHECK], env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip()
+        return child(_CHECK, NUMBA_CACHE_DIR=str(tmp_path), PIPELINE_KERNELS="numba")
 
     assert run() == "same"  # compiles and saves
     data = sorted(tmp_path.rglob("*.nbc"))
@@ -249,12 +249,8 @@ def test_one_flipped_bit_in_numba_machine_code_means_a_fresh_compilation(tmp_pat
     (pipeline/engine/_numba_cache.py), so the damaged file is never read: compiled afresh, written again."""
     from pipeline.engine._numba_cache import MAGIC, _open
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PIPELINE_KERNELS": "numba"}
-
     def run() -> str:
-        done = subprocess.run([sys.executable, "-c", _CHECK], env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip()
+        return child(_CHECK, NUMBA_CACHE_DIR=str(tmp_path), PIPELINE_KERNELS="numba")
 
     assert run() == "same"
     (data,) = [p for p in tmp_path.rglob("*stream-*.nbc")]
@@ -305,10 +301,7 @@ print(os.waitstatus_to_exitcode(status), kernels.ready())
 
 
 def test_a_fork_during_the_background_load_waits_for_it():
-    env = {**os.environ, "PIPELINE_KERNELS": "auto"}
-    done = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "0 True"
+    assert child(_FORK, timeout=120, PIPELINE_KERNELS="auto") == "0 True"
 
 
 _RENT = """
@@ -333,10 +326,7 @@ def test_steps_rent_the_torch_form_while_loading_then_wait():
     """Ski rental (mode auto, a large export, the load under way): steps run the torch form at once until
     their work adds up to WAIT_AFTER entry-rows; the step that reaches it waits for the load and runs
     compiled. So a single query never waits and a large batch loses at most about the load's cost."""
-    env = {**os.environ, "PIPELINE_KERNELS": "auto"}
-    done = subprocess.run([sys.executable, "-c", _RENT], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[False, False, False] True True"
+    assert child(_RENT, timeout=120, PIPELINE_KERNELS="auto") == "[False, False, False] True True"
 
 
 _MISCOMPILED = """
@@ -359,9 +349,4 @@ def test_a_kernel_that_fails_its_known_answers_is_never_used():
     """load() checks the compiled stream on small steps with known answers (1-9 rows, 1-3 atoms) and the
     merge on a known pair, recompiling once without numba's disk cache; code that still computes other
     values (a damaged cache's machine code, a miscompilation) leaves the torch form in charge."""
-    env = {**os.environ, "PIPELINE_KERNELS": "numba"}
-    done = subprocess.run(
-        [sys.executable, "-c", _MISCOMPILED], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["False", "False"]
+    assert child(_MISCOMPILED, PIPELINE_KERNELS="numba").split() == ["False", "False"]

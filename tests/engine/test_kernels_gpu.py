@@ -8,10 +8,8 @@ interpreter (skipped where triton is not installed: it is not a dependency)."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 import textwrap
+from unittest import mock
 
 import pytest
 import torch
@@ -22,7 +20,7 @@ import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, kernels, search_batch
 from tests.engine.oracle import dense_conf, oracle
-from tests.engine.test_kernels import same, steps, torch_form
+from tests.engine.test_kernels import child, same, steps, torch_form
 from tests.engine.test_multi_edges import batch, graphs
 from tests.engine.test_oracle import assert_same, graph_of
 
@@ -40,18 +38,9 @@ def on_gpu(test):
     return test
 
 
-class fused:
+def fused(work: int = 0):
     """Every CUDA stream of at least `work` entry-rows through the fused kernel."""
-
-    def __init__(self, work: int = 0):
-        self.work = work
-
-    def __enter__(self):
-        self.old = kernels.GPU_MIN_WORK
-        kernels.GPU_MIN_WORK = self.work
-
-    def __exit__(self, *exc):
-        kernels.GPU_MIN_WORK = self.old
+    return mock.patch.object(kernels, "GPU_MIN_WORK", work)
 
 
 @on_gpu
@@ -151,12 +140,7 @@ _INTERPRETED = textwrap.dedent(
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed (not a dependency)")
 def test_the_fused_kernel_interpreted_equals_the_torch_form():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["checked", "144"]
+    assert child(_INTERPRETED, timeout=600, TRITON_INTERPRET="1").split() == ["checked", "144"]
 
 
 _BACKGROUND = textwrap.dedent(
@@ -180,12 +164,7 @@ _BACKGROUND = textwrap.dedent(
 
 @on_gpu
 def test_auto_loads_the_fused_kernel_in_the_background_for_large_exports():
-    env = {k: v for k, v in os.environ.items() if k != "PIPELINE_KERNELS"}
-    done = subprocess.run(
-        [sys.executable, "-c", _BACKGROUND], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["ok"]
+    assert child(_BACKGROUND, PIPELINE_KERNELS="auto") == "ok"
 
 
 _WRONG_GPU = textwrap.dedent(
@@ -203,9 +182,4 @@ _WRONG_GPU = textwrap.dedent(
 
 @on_gpu
 def test_a_fused_kernel_that_fails_its_known_answers_is_never_used():
-    env = {**os.environ, "PIPELINE_KERNELS": "numba"}
-    done = subprocess.run(
-        [sys.executable, "-c", _WRONG_GPU], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["False", "False"]
+    assert child(_WRONG_GPU, PIPELINE_KERNELS="numba").split() == ["False", "False"]

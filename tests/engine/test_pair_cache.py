@@ -12,6 +12,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -231,16 +232,23 @@ def _build(
         out.put([x.tolist() for x in adj.shared_facts(PAIR)])
 
 
-def test_concurrent_builders_leave_one_valid_file(tmp_path: Path) -> None:
+def _race(target: Any, *args: Any, results: int) -> list:
+    """Two forked processes running target(*args, barrier, out) from one barrier: the `results` items
+    they put on `out`, once both have exited cleanly."""
     ctx = multiprocessing.get_context("fork")
     barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_build, args=(str(tmp_path), 0, barrier, out)) for _ in range(2)]
+    procs = [ctx.Process(target=target, args=(*args, barrier, out)) for _ in range(2)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=60) for _ in range(10)]
+    got = [out.get(timeout=60) for _ in range(results)]
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
+    return got
+
+
+def test_concurrent_builders_leave_one_valid_file(tmp_path: Path) -> None:
+    results = _race(_build, str(tmp_path), 0, results=10)
     files = [f.name for f in tmp_path.iterdir() if not f.name.endswith(".lock")]  # the build locks stay
     assert not list(tmp_path.glob("*.tmp")) and files == [pair_name("shared", PAIR)]
     cache = PairCache(tmp_path, "same")
@@ -272,17 +280,8 @@ def test_processes_needing_the_same_pair_build_it_once(tmp_path: Path) -> None:
     """Two forked processes ask for the same missing pair at once: one builds it under the pair's lock,
     the other waits and reads its file (16 workers cutting the same types otherwise built each pair up to
     16 times, each copy in its own memory). Both get the same arrays."""
-    ctx = multiprocessing.get_context("fork")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
     log = tmp_path / "builds.log"
-    folder = tmp_path / "pairs"
-    procs = [ctx.Process(target=_build_once, args=(str(folder), str(log), barrier, out)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=60) for _ in range(2)]
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    results = _race(_build_once, str(tmp_path / "pairs"), str(log), results=2)
     assert len(log.read_text().split()) == 1  # built by one process only
     assert results[0] == results[1]
     expected = Adjacency.from_graph(dense_graph(seed=0)).shared_facts(PAIR)
