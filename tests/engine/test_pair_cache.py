@@ -23,6 +23,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, search_batch
+from pipeline.formats import pair_cache
 from pipeline.formats.pair_cache import PairCache, export_identity, for_export, pair_name
 from pipeline.query import Atom, Conjunction, Const, Query, Var
 from tests.engine.test_multi_edges import batch, graphs
@@ -190,6 +191,62 @@ def test_bad_files_are_never_believed(tmp_path: Path, damage: str) -> None:
         f.write_bytes(b"")
     assert cache.load("shared", PAIR) is None
     assert cache.rebuilt == 1 and not f.exists()
+
+
+def _settled_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PairCache, Path, tuple]:
+    """A pair file whose times are settled (pair_cache._SETTLED shortened to 50 ms, then waited for)."""
+    monkeypatch.setattr(pair_cache, "_SETTLED", 0.05)
+    monkeypatch.delenv("PIPELINE_VERIFY", raising=False)
+    arrays = (torch.arange(5000, dtype=torch.int32), torch.rand(2, 5000))
+    PairCache(tmp_path, "export-a").store("shared", PAIR, arrays)
+    time.sleep(0.1)
+    return PairCache(tmp_path, "export-a"), PairCache(tmp_path, "export-a").path("shared", PAIR), arrays
+
+
+def test_a_checked_file_is_not_summed_again_until_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first open of a settled file checks every array and records the file's stamp beside it; a later
+    process opens it with its header checked only, the same arrays; any write to it (even one that puts
+    the mtime back) changes its ctime, so the next open checks in full again and a flipped byte is found."""
+    first, f, arrays = _settled_file(tmp_path, monkeypatch)
+    got = first.load("shared", PAIR)
+    assert got is not None and first.summed == 1 and f.with_name(f.name + ".ok").is_file()
+    later = PairCache(tmp_path, "export-a")
+    again = later.load("shared", PAIR)
+    assert again is not None and later.summed == 0
+    assert all(torch.equal(a, b) for a, b in zip(again, arrays, strict=True))
+
+    before = f.stat()
+    flip_byte(f, f.stat().st_size - 3)  # in the last array's bytes: only the full check sees it
+    os.utime(f, ns=(before.st_atime_ns, before.st_mtime_ns))  # the mtime put back; the ctime cannot be
+    assert f.stat().st_mtime_ns == before.st_mtime_ns and f.stat().st_ctime_ns != before.st_ctime_ns
+    damaged = PairCache(tmp_path, "export-a")
+    assert damaged.load("shared", PAIR) is None
+    assert damaged.summed == 1 and damaged.rebuilt == 1
+    assert not f.exists() and not f.with_name(f.name + ".ok").exists()
+
+
+def test_a_record_vouches_for_its_own_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record beside another file (copied there, or the file replaced by a valid one), an unsettled file
+    and PIPELINE_VERIFY=always all mean a full check."""
+    first, f, _ = _settled_file(tmp_path, monkeypatch)
+    assert first.load("shared", PAIR) is not None and first.summed == 1
+    record = f.with_name(f.name + ".ok")
+    monkeypatch.setenv("PIPELINE_VERIFY", "always")
+    always = PairCache(tmp_path, "export-a")
+    assert always.load("shared", PAIR) is not None and always.summed == 1
+    monkeypatch.delenv("PIPELINE_VERIFY")
+
+    kept = record.read_bytes()
+    data = f.read_bytes()
+    f.unlink()
+    f.write_bytes(data)  # the same bytes in a new file (another inode, other times)
+    record.write_bytes(kept)
+    moved = PairCache(tmp_path, "export-a")
+    assert moved.load("shared", PAIR) is not None and moved.summed == 1
+    monkeypatch.setattr(pair_cache, "_SETTLED", 3600.0)  # a file younger than that: never recorded
+    record.unlink()
+    young = PairCache(tmp_path, "export-a")
+    assert young.load("shared", PAIR) is not None and young.summed == 1 and not record.exists()
 
 
 def test_identity_keys_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
