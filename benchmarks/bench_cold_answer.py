@@ -200,8 +200,6 @@ def main() -> None:
             for w in workers:
                 for state in states:
                     for label, root in roots:  # alternately, cell by cell
-                        if label == "before" and (w > 1 or state != states[0]):
-                            continue  # the code before has neither workers nor a pair cache
                         cache = tmp / f"pairs-{label}"
                         best: dict[str, Any] | None = None
                         for _ in range(args.repeat):

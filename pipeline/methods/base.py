@@ -112,6 +112,11 @@ class Method(ABC):
     def device(self) -> torch.device:
         return torch.device("cpu")
 
+    def relation_sizes(self) -> list[int] | None:
+        """The facts per relation this method streams (for balancing the parts of a query type cut
+        across workers: :mod:`pipeline.stages.answer_plan`; never for results), or None (parts by counts)."""
+        return None
+
     def portable(self) -> tuple[Callable[..., Method], tuple[Any, ...]]:
         """How another process (a Ray actor) gets this method: ``build(*args)``, both picklable. Default:
         the method itself, pickled; a method over large files overrides it to reopen them there instead."""

@@ -59,6 +59,14 @@ class SRC(Method):
     def device(self) -> torch.device:
         return self.adjacency.device if self.adjacency is not None else torch.device("cpu")
 
+    def relation_sizes(self) -> list[int] | None:
+        """Facts per relation of the export (from the index's row pointers: nothing is read per fact)."""
+        if self.adjacency is None:
+            return None
+        n = self.adjacency.n_entities
+        starts = self.adjacency.fwd.ptr[::n]
+        return starts.diff().tolist()
+
     def with_delta(self, delta: float) -> SRC:
         """The same method with another delta (for choosing delta on the valid queries)."""
         return SRC(self.adjacency, self.manifest, self.calibration, delta, self.info)

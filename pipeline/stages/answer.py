@@ -35,6 +35,7 @@ from pipeline.formats.answers import (
 from pipeline.formats.queryset import QuerySet, checksum, read_query_set
 from pipeline.methods.base import BuildInputs, Method, MethodOptions
 from pipeline.query.model import Var
+from pipeline.stages import answer_plan
 
 if TYPE_CHECKING:
     from pipeline.executors import Executor
@@ -99,17 +100,23 @@ def answer_query_set(
     groups: dict[str, list[int]] = {}
     for i, t in enumerate(types):
         groups.setdefault(t, []).append(i)
-    tasks = []
+    tasks, chunks = [], []
     workers = (executor.workers or 1) if executor is not None else 1
+    sizes = method.relation_sizes() if workers > len(groups) else None
     for qtype, idx in groups.items():
         # a batch cut in two costs more per query (a relation's stream serves fewer rows), so types are cut
         # only where there are more workers than types; then each into one part per worker (the types'
-        # costs differ 300x: the slowest type's parts, not the count of tasks, set the wall time)
-        size = batch_size if workers <= len(groups) else min(batch_size, -(-len(idx) // workers))
-        for s in range(0, len(idx), size):
-            chunk = idx[s : s + size]
+        # costs differ 300x: the slowest type's parts, not the count of tasks, set the wall time), the
+        # queries that share their streamed relations in one part (answer_plan.cut)
+        if workers <= len(groups):
+            cuts = [idx[s : s + batch_size] for s in range(0, len(idx), batch_size)]
+        else:
+            size = min(batch_size, -(-len(idx) // workers))
+            cuts = answer_plan.cut(idx, parsed, -(-len(idx) // size), sizes)
+        for chunk in cuts:
             batch = AnswerBatch(qtype, [ids[i] for i in chunk], [parsed[i] for i in chunk], [truth[i] for i in chunk], k)
-            tasks.append(Task(f"batch {len(tasks)} ({qtype}, queries {chunk[0]}..{chunk[-1]})", batch, len(chunk)))
+            tasks.append(Task(f"batch {len(tasks)} ({qtype}, {len(chunk)} queries from {chunk[0]})", batch, len(chunk)))
+            chunks.append(chunk)
     build, args = method.portable()
     state = ActorState(build, args, local=method)
     parts: list[pd.DataFrame | None] = [None] * len(tasks)
@@ -122,10 +129,19 @@ def answer_query_set(
         answer_batch, [tasks[j] for j in order], state, desc="answer", unit="query", progress=progress
     )
     spans: dict[str, list[float]] = {}
+    # each query's place in the file (grouped by type, in order): where a cut part holds queries out of
+    # that order (answer_plan), every row is put back at its query's place
+    place = {q: j for j, q in enumerate(q for idx in groups.values() for q in idx)}
+    where = [[place[q] for q in chunk] for chunk in chunks]
+    flat = [w for chunk in where for w in chunk]
+    permuted = any(b < a for a, b in zip(flat, flat[1:], strict=False))
+    positions: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(tasks)
     for ran, (ranked, seconds, span) in run:
         i = order[ran]
         batch = tasks[i].args
         parts[i] = rows_frame(batch.ids, [batch.qtype] * len(batch.ids), batch.truth, ranked)
+        if permuted:
+            positions[i] = np.repeat(np.asarray(where[i], dtype=np.int64), ranked.counts)
         stats[tasks[i].args.qtype]["seconds"] += seconds
         got = spans.setdefault(tasks[i].args.qtype, [*span])
         got[0], got[1] = min(got[0], span[0]), max(got[1], span[1])
@@ -136,7 +152,10 @@ def answer_query_set(
             s["wall_queries_per_s"] = s["queries"] / wall if wall > 0 else 0.0
     if not parts:
         return rows_from_utilities([], [], torch.zeros(0, method.n_entities), [], k), stats
-    return pd.concat(parts, ignore_index=True), stats
+    frame = pd.concat(parts, ignore_index=True)
+    if permuted:  # the rows in the order of the queries grouped by type, whatever parts the types were cut in
+        frame = frame.take(np.argsort(np.concatenate(positions), kind="stable")).reset_index(drop=True)
+    return frame, stats
 
 
 def query_cost(query: Any) -> int:

@@ -141,6 +141,26 @@ def test_batches_cut_within_types_merge_in_order(toy_pipeline: dict) -> None:
     assert all(s["wall_queries_per_s"] > 0 for s in stats.values())
 
 
+def test_a_type_cut_across_workers_answers_as_one_process(toy_pipeline: dict) -> None:
+    """One type, more workers than types: the type is cut by answer_plan (parts out of the file's order)
+    and the rows are put back in it: the frame of one process, row for row."""
+    from pipeline.executors import ProcessExecutor
+    from pipeline.formats.queryset import QuerySet, read_query_set
+    from pipeline.methods import SRC
+    from pipeline.stages.answer import answer_query_set
+
+    method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    full = read_query_set(toy_pipeline["test"])
+    # the type with the most queries, in reverse order (a file need not be sorted)
+    top = full.frame["type"].value_counts().index[0]
+    frame = full.frame[full.frame["type"] == top].iloc[::-1].reset_index(drop=True)
+    qs = QuerySet(frame, dict(full.meta), full.path)
+    one, _ = answer_query_set(qs, method, progress=False)
+    three, _ = answer_query_set(qs, method, progress=False, executor=ProcessExecutor(workers=3))
+    pd.testing.assert_frame_equal(one, three)
+    assert list(dict.fromkeys(one["query_id"])) == frame["id"].astype(str).tolist()
+
+
 _FORK_AFTER_THREADS = """
 import torch
 from pipeline.executors import ActorState, ProcessExecutor, Task
