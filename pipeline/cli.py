@@ -727,6 +727,7 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     from dataclasses import replace
 
     from pipeline.core.atomic import check_folder
+    from pipeline.core.heap import keep_freed_heap
     from pipeline.executors import answer_executor
     from pipeline.methods import MethodOptions
     from pipeline.stages.answer import AnswerOptions, answer_queries
@@ -745,6 +746,8 @@ def answer_cmd(queries: str | None, method_name: str | None, adjacency: str | No
     if set_name is not None:
         raise PipelineError("--set names a set of (:Query) nodes in the store: use it with --from-store")
     with answer_executor(executor_name, address, workers) as executor:
+        if executor.in_process:  # answered here: this process reuses the heap it frees, as workers do
+            keep_freed_heap()
         report = answer_queries(queries, method, replace(how, executor=executor))
     valid = valid_queries
     if as_json:

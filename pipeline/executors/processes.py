@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from tqdm import tqdm
 
 from pipeline.core.errors import PipelineError
+from pipeline.core.heap import keep_freed_heap, release_heap
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 from pipeline.executors.local import LocalExecutor
 
@@ -56,6 +57,7 @@ def _init(threads: int, state: ActorState | None) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    keep_freed_heap()
     global _STATE
     if state is not None:  # spawned, not forked: build the state here, once
         _STATE = state.build(*state.args)
@@ -67,6 +69,8 @@ def _work(item: tuple[int, Callable[[Any, Any], Any], Any, str]) -> tuple[int, b
         return i, True, fn(_STATE, args)
     except Exception as exc:  # one line naming the task, as the other executors give it
         return i, False, str(failure(Task(label, None), exc))
+    finally:
+        release_heap()  # the task's temporaries are gone: what the heap kept for them goes back
 
 
 class ProcessExecutor(Executor):

@@ -84,16 +84,12 @@ def _release_freed_memory() -> None:
     on CN15k) back to the system before answering: Arrow's memory pool and glibc's malloc keep freed
     pages for reuse, and answering workers forked from this process would otherwise start beside that
     dead heap (the first process after an export peaked at 4.4 GiB with two workers)."""
-    import ctypes
-    import ctypes.util
-
     import pyarrow as pa
 
+    from pipeline.core.heap import release_heap
+
     pa.default_memory_pool().release_unused()
-    libc = ctypes.util.find_library("c")
-    trim = getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None
-    if trim is not None:  # glibc only
-        trim(0)
+    release_heap()
 
 
 def _arrays(adj: Adjacency) -> tuple[torch.Tensor, ...]:
