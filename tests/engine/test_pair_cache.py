@@ -243,6 +243,12 @@ def test_a_record_vouches_for_its_own_file_only(tmp_path: Path, monkeypatch: pyt
     record.write_bytes(kept)
     moved = PairCache(tmp_path, "export-a")
     assert moved.load("shared", PAIR) is not None and moved.summed == 1
+    time.sleep(0.1)  # the rewritten file settles (_SETTLED is 50 ms here)
+    for garbage in (b"\xff\xfe not json", b"[]", b'{"ino": 1}'):  # a damaged or foreign record vouches for nothing
+        record.write_bytes(garbage)
+        damaged = PairCache(tmp_path, "export-a")
+        assert damaged.load("shared", PAIR) is not None and damaged.summed == 1
+        assert json.loads(record.read_bytes())["ino"] == f.stat().st_ino  # and is replaced by a true one
     monkeypatch.setattr(pair_cache, "_SETTLED", 3600.0)  # a file younger than that: never recorded
     record.unlink()
     young = PairCache(tmp_path, "export-a")
