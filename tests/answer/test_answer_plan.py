@@ -61,3 +61,14 @@ def test_equal_groups_get_a_part_each() -> None:
     qs = [two_m(i, 9, *[(0, 1), (2, 3), (4, 5)][i % 3]) for i in range(12)]
     parts = cut(list(range(12)), qs, 3, [50] * 10)
     assert sorted(parts) == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8, 11]]
+
+
+def test_src_relation_sizes_count_each_relations_facts() -> None:
+    """SRC.relation_sizes (what the cut balances on): facts per relation, read from the index's row
+    pointers; a relation without facts counts 0."""
+    from pipeline.methods import SRC
+    from tests.engine.test_oracle import graph_of
+
+    facts = [(0, 0, 1, 0.5), (1, 0, 2, 0.4), (2, 0, 0, 0.9), (0, 2, 2, 0.7), (3, 2, 1, 0.2)]
+    method = SRC.over(graph_of(4, 4, facts), "toy")
+    assert method.relation_sizes() == [3, 0, 2, 0]
