@@ -260,8 +260,9 @@ def _cpu_stream(
     """:func:`stream_max` on the CPU with the compiled ``kernel``."""
     bsz, n = state.shape
     width = padded_width(bsz)
-    st_t = torch.zeros((n, width), dtype=torch.float32)  # (N, W): an entry reads one run of W floats
+    st_t = torch.empty((n, width), dtype=torch.float32)  # (N, W): an entry reads one run of W floats
     st_t[:, :bsz] = state.t()
+    st_t[:, bsz:] = 0  # the padding rows' state
     st = st_t.numpy()
     beta_t = torch.zeros((len(betas), width), dtype=torch.float32)  # (P, W): padding columns' betas 0
     beta_t[:, :bsz] = torch.stack([b.to(torch.float32) for b in betas])
@@ -304,8 +305,9 @@ def _dispatch(kernel: Any, args: tuple) -> Any:
     numba compiles or loads from its disk cache the code for those types here, in the calling thread.
     A damaged cache file (a flipped byte, a truncated write: numba reads it with pickle, unchecked; its
     files are sealed with CRC-32s here, pipeline/engine/_numba_cache.py, which turns most damage into
-    a fresh compilation before this point) is never believed: numba's index for the kernel is emptied, so that the next process compiles and saves
-    it again, and this process compiles it without the disk cache."""
+    a fresh compilation before this point) is never believed: numba's index for the kernel is emptied,
+    so that the next process compiles and saves it again, and this process compiles it without the
+    disk cache."""
     try:
         return kernel(*args)
     except Exception:

@@ -9,8 +9,8 @@ of order and range (done when it was built), no sort for the rows by tail, and o
 the page cache for all processes on the machine (forked workers, spawned ones, Ray actors). The file's
 CRC-32s are checked in full on its first open after any write to it (about 4 GB/s; a verification
 record beside it covers later opens while its stamp holds: :mod:`pipeline.formats.pair_cache`), so a
-flipped byte means a rebuild from the export, never a wrong answer; the cache folder is keyed by the export's identity, so another or a rewritten export
-never reads it.
+flipped byte means a rebuild from the export, never a wrong answer; the cache folder is keyed by the
+export's identity, so another or a rewritten export never reads it.
 """
 
 from __future__ import annotations

@@ -82,10 +82,10 @@ class PairCache:
         self.budget = budget
         self.rebuilt = 0  # files found invalid and replaced (stale or corrupt), for tests and reports
         self.summed = 0  # files whose arrays this process checked in full (no valid verification record)
-        # files this process has mapped and verified, by (kind, parts): (inode, size, mtime), arrays. Mapped
+        # files this process has mapped and verified, by (kind, parts): (_file_stamp, arrays). Mapped
         # pages live in the page cache, not in the process' memory, so they need no budget; a pair that
         # leaves the engine's memo comes back from here without a second CRC pass
-        self._mapped: dict[tuple[str, Parts], tuple[tuple[int, int, int], tuple[torch.Tensor, ...]]] = {}
+        self._mapped: dict[tuple[str, Parts], tuple[tuple[int, ...], tuple[torch.Tensor, ...]]] = {}
 
     def path(self, kind: str, parts: Parts) -> Path:
         return self.folder / pair_name(kind, parts)
@@ -101,7 +101,7 @@ class PairCache:
         try:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
-                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                stamp = _file_stamp(st)
                 hit = self._mapped.get((kind, parts))
                 if hit is not None and hit[0] == stamp:
                     return hit[1]
@@ -212,15 +212,17 @@ class PairCache:
                 pass
 
 
+_STAMP = ("dev", "ino", "size", "mtime_ns", "ctime_ns")
+
+
+def _file_stamp(st: os.stat_result) -> tuple[int, ...]:
+    """What changes with any write to the file, or its replacement (module docstring)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def _stamp(st: os.stat_result, header_crc: int) -> dict[str, int]:
-    return {
-        "dev": st.st_dev,
-        "ino": st.st_ino,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "ctime_ns": st.st_ctime_ns,
-        "header_crc": header_crc,
-    }
+    """A verification record's content: the file's stamp and its header's CRC."""
+    return {**dict(zip(_STAMP, _file_stamp(st), strict=True)), "header_crc": header_crc}
 
 
 def _record_path(path: Path) -> Path:
