@@ -8,7 +8,7 @@ from typing import Any
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from pipeline.engine._numba_cache import checked
@@ -27,7 +27,7 @@ def fma32(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
     return sig, codegen
 
 
-_WIDE_ROWS = 4  # from this many rows on, the loops over the rows (vectorised) beat the runs in registers
+LANES = 8  # rows per vector of the compiled stream: its state and betas are padded to a multiple of this
 
 
 @numba.njit(inline="always")
@@ -45,100 +45,190 @@ def _run_end(dst: Any, i: int, n: int) -> int:  # pragma: no cover - compiled
     return j
 
 
-@numba.njit(inline="always")
-def _term(st: Any, src: Any, cc: Any, k: int, b: int, b0: Any, b1: Any, two: bool) -> Any:  # pragma: no cover
-    """Entry k's value for row b with one atom (beta b0) or two (b0, b1), fused multiply-adds in order."""
-    v = fma32(cc[0, k], b0, st[src[k], b])
-    return fma32(cc[1, k], b1, v) if two else v
+def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
+    """An intrinsic run(st, src, cc, beta, out, i, j, o, blk): the entries i..j-1 (one run of column o)
+    for the rows blk .. blk + vectors * LANES - 1, each vector of LANES rows held in a register:
+
+        out[o, b] = max(out[o, b], max over k of fma(cc[atoms-1, k], beta[atoms-1, b], ... fma(cc[0, k], beta[0, b], st[src[k], b])))
+
+    written as LLVM vector code, because numba's loops leave the rows scalar: per entry one load of
+    src[k] and of each atom's confidence, one vector load of st's row per vector, one fused
+    multiply-add per atom and vector (llvm.fma: torch's addcmul_ rounding, in atom order) and one
+    compare-and-select into the accumulator. ``unroll`` entries at a time into as many accumulators
+    (independent chains of maxima), maxed together at the end of the run. A NaN never wins a select:
+    each lane records whether it saw one (or out held one) and ends NaN, as amax's rule; other ties
+    (signed zeros) may keep either zero, as the stream's accumulators always could. st, out, beta:
+    2-D float32 with any strides (the rows of a vector contiguous: C order); src: 1-D int32 or int64."""
+
+    @intrinsic
+    def run(typingctx: Any, st: Any, src: Any, cc: Any, beta: Any, out: Any, i: Any, j: Any, o: Any, blk: Any) -> Any:
+        sig = types.void(st, src, cc, beta, out, i, j, o, blk)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            f32, i64, i8p = ir.FloatType(), ir.IntType(64), ir.IntType(8).as_pointer()
+            vec, mask = ir.VectorType(f32, LANES), ir.VectorType(ir.IntType(1), LANES)
+            kinds = signature.args
+            st_a, src_a, cc_a, beta_a, out_a = (
+                context.make_array(kinds[n])(context, builder, args[n]) for n in range(5)
+            )
+            first, last, col, row0 = (context.cast(builder, args[n], kinds[n], types.int64) for n in range(5, 9))
+
+            def at(a: Any, r: Any, c: Any) -> Any:  # the byte address of a[r, c] (strides are in bytes)
+                s0, s1 = cgutils.unpack_tuple(builder, a.strides, 2)
+                off = builder.add(builder.mul(r, s0), builder.mul(c, s1))
+                return builder.gep(builder.bitcast(a.data, i8p), [off])
+
+            def load_vec(p: Any) -> Any:
+                return builder.load(builder.bitcast(p, vec.as_pointer()), align=4)
+
+            def splat(x: Any) -> Any:
+                one = builder.insert_element(ir.Constant(vec, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+                zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+                return builder.shuffle_vector(one, ir.Constant(vec, ir.Undefined), zeros)
+
+            fma = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vec, [vec, vec, vec]), f"llvm.fma.v{LANES}f32"
+            )
+            rows = [builder.add(row0, ir.Constant(i64, LANES * v)) for v in range(vectors)]
+            betas = [[load_vec(at(beta_a, ir.Constant(i64, p), r)) for p in range(atoms)] for r in rows]
+            (src_step,) = cgutils.unpack_tuple(builder, src_a.strides, 1)
+            src_ty = kinds[1].dtype
+            src_ptr = context.get_value_type(src_ty).as_pointer()
+
+            def entry(k: Any) -> list:  # entry k's value, one vector per block of rows
+                sp = builder.gep(builder.bitcast(src_a.data, i8p), [builder.mul(k, src_step)])
+                s = context.cast(builder, builder.load(builder.bitcast(sp, src_ptr)), src_ty, types.int64)
+                cs = [
+                    splat(builder.load(builder.bitcast(at(cc_a, ir.Constant(i64, p), k), f32.as_pointer())))
+                    for p in range(atoms)
+                ]
+                got = []
+                for v in range(vectors):
+                    x = load_vec(at(st_a, s, rows[v]))
+                    for p in range(atoms):
+                        x = builder.call(fma, [cs[p], betas[v][p], x])
+                    got.append(x)
+                return got
+
+            def bigger(acc: Any, x: Any) -> Any:  # x > acc ? x : acc, lane by lane (a NaN x never wins)
+                return builder.select(builder.fcmp_ordered(">", x, acc), x, acc)
+
+            def nan_seen(seen: Any, x: Any) -> Any:
+                return builder.or_(seen, builder.fcmp_unordered("uno", x, x))
+
+            outs = [builder.bitcast(at(out_a, col, r), vec.as_pointer()) for r in rows]
+            start = [builder.load(p, align=4) for p in outs]
+            start_nan = [nan_seen(ir.Constant(mask, [0] * LANES), x) for x in start]
+            low = ir.Constant(vec, [float("-inf")] * LANES)
+            pre = builder.basic_block
+            head, body = builder.append_basic_block("run.head"), builder.append_basic_block("run.body")
+            tail_head, tail_body = builder.append_basic_block("run.tail"), builder.append_basic_block("run.tail.body")
+            done = builder.append_basic_block("run.done")
+            builder.branch(head)
+
+            builder.position_at_end(head)  # `unroll` entries at a time
+            k = builder.phi(i64)
+            k.add_incoming(first, pre)
+            accs = [[builder.phi(vec) for _ in range(vectors)] for _ in range(unroll)]
+            seen = [builder.phi(mask) for _ in range(vectors)]
+            for v in range(vectors):
+                accs[0][v].add_incoming(start[v], pre)
+                for u in range(1, unroll):
+                    accs[u][v].add_incoming(low, pre)
+                seen[v].add_incoming(start_nan[v], pre)
+            builder.cbranch(builder.icmp_signed("<=", builder.add(k, ir.Constant(i64, unroll)), last), body, tail_head)
+            builder.position_at_end(body)
+            now = list(seen)
+            for u in range(unroll):
+                xs = entry(builder.add(k, ir.Constant(i64, u)))
+                for v in range(vectors):
+                    accs[u][v].add_incoming(bigger(accs[u][v], xs[v]), body)
+                    now[v] = nan_seen(now[v], xs[v])
+            k.add_incoming(builder.add(k, ir.Constant(i64, unroll)), body)
+            for v in range(vectors):
+                seen[v].add_incoming(now[v], body)
+            builder.branch(head)
+
+            builder.position_at_end(tail_head)  # the run's last entries, one at a time
+            k2 = builder.phi(i64)
+            k2.add_incoming(k, head)
+            acc2 = [builder.phi(vec) for _ in range(vectors)]
+            seen2 = [builder.phi(mask) for _ in range(vectors)]
+            for v in range(vectors):
+                acc2[v].add_incoming(accs[0][v], head)
+                seen2[v].add_incoming(seen[v], head)
+            builder.cbranch(builder.icmp_signed("<", k2, last), tail_body, done)
+            builder.position_at_end(tail_body)
+            xs = entry(k2)
+            k2.add_incoming(builder.add(k2, ir.Constant(i64, 1)), tail_body)
+            for v in range(vectors):
+                acc2[v].add_incoming(bigger(acc2[v], xs[v]), tail_body)
+                seen2[v].add_incoming(nan_seen(seen2[v], xs[v]), tail_body)
+            builder.branch(tail_head)
+
+            builder.position_at_end(done)
+            nan = ir.Constant(vec, [float("nan")] * LANES)
+            for v in range(vectors):
+                res = acc2[v]
+                for u in range(1, unroll):
+                    res = bigger(res, accs[u][v])
+                builder.store(builder.select(seen2[v], nan, res), outs[v], align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return run
+
+
+# one intrinsic per (atoms, vectors): numba inlines each where it is called
+_run_1x1, _run_1x2, _run_1x3, _run_1x4 = (_run(1, v) for v in (1, 2, 3, 4))
+_run_2x1, _run_2x2, _run_2x3, _run_2x4 = (_run(2, v) for v in (1, 2, 3, 4))
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def stream(st: Any, src: Any, dst: Any, cc: Any, beta: Any, out: Any) -> None:  # pragma: no cover - compiled
     """out[dst_i, b] = max(out[dst_i, b], st[src_i, b] + sum_p beta[p, b] * cc[p, i]) for every entry i
-    and row b (kernels.stream_max): st, out (N, B) float32; src, dst (F,) int32|int64; cc (P, F) and
-    beta (P, B) float32. Each run of entries with one dst (the engine's arrays are sorted by dst) is
-    reduced apart from out, so no entry waits on the previous one's store: with few rows in registers,
-    row by row, four chains at once (a NaN tracked aside); with many rows in two accumulator rows (even
-    and odd entries) whose loops over the rows are vectorised. One and two atoms (a relation; a
-    multi-edge's shared entries) take these loops; more atoms a plain one. Correct for any order of dst
-    (runs are then shorter)."""
-    n_atoms, bsz = beta.shape
+    and row b (kernels.stream_max): st, out (N, W) float32; src, dst (F,) int32|int64; cc (P, F) and
+    beta (P, W) float32. Each run of entries with one dst (the engine's arrays are sorted by dst) is
+    reduced apart from out, in registers: with one or two atoms and W a multiple of LANES (the engine's
+    padded_width), up to four vectors of LANES rows per pass over the run (_run); otherwise a plain
+    loop. Correct for any order of dst (runs are then shorter)."""
+    n_atoms, width = beta.shape
     n = src.shape[0]
-    two = n_atoms == 2
-    if bsz < _WIDE_ROWS:
+    if n_atoms <= 2 and width % LANES == 0:
         i = 0
         while i < n:
             o, j = dst[i], _run_end(dst, i, n)
-            for b in range(bsz):
-                acc = out[o, b]
-                if n_atoms > 2:  # rare (a three-atom multi-edge): one chain
-                    for k in range(i, j):
-                        v = st[src[k], b]
-                        for p in range(n_atoms):
-                            v = fma32(cc[p, k], beta[p, b], v)
-                        acc = _amax(acc, v)
-                    out[o, b] = acc
-                    continue
-                b0, b1 = beta[0, b], beta[n_atoms - 1, b]
-                a1 = a2 = a3 = acc
-                bad = acc != acc  # a NaN seen: kept apart, so each chain is one compare and select
-                k = i
-                while k + 4 <= j:  # four accumulators: four independent chains of maxima
-                    x0 = _term(st, src, cc, k, b, b0, b1, two)
-                    x1 = _term(st, src, cc, k + 1, b, b0, b1, two)
-                    x2 = _term(st, src, cc, k + 2, b, b0, b1, two)
-                    x3 = _term(st, src, cc, k + 3, b, b0, b1, two)
-                    acc = x0 if x0 > acc else acc
-                    a1 = x1 if x1 > a1 else a1
-                    a2 = x2 if x2 > a2 else a2
-                    a3 = x3 if x3 > a3 else a3
-                    bad |= (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3)
-                    k += 4
-                for t in range(k, j):
-                    x0 = _term(st, src, cc, t, b, b0, b1, two)
-                    acc = x0 if x0 > acc else acc
-                    bad |= x0 != x0
-                acc = _amax(_amax(acc, a1), _amax(a2, a3))
-                out[o, b] = np.float32(np.nan) if bad else acc
-            i = j
-        return
-    if n_atoms <= 2:  # each run maxed into two accumulator rows (even and odd entries), then into out
-        acc0 = np.empty(bsz, dtype=np.float32)
-        acc1 = np.empty(bsz, dtype=np.float32)
-        i = 0
-        while i < n:
-            o, j = dst[i], _run_end(dst, i, n)
-            for b in range(bsz):
-                acc0[b] = out[o, b]
-                acc1[b] = out[o, b]
-            for k in range(i, j, 2):
-                k1 = k + 1 if k + 1 < j else k  # an odd run: the last entry twice
-                s0, s1, c0, c1 = src[k], src[k1], cc[0, k], cc[0, k1]
-                # one loop per atom count, its loads hoisted: a condition inside stops the vectorising
-                if two:
-                    d0, d1 = cc[1, k], cc[1, k1]
-                    for b in range(bsz):
-                        acc0[b] = _amax(acc0[b], fma32(d0, beta[1, b], fma32(c0, beta[0, b], st[s0, b])))
-                        acc1[b] = _amax(acc1[b], fma32(d1, beta[1, b], fma32(c1, beta[0, b], st[s1, b])))
+            blk = 0
+            while blk < width:
+                left = (width - blk) // LANES
+                if n_atoms == 1:
+                    if left >= 4:
+                        _run_1x4(st, src, cc, beta, out, i, j, o, blk)
+                    elif left == 3:
+                        _run_1x3(st, src, cc, beta, out, i, j, o, blk)
+                    elif left == 2:
+                        _run_1x2(st, src, cc, beta, out, i, j, o, blk)
+                    else:
+                        _run_1x1(st, src, cc, beta, out, i, j, o, blk)
+                elif left >= 4:
+                    _run_2x4(st, src, cc, beta, out, i, j, o, blk)
+                elif left == 3:
+                    _run_2x3(st, src, cc, beta, out, i, j, o, blk)
+                elif left == 2:
+                    _run_2x2(st, src, cc, beta, out, i, j, o, blk)
                 else:
-                    for b in range(bsz):
-                        acc0[b] = _amax(acc0[b], fma32(c0, beta[0, b], st[s0, b]))
-                        acc1[b] = _amax(acc1[b], fma32(c1, beta[0, b], st[s1, b]))
-            for b in range(bsz):
-                out[o, b] = _amax(acc0[b], acc1[b])
+                    _run_2x1(st, src, cc, beta, out, i, j, o, blk)
+                blk += LANES * min(left, 4)
             i = j
         return
-    v = np.empty(bsz, dtype=np.float32)
-    for i in range(n):
+    for i in range(n):  # rare (a three-atom multi-edge): one entry at a time
         s, o = src[i], dst[i]
-        for b in range(bsz):
-            v[b] = st[s, b]
-        for p in range(n_atoms):
-            c = cc[p, i]
-            for b in range(bsz):
-                v[b] = fma32(c, beta[p, b], v[b])
-        for b in range(bsz):
-            out[o, b] = _amax(out[o, b], v[b])
+        for b in range(width):
+            v = st[s, b]
+            for p in range(n_atoms):
+                v = fma32(cc[p, i], beta[p, b], v)
+            out[o, b] = _amax(out[o, b], v)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -45,11 +45,13 @@ from typing import Any
 import numpy as np
 import torch
 
-MIN_WORK = 1 << 21  # entries x rows from which a step runs compiled (~6 ms in torch's form)
+MIN_WORK = 1 << 17  # entries x rows from which a step runs compiled (~0.5 ms either way; a call costs ~0.2 ms)
+SPLIT_WORK = 1 << 21  # entries x rows per thread from which a step's entries are cut across threads
 KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compiled form (mode auto)
 WAIT_AFTER = 1 << 27  # entry-rows run in the torch form while loading (~0.4 s) before a step waits (CPU)
 GPU_MIN_WORK = 1 << 16  # entries x rows from which a CUDA step runs the fused kernel (triton)
 MODES = ("auto", "numba", "torch")
+_LANES = 8  # _stream_numba.LANES (kept here: importing that module imports numba)
 _state: dict[str, Any] = {}  # "kernel": the compiled function, or None where numba is unavailable
 _lock = threading.Lock()
 
@@ -214,12 +216,12 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _trusted(kernel: Any) -> bool:
-    """Whether the compiled stream (through :func:`_cpu_stream`: the register loop for 1-3 rows, the
-    vectorised one with and without padding from 4 on; 1-3 atoms; the engine's int32 ids) and the
-    compiled merge (int32 and int64 keys) give the known answers."""
+    """Whether the compiled stream (through :func:`_cpu_stream`: one to five vectors of rows, the last
+    pass over a run taking one to four of them; 1-3 atoms; the engine's int32 ids) and the compiled
+    merge (int32 and int64 keys) give the known answers."""
     from pipeline.engine._stream_numba import merge_two
 
-    for rows in (1, 3, 4, 6, 9):
+    for rows in (1, 3, 9, 17, 25, 40):
         for atoms in (1, 2, 3):
             step = _known_step(rows, atoms)
             if not _same(_cpu_stream(kernel, *step), torch_stream(*step)):
@@ -269,7 +271,7 @@ def _cpu_stream(
     beta = beta_t.numpy()
     conf, s, o = cc.detach().to(torch.float32).contiguous().numpy(), _np(src), _np(dst)
     f = s.shape[0]
-    parts = max(1, min(torch.get_num_threads(), f * bsz // max(MIN_WORK, 1)))
+    parts = max(1, min(torch.get_num_threads(), f * bsz // max(SPLIT_WORK, 1)))
     outs = [torch.full((n, width), float("-inf"), dtype=torch.float32) for _ in range(parts)]
     cuts = [f * k // parts for k in range(parts + 1)]
     jobs = [
@@ -290,14 +292,11 @@ def _cpu_stream(
 
 
 def padded_width(rows: int) -> int:
-    """The row count the compiled loop runs on for ``rows`` rows: from 5 rows on, rounded up to a multiple
-    of 8 where 3 or more would be left over (the padding rows have state 0 and betas 0; their results are
-    dropped). The loop over the rows is vectorised 8 floats at a time and the leftover rows run one by
-    one, per entry: on 3M entries (benchmarks/bench_kernels.py) 15 rows took 34 ms and 16 rows 16 ms,
-    31 rows 55 ms and 32 rows 24 ms."""
-    if rows < 5 or rows % 8 < 3:
-        return rows
-    return -(-rows // 8) * 8
+    """The row count the compiled loop runs on for ``rows`` rows: a multiple of LANES (8), each block of
+    8 rows one vector register (the padding rows have state 0 and betas 0; their results are dropped).
+    One to eight rows cost the same per entry: on CN15k's 2m and 2p streams ~2 ns per entry, against
+    2.1 (1 row), 3.3 (2) and 4.5 (4) for the loops over the rows it replaced (docs/benchmarks.md)."""
+    return -(-max(rows, 1) // _LANES) * _LANES
 
 
 def _dispatch(kernel: Any, args: tuple) -> Any:

@@ -78,7 +78,7 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 @st.composite
 def steps(draw):
     n = draw(st.integers(1, 40))
-    rows = draw(st.integers(1, 12))
+    rows = draw(st.integers(1, 40))
     atoms = draw(st.integers(1, 3))
     f = draw(st.integers(1, 300))
     seed = draw(st.integers(0, 2**31 - 1))
@@ -196,14 +196,13 @@ def test_auto_loads_numba_for_large_exports_only():
 def test_entries_cut_across_threads_give_the_same_values(step, threads):
     state, betas, src, dst, cc = step
     want = torch_form(state, betas, src, dst, cc, wide=False)
-    before, old_min = torch.get_num_threads(), kernels.MIN_WORK
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    kernels.MIN_WORK = 1  # every step cut in up to `threads` parts
     try:
-        got = kernels.stream_max(state, betas, src, dst, cc)
+        with mock.patch.object(kernels, "SPLIT_WORK", 1):  # every step cut in up to `threads` parts
+            got = kernels.stream_max(state, betas, src, dst, cc)
     finally:
         torch.set_num_threads(before)
-        kernels.MIN_WORK = old_min
     assert same(got, want)
 
 
