@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import numba
-import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
