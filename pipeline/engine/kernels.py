@@ -291,6 +291,21 @@ def _cpu_stream(
     return outs[0][:, :bsz].t().contiguous()
 
 
+def rows_cost(device: torch.device, rows: int, entries: int) -> float:
+    """What streaming ``entries`` entries for ``rows`` rows costs, in the torch form's one-row streams
+    (~3.3 ns per entry on one core): ``rows`` in the torch form (a gather and a scatter per row), and
+    for the compiled form (loaded: :func:`ready`, and from MIN_WORK entry-rows) ~0.6 per pass of up to four vectors of LANES rows,
+    each vector after a pass's first adding a quarter (CN15k streams: 2.0, 2.5 and 3.0 ns per entry
+    for 8, 16 and 24 rows). For the engine's choice of path (maxplus._floor_pays), never its values."""
+    if rows <= 0:
+        return 0.0
+    if device.type != "cpu" or rows * entries < MIN_WORK or not ready():  # never applies(): it rents
+        return float(rows)
+    vectors = -(-rows // _LANES)
+    full, rest = divmod(vectors, 4)
+    return 0.6 * (full * 1.75 + (1 + 0.25 * (rest - 1) if rest else 0.0))
+
+
 def padded_width(rows: int) -> int:
     """The row count the compiled loop runs on for ``rows`` rows: a multiple of LANES (8), each block of
     8 rows one vector register (the padding rows have state 0 and betas 0; their results are dropped).

@@ -26,8 +26,8 @@ import torch
 from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 from pipeline.engine.kernels import applies as compiled_applies
+from pipeline.engine.kernels import rows_cost, torch_stream
 from pipeline.engine.kernels import stream_max as compiled_stream
-from pipeline.engine.kernels import torch_stream
 
 Matrix = RelationMatrix | SumMatrix
 _TOPK = 16  # top entries fetched at once; the walk rarely needs more than a few
@@ -295,12 +295,14 @@ def _floor_ready(m: Matrix) -> torch.Tensor:
 
 
 def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.Tensor) -> torch.Tensor:
-    """(B,) bool: the rows (among ready) for which _floor_rows reads fewer bytes than the stream: the
-    facts of the rows of the entries above the floor, at _FLOOR_COST stream facts each, fewer than the
-    facts of the row's relations (what _dense_rows streams). A multi-edge's column front not yet built
-    costs about _FRONT_COST rows streamed (its column maxima and the cover of its shared entries' front),
-    shared by the rows that read it: a relation pair's rows take the floor path together, only where
-    their gathered facts and that build cost less than streaming them all."""
+    """(B,) bool: the rows (among ready) that _floor_rows serves for less than the stream would. Rows
+    are weighed by relation group (_relation_groups: the rows that one stream of _dense_rows serves
+    together): a row on the floor path costs the facts of the rows of its entries above the floor, at
+    _FLOOR_COST stream facts each; the rows left to the stream cost their relations' facts once for
+    all of them (kernels.rows_cost: the compiled stream reads an entry once for eight rows, the torch
+    form once per row). A multi-edge's column front not yet built costs about _FRONT_COST rows
+    streamed (its column maxima and the cover of its shared entries' front). In each group the rows
+    whose gathers cost most stream, as many as make the group's total least (none, some or all)."""
     n = state.shape[1]
     parts = m.parts if isinstance(m, SumMatrix) else [m]
     b, s = torch.nonzero((state > low[:, None]) & ready[:, None], as_tuple=True)
@@ -311,21 +313,28 @@ def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.
         k = rel.index_select(0, b) * n + s
         gathered.index_add_(0, b, ptr.index_select(0, k + 1) - ptr.index_select(0, k))
         streamed += ptr.index_select(0, (rel + 1) * n) - ptr.index_select(0, rel * n)
-    pays = ready & (gathered * _FLOOR_COST < streamed)
-    if len(parts) < 2 or not bool(pays.any()):
-        return pays  # one relation's front is its column maxima: one cheap pass, no build cost counted
-    rows = torch.nonzero(pays, as_tuple=True)[0]
+    pays = torch.zeros_like(ready)
+    rows = torch.nonzero(ready, as_tuple=True)[0]
+    if not rows.numel():
+        return pays
     adj = parts[0].adj
     cost = (gathered * _FLOOR_COST).tolist()
     full = streamed.tolist()
     ids = rows.tolist()
     for key, at in _relation_groups(parts, rows).items():
-        if adj.has_front(key):
-            continue
-        members = [ids[i] for i in at]
-        floor = sum(cost[i] for i in members) + _FRONT_COST * full[members[0]]
-        if floor >= sum(full[i] for i in members):
-            pays[members] = False
+        members = sorted((ids[i] for i in at), key=lambda i: -cost[i])  # the costliest gathers first
+        facts = full[members[0]]
+        front = 0.0 if len(parts) < 2 or adj.has_front(key) else _FRONT_COST * facts
+        left = sum(cost[i] for i in members)  # every row on the floor path
+        best, take = left + front, 0
+        for j, i in enumerate(members[:-1], start=1):  # the j costliest stream, the others the floor
+            left -= cost[i]
+            total = facts * rows_cost(state.device, j, facts) + left + front
+            if total < best:
+                best, take = total, j
+        if facts * rows_cost(state.device, len(members), facts) <= best:
+            take = len(members)  # every row streams (no front needed)
+        pays[members[take:]] = True
     return pays
 
 

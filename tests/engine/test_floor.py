@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -193,3 +194,55 @@ def test_a_cold_front_goes_floor_only_where_its_rows_pay_for_it(monkeypatch):
     assert torch.equal(cold, warm)
     # y = 6: 0.5 + 0.5 + 0.25; y in 0..3: 0 (floor) + 0.75 + 0.75; elsewhere 0.5 (x = 5 adds its default)
     assert cold[0, 6].item() == 1.25 and cold[0, 0].item() == 1.5 and cold[0, 7].item() == 0.5
+
+
+def _eight_anchors() -> tuple[Adjacency, list[Query]]:
+    """Eight 2p queries at alpha 0 whose middle states are floors with one entity above (x = 10 + i, 0.5
+    from anchor i in r0), each x holding 2 facts of r1 among its 66: per row 2 facts gathered x 16 = 32
+    < 66 streamed (the floor path, row by row), 8 rows x 32 = 256 > one stream of 66 for all eight."""
+    facts = [(i, 0, 10 + i, 0.5) for i in range(8)]
+    facts += [(10 + i, 1, o, 0.25 + 0.0625 * i) for i in range(8) for o in (20, 21 + i)]
+    facts += [(s, 1, o, 0.75) for s in range(20, 30) for o in range(25)][:50]
+    adj = Adjacency.from_graph(graph_of(30, 2, facts))
+    queries = [Query((Conjunction((Atom(Const(i), 0, X, 0.0, 1.0), Atom(X, 1, Y, 0.0, 1.0))),)) for i in range(8)]
+    return adj, queries
+
+
+def test_rows_that_share_a_compiled_stream_stream_together(monkeypatch):
+    """The compiled stream reads an entry once for eight rows: the eight floor rows of one relation
+    stream together (its 66 facts once) instead of gathering 256 facts' worth; in the torch form (a pass
+    per row) each row takes the floor path. Values equal either way."""
+    pytest.importorskip("numba")
+    from pipeline.engine import kernels
+
+    assert kernels.load()
+    adj, queries = _eight_anchors()
+    calls = []
+    real = mp._floor_rows
+    monkeypatch.setattr(mp, "_floor_rows", lambda *a: calls.append(a[2].numel()) or real(*a))
+    with torch.no_grad():
+        monkeypatch.setattr(kernels, "MIN_WORK", 0)
+        compiled = search_batch(queries, adj)
+        assert calls == []  # every row streams
+        monkeypatch.setenv("PIPELINE_KERNELS", "torch")
+        torch_form = search_batch(queries, adj)
+    assert calls == [8]  # every row on the floor path
+    assert torch.equal(compiled, torch_form)
+    # y = 21 + i: the anchor's 0.5 + r1's 0.25 + 0.0625 i; y = 20 from anchor 7: 0.5 + 0.6875 (x = 17)
+    assert compiled[3, 24].item() == 0.5 + 0.25 + 0.0625 * 3 and compiled[7, 20].item() == 0.5 + 0.6875
+
+
+def test_rows_cost_counts_passes_of_vectors(monkeypatch):
+    pytest.importorskip("numba")
+    from pipeline.engine import kernels
+
+    cpu = torch.device("cpu")
+    assert kernels.load()
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
+    got = [kernels.rows_cost(cpu, rows, 1000) for rows in (0, 1, 8, 9, 16, 24, 32, 33, 64)]
+    assert got == pytest.approx([0, 0.6, 0.6, 0.75, 0.75, 0.9, 1.05, 1.65, 2.1])
+    monkeypatch.setattr(kernels, "MIN_WORK", 1 << 20)  # below MIN_WORK the torch form runs: a pass per row
+    assert kernels.rows_cost(cpu, 9, 1000) == 9.0
+    monkeypatch.setenv("PIPELINE_KERNELS", "torch")
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
+    assert kernels.rows_cost(cpu, 9, 1000) == 9.0
