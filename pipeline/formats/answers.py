@@ -25,7 +25,6 @@ import pyarrow as pa
 import torch
 
 from pipeline.core.errors import ArtifactError
-from pipeline.core.metrics import rank_and_tie_groups
 from pipeline.formats import meta as metafile
 
 FORMAT = "soft-query-answers/2"
@@ -170,30 +169,79 @@ class RankedRows:
 
 def ranked_rows(utility: torch.Tensor, truth_entities: list[np.ndarray], k: int = TOP_K) -> RankedRows:
     """Per query of utility (B, n_entities): its k best-ranked entities, best first, then the
-    ground-truth entities outside them in ascending order, with what the rows need of the utilities."""
-    ranks, first, ties = rank_and_tie_groups(utility)
-    k = min(k, utility.shape[-1])
-    top = torch.topk(-ranks, k, dim=-1).indices.cpu().numpy()  # the k smallest ranks, best first
-    u_cpu = utility.float().cpu().numpy()
-    r_cpu = ranks.cpu().numpy()
-    f_cpu, t_cpu = first.cpu().numpy(), ties.cpu().numpy()
-    ents_l = []
-    for b in range(utility.shape[0]):
+    ground-truth entities outside them in ascending order, with what the rows need of the utilities:
+    rank (1 + the entities better, + the equal ones of lower id), the tie group's first rank and size
+    (:func:`pipeline.core.metrics.rank_and_tie_groups`, NaN counted as -inf). Only these entities are
+    ranked: one sort of each row's values (no stable sort of the entities, no (B, n) rank arrays: 9 ms
+    for 50 CN15k rows against 30 ms), the ties' order by id found among the tied entities alone."""
+    u = utility.detach()
+    raw = (u if u.is_floating_point() else u.float()).cpu().numpy()
+    u = np.where(np.isnan(raw), -np.inf, raw)  # ranked as -inf; the utility column keeps the NaN
+    n = u.shape[-1]
+    k = min(k, n)
+    ordered = np.sort(u, axis=-1)  # ascending values: counts of better and equal by binary search
+    u32 = raw.astype(np.float32)
+    ents_l, rank_l, first_l, ties_l = [], [], [], []
+    for b in range(u.shape[0]):
+        row, srt = u[b], ordered[b]
+        top = _best(row, srt, k)
         t_ent = np.asarray(truth_entities[b]).astype(np.int64)
         # the truths outside the top k, sorted (np.setdiff1d's result; sets are ~10x faster at these sizes)
-        extra = sorted(set(t_ent.tolist()).difference(top[b].tolist()))
-        ents_l.append(np.concatenate([top[b], np.asarray(extra, dtype=np.int64)]))
+        extra = sorted(set(t_ent.tolist()).difference(top.tolist()))
+        ents = np.concatenate([top, np.asarray(extra, dtype=np.int64)])
+        v = row[ents]
+        better = n - np.searchsorted(srt, v, side="right")
+        ties = n - np.searchsorted(srt, v, side="left") - better
+        ents_l.append(ents)
+        first_l.append(better + 1)
+        ties_l.append(ties)
+        rank_l.append(better + 1 + _equal_before(row, ents, v, ties > 1))
     counts = np.fromiter((len(e) for e in ents_l), dtype=np.int64, count=len(ents_l))
-    row = np.repeat(np.arange(len(ents_l)), counts)
-    ents = np.concatenate(ents_l)
+    ents = np.concatenate(ents_l) if ents_l else np.zeros(0, dtype=np.int64)
+    row_of = np.repeat(np.arange(len(ents_l)), counts)
+    cat = (lambda parts: np.concatenate(parts).astype(np.int32)) if ents_l else (lambda _: np.zeros(0, np.int32))
     return RankedRows(
         counts,
         ents.astype(np.int32),
-        u_cpu[row, ents].astype(np.float32),
-        r_cpu[row, ents].astype(np.int32),
-        f_cpu[row, ents].astype(np.int32),
-        t_cpu[row, ents].astype(np.int32),
+        u32[row_of, ents].astype(np.float32) if len(ents) else np.zeros(0, np.float32),
+        cat(rank_l),
+        cat(first_l),
+        cat(ties_l),
     )
+
+
+def _best(row: np.ndarray, ordered: np.ndarray, k: int) -> np.ndarray:
+    """The k entities of highest value in row (n,), ties by lower id, best first; ordered: row's values
+    ascending. Those above the k-th value, sorted, then the lowest ids at it."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = ordered[len(ordered) - k]
+    above = np.flatnonzero(row > kth)
+    above = above[np.lexsort((above, -row[above]))]  # value descending, then id ascending
+    at = np.flatnonzero(row == kth)[: k - len(above)]
+    return np.concatenate([above, at]).astype(np.int64)
+
+
+def _equal_before(row: np.ndarray, ents: np.ndarray, v: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """Per entity of ents (values v), how many entities of row hold the same value with a lower id (0
+    where ``tied`` is False: its value is unique). Only the entities of the tied values are ordered:
+    a stable sort of them by value keeps ids ascending within each value."""
+    out = np.zeros(len(ents), dtype=np.int64)
+    if not tied.any():
+        return out
+    values = np.unique(v[tied])
+    if len(values) <= 8:  # a few tied values (the usual case): one pass over the row for each
+        for w in values:
+            at = tied & (v == w)
+            out[at] = np.searchsorted(np.flatnonzero(row == w), ents[at])
+        return out
+    idx = np.flatnonzero(np.isin(row, values))  # every entity of those values, ids ascending
+    perm = np.argsort(row[idx], kind="stable")  # by value; within a value, ids ascending
+    vals = row[idx[perm]]
+    place = np.empty(len(idx), dtype=np.int64)  # per position in idx: its place in its value's group
+    place[perm] = np.arange(len(idx)) - np.searchsorted(vals, vals, side="left")
+    out[tied] = place[np.searchsorted(idx, ents[tied])]
+    return out
 
 
 def rows_frame(
