@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numba
+import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
@@ -252,5 +253,30 @@ def merge_two(a: Any, b: Any, pos_a: Any, pos_b: Any) -> int:  # pragma: no cove
     return k
 
 
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def rows_max(
+    state: Any, b: Any, s: Any, rel: Any, alpha: Any, beta: Any, neg: Any, ptr: Any, dst: Any, conf: Any, n: int, out: Any
+) -> None:  # pragma: no cover - compiled
+    """The stored part of a max-plus step for the sparse rows of one atom (kernels.rows_max): for each
+    finite state entry (b[i], s[i]), each fact (o, c) of row (rel[b], s) of the orientation (ptr, dst,
+    conf) gives state[b, s] + value(c) at out[b, o], maxed in (amax's rule: a NaN wins), where value(c)
+    is beta * cc if cc >= alpha else -inf, cc = 1 - c for a negated atom: each operation in float32,
+    as atoms.AtomParams.value and maxplus._values compute them in torch (no fused multiply-add)."""
+    one = np.float32(1.0)
+    low = np.float32(-np.inf)
+    for i in range(b.shape[0]):
+        row, col = b[i], s[i]
+        x = state[row, col]
+        a, w, negated = alpha[row], beta[row], neg[row]
+        k = rel[row] * n + col
+        for p in range(ptr[k], ptr[k + 1]):
+            c = conf[p]
+            cc = one - c if negated else c
+            v = w * cc if cc >= a else low
+            o = dst[p]
+            out[row, o] = _amax(out[row, o], x + v)
+
+
 stream = checked(stream)  # its disk cache sealed with CRC-32s: a damaged file means a fresh compilation
 merge_two = checked(merge_two)
+rows_max = checked(rows_max)

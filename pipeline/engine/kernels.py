@@ -233,7 +233,33 @@ def _trusted(kernel: Any) -> bool:
         k = _dispatch(merge_two, (a, b, pa, pb))  # its disk cache may be damaged too
         if not (k == 4 and pa[:k].tolist() == [1, 3, 4, 5] and pb[:k].tolist() == [1, 2, 3, 5]):
             return False
+    for dtype in (torch.int32, torch.int64):  # the sparse rows, the index's id types
+        state, b, s, params, ptr, dst, conf = _known_rows(dtype)
+        out = torch.full(state.shape, float("-inf"))
+        rows_max(state, b, s, params, ptr, dst, conf, out)
+        if out.tolist() != [[2.5, 2.0, float("-inf")], [2.5, float("-inf"), 2.0]]:
+            return False
     return True
+
+
+def _known_rows(dtype: torch.dtype) -> tuple:
+    """A sparse step with answers by hand. Row 0: alpha 0.3, beta 2; x = (1, -inf, 0.5); its facts
+    (s 0: o 1 at 0.5 -> 1 + 1, o 2 at 0.25 < alpha -> -inf; s 2: o 0 at 1.0 -> 0.5 + 2). Row 1: negated,
+    alpha 0, beta 1; x = (0, 2, -inf); (s 0: o 2 at 0.75 -> 0 + 0.25; s 1: o 0 at 0.5 -> 2 + 0.5, o 2 at
+    1.0 -> 2 + 0)."""
+    from types import SimpleNamespace
+
+    inf = float("inf")
+    state = torch.tensor([[1.0, -inf, 0.5], [0.0, 2.0, -inf]])
+    b, s = torch.tensor([0, 0, 1, 1]), torch.tensor([0, 2, 0, 1])
+    params = SimpleNamespace(
+        rel=torch.tensor([0, 1]), alpha=torch.tensor([0.3, 0.0]), beta=torch.tensor([2.0, 1.0]),
+        neg=torch.tensor([False, True]),
+    )
+    ptr = torch.tensor([0, 2, 2, 3, 4, 6, 6])
+    dst = torch.tensor([1, 2, 0, 2, 0, 2], dtype=dtype)
+    conf = torch.tensor([0.5, 0.25, 1.0, 0.75, 0.5, 1.0])
+    return state, b, s, params, ptr, dst, conf
 
 
 def stream_max(
@@ -289,6 +315,41 @@ def _cpu_stream(
         for other in outs[1:]:
             torch.maximum(outs[0], other, out=outs[0])  # amax's rule: a NaN wins
     return outs[0][:, :bsz].t().contiguous()
+
+
+def rows_max(
+    state: torch.Tensor,
+    b: torch.Tensor,
+    s: torch.Tensor,
+    params: Any,
+    ptr: torch.Tensor,
+    dst: torch.Tensor,
+    conf: torch.Tensor,
+    out: torch.Tensor,
+) -> None:
+    """The sparse rows of a max-plus step of one atom, compiled: out[b, o] = max(out[b, o], state[b, s] +
+    value(c)) over the finite state entries (b[i], s[i]) and the facts (o, c) of their rows (ptr, dst,
+    conf: one orientation of the index; params: the atom's AtomParams), value as AtomParams.value
+    computes it. The values of maxplus._values' torch form (a ragged gather, the values, a scatter-max)
+    without its temporaries. CPU tensors; call only where :func:`ready`."""
+    from pipeline.engine._stream_numba import rows_max as kernel
+
+    st = state.detach().contiguous()
+    args = (
+        st.numpy(),
+        _np(b),
+        _np(s),
+        _np(params.rel),
+        params.alpha.detach().to(torch.float32).contiguous().numpy(),
+        params.beta.detach().to(torch.float32).contiguous().numpy(),
+        params.neg.contiguous().numpy(),
+        _np(ptr),
+        _np(dst),
+        conf.detach().to(torch.float32).contiguous().numpy(),
+        st.shape[1],
+        out.numpy(),
+    )
+    _dispatch(kernel, args)
 
 
 def rows_cost(device: torch.device, rows: int, entries: int) -> float:

@@ -26,7 +26,9 @@ import torch
 from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 from pipeline.engine.kernels import applies as compiled_applies
+from pipeline.engine.kernels import ready as compiled_ready
 from pipeline.engine.kernels import rows_cost, torch_stream
+from pipeline.engine.kernels import rows_max as compiled_rows
 from pipeline.engine.kernels import stream_max as compiled_stream
 
 Matrix = RelationMatrix | SumMatrix
@@ -248,7 +250,10 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
         _floor_rows(state, m, torch.nonzero(floor, as_tuple=True)[0], low, out)
     if finite is not None:
         b, s = torch.nonzero(finite & ~(dense | floor)[:, None], as_tuple=True)
-        if b.numel():
+        if b.numel() and isinstance(m, RelationMatrix) and dev.type == "cpu" and compiled_ready():
+            # one atom: each fact read once, no (T,) temporaries (CN15k inp: 2.2M facts, 60 -> 10 ms)
+            compiled_rows(state, b, s, m.params, m.ori.ptr, m.ori.dst, m.ori.conf, out)
+        elif b.numel():
             pair, o, val = m.finite_rows(b, s) if isinstance(m, SumMatrix) else m.rows(b, s)
             cand = state.reshape(-1).index_select(0, (b * n + s).index_select(0, pair)) + val
             out.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)

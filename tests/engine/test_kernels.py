@@ -349,3 +349,44 @@ def test_a_kernel_that_fails_its_known_answers_is_never_used():
     merge on a known pair, recompiling once without numba's disk cache; code that still computes other
     values (a damaged cache's machine code, a miscompilation) leaves the torch form in charge."""
     assert child(_MISCOMPILED, PIPELINE_KERNELS="numba").split() == ["False", "False"]
+
+
+def test_sparse_rows_by_hand():
+    """kernels.rows_max on a step with answers by hand (kernels._known_rows: alpha, a negated atom)."""
+    for dtype in (torch.int32, torch.int64):
+        state, b, s, params, ptr, dst, conf = kernels._known_rows(dtype)
+        out = torch.full(state.shape, NEG)
+        kernels.rows_max(state, b, s, params, ptr, dst, conf, out)
+        assert out.tolist() == [[2.5, 2.0, NEG], [2.5, NEG, 2.0]]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_compiled_sparse_rows_equal_the_torch_form(data):
+    """maxplus._values' sparse rows of one atom, compiled (kernels.rows_max) and in torch (a ragged
+    gather, AtomParams.value, a scatter-max): the same values bit for bit (NaN where NaN), on random
+    graphs, states with -inf, alphas, negated atoms, zero, negative and infinite betas, both orientations."""
+    from pipeline.engine.atoms import AtomParams, RelationMatrix
+
+    n, r, facts = data.draw(graphs())
+    adj = Adjacency.from_graph(graph_of(n, r, facts))
+    rows = data.draw(st.integers(1, 6))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31 - 1)))
+    state = torch.tensor([0.0, 0.25, 0.5, 1.0, -0.5])[torch.randint(0, 5, (rows, n), generator=g)]
+    state[torch.rand(rows, n, generator=g) < data.draw(st.sampled_from([0.2, 0.6, 0.95]))] = NEG
+    pick = lambda pool: torch.tensor(pool)[torch.randint(0, len(pool), (rows,), generator=g)]  # noqa: E731
+    params = AtomParams(
+        torch.randint(0, r, (rows,), generator=g),
+        pick([0.0, 0.0, 0.3, 0.5, 0.7093, 1.0]),
+        pick([1.0, 0.5, 0.0, -0.0, -1.5, float("inf")]),
+        torch.rand(rows, generator=g) < 0.4,
+    )
+    m = RelationMatrix(adj, params, from_head=data.draw(st.booleans()))
+    b, s = torch.nonzero(torch.isfinite(state), as_tuple=True)
+    want = torch.full((rows, n), NEG)
+    pair, o, val = m.rows(b, s)
+    cand = state.reshape(-1).index_select(0, (b * n + s).index_select(0, pair)) + val
+    want.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
+    got = torch.full((rows, n), NEG)
+    kernels.rows_max(state, b, s, m.params, m.ori.ptr, m.ori.dst, m.ori.conf, got)
+    assert same(got, want)
