@@ -1,5 +1,7 @@
-"""The compiled stream of pipeline.engine.kernels (imported only there: importing this module imports
-numba). Module level so that numba can cache the compiled code on disk."""
+"""The compiled loops of pipeline.engine.kernels (imported only there: importing this module imports
+numba): the stream (its runs reduced in vector registers by the _run intrinsics), the sparse rows of one
+atom (rows_max) and the merge of two sorted key arrays (merge_two). Module level so that numba can cache
+the compiled code on disk."""
 
 from __future__ import annotations
 

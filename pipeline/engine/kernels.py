@@ -1,13 +1,19 @@
-"""Compiled loops for the engine's hottest step: the stream of a relation's stored entries (maxplus._stream).
+"""Compiled loops for the engine's hottest steps: the stream of a relation's stored entries
+(maxplus._stream) and the sparse rows of one atom (maxplus._values).
 
     out[o_i, b] = max(out[o_i, b], fma(cc[P-1, i], beta[P-1, b], ... fma(cc[0, i], beta[0, b], st[s_i, b])))
 
 for every entry i = (s_i, o_i) and batch row b. The torch form of the same step (maxplus._stream,
 _stream_wide) writes a (rows x entries) gather, adds each atom's term into it and scatter-maxes it out:
-three passes over a temporary as large as the work, and an int64 index expanded to every row. Written as
-one loop it reads each entry once and keeps nothing between the steps: 1.5-5x less time per step on
-one core (benchmarks/bench_kernels.py; docs/benchmarks.md, issue 31). It also holds the two-pointer
-merge of a relation pair's shared entries (shared_two).
+three passes over a temporary as large as the work, and an int64 index expanded to every row. The
+compiled form reads each entry once for up to 32 rows: each run of entries of one column is reduced in
+vector registers, 8 rows per vector (LLVM vector code emitted through a numba intrinsic:
+_stream_numba._run), the rows padded to a multiple of 8. ~2 ns per entry for 1 to 8 rows on CN15k's
+streams, 2.5 for 16, 3 for 24 (the torch form: ~3.3 ns per entry and row); docs/benchmarks.md, issue 31.
+:func:`rows_cost` tells the engine what a stream of so many rows costs, for its choice of path. It also
+holds the sparse rows of one atom (:func:`rows_max`: each fact of the gathered rows read once, with the
+torch form's float32 operations, no temporaries) and the two-pointer merge of a relation pair's shared
+entries (shared_two).
 
 Exact: each atom's term is added with a fused multiply-add (llvm.fma.f32, the rounding of torch's
 addcmul_ on a CPU with FMA, which is what every x86-64 and arm64 CPU of the last decade has), in the same
