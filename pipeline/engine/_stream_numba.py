@@ -47,9 +47,10 @@ def _run_end(dst: Any, i: int, n: int) -> int:  # pragma: no cover - compiled
     return j
 
 
-def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
-    """An intrinsic run(st, src, cc, beta, out, i, j, o, blk): the entries i..j-1 (one run of column o)
-    for the rows blk .. blk + vectors * LANES - 1, each vector of LANES rows held in a register:
+def _run(atoms: int, unroll: int = 2) -> Any:
+    """An intrinsic run(st, src, cc, beta, out, i, j, o, blk, left): the entries i..j-1 (one run of column
+    o) for the rows blk .. blk + vectors * LANES - 1, vectors = min(left, 4) (a switch among four
+    loops, each with its vectors of LANES rows held in registers):
 
         out[o, b] = max(out[o, b], max over k of fma(cc[atoms-1, k], beta[atoms-1, b], ... fma(cc[0, k], beta[0, b], st[src[k], b])))
 
@@ -63,8 +64,10 @@ def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
     2-D float32 with any strides (the rows of a vector contiguous: C order); src: 1-D int32 or int64."""
 
     @intrinsic
-    def run(typingctx: Any, st: Any, src: Any, cc: Any, beta: Any, out: Any, i: Any, j: Any, o: Any, blk: Any) -> Any:
-        sig = types.void(st, src, cc, beta, out, i, j, o, blk)
+    def run(
+        typingctx: Any, st: Any, src: Any, cc: Any, beta: Any, out: Any, i: Any, j: Any, o: Any, blk: Any, left: Any
+    ) -> Any:
+        sig = types.void(st, src, cc, beta, out, i, j, o, blk, left)
 
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             f32, i64, i8p = ir.FloatType(), ir.IntType(64), ir.IntType(8).as_pointer()
@@ -73,7 +76,7 @@ def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
             st_a, src_a, cc_a, beta_a, out_a = (
                 context.make_array(kinds[n])(context, builder, args[n]) for n in range(5)
             )
-            first, last, col, row0 = (context.cast(builder, args[n], kinds[n], types.int64) for n in range(5, 9))
+            first, last, col, row0, left = (context.cast(builder, args[n], kinds[n], types.int64) for n in range(5, 10))
 
             def at(a: Any, r: Any, c: Any) -> Any:  # the byte address of a[r, c] (strides are in bytes)
                 s0, s1 = cgutils.unpack_tuple(builder, a.strides, 2)
@@ -91,26 +94,9 @@ def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
             fma = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(vec, [vec, vec, vec]), f"llvm.fma.v{LANES}f32"
             )
-            rows = [builder.add(row0, ir.Constant(i64, LANES * v)) for v in range(vectors)]
-            betas = [[load_vec(at(beta_a, ir.Constant(i64, p), r)) for p in range(atoms)] for r in rows]
             (src_step,) = cgutils.unpack_tuple(builder, src_a.strides, 1)
             src_ty = kinds[1].dtype
             src_ptr = context.get_value_type(src_ty).as_pointer()
-
-            def entry(k: Any) -> list:  # entry k's value, one vector per block of rows
-                sp = builder.gep(builder.bitcast(src_a.data, i8p), [builder.mul(k, src_step)])
-                s = context.cast(builder, builder.load(builder.bitcast(sp, src_ptr)), src_ty, types.int64)
-                cs = [
-                    splat(builder.load(builder.bitcast(at(cc_a, ir.Constant(i64, p), k), f32.as_pointer())))
-                    for p in range(atoms)
-                ]
-                got = []
-                for v in range(vectors):
-                    x = load_vec(at(st_a, s, rows[v]))
-                    for p in range(atoms):
-                        x = builder.call(fma, [cs[p], betas[v][p], x])
-                    got.append(x)
-                return got
 
             def bigger(acc: Any, x: Any) -> Any:  # x > acc ? x : acc, lane by lane (a NaN x never wins)
                 return builder.select(builder.fcmp_ordered(">", x, acc), x, acc)
@@ -118,63 +104,94 @@ def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
             def nan_seen(seen: Any, x: Any) -> Any:
                 return builder.or_(seen, builder.fcmp_unordered("uno", x, x))
 
-            outs = [builder.bitcast(at(out_a, col, r), vec.as_pointer()) for r in rows]
-            start = [builder.load(p, align=4) for p in outs]
-            start_nan = [nan_seen(ir.Constant(mask, [0] * LANES), x) for x in start]
-            low = ir.Constant(vec, [float("-inf")] * LANES)
-            pre = builder.basic_block
-            head, body = builder.append_basic_block("run.head"), builder.append_basic_block("run.body")
-            tail_head, tail_body = builder.append_basic_block("run.tail"), builder.append_basic_block("run.tail.body")
-            done = builder.append_basic_block("run.done")
-            builder.branch(head)
+            def emit(vectors: int) -> None:  # one loop over the run for `vectors` vectors of rows
+                rows = [builder.add(row0, ir.Constant(i64, LANES * v)) for v in range(vectors)]
+                betas = [[load_vec(at(beta_a, ir.Constant(i64, p), r)) for p in range(atoms)] for r in rows]
 
-            builder.position_at_end(head)  # `unroll` entries at a time
-            k = builder.phi(i64)
-            k.add_incoming(first, pre)
-            accs = [[builder.phi(vec) for _ in range(vectors)] for _ in range(unroll)]
-            seen = [builder.phi(mask) for _ in range(vectors)]
-            for v in range(vectors):
-                accs[0][v].add_incoming(start[v], pre)
-                for u in range(1, unroll):
-                    accs[u][v].add_incoming(low, pre)
-                seen[v].add_incoming(start_nan[v], pre)
-            builder.cbranch(builder.icmp_signed("<=", builder.add(k, ir.Constant(i64, unroll)), last), body, tail_head)
-            builder.position_at_end(body)
-            now = list(seen)
-            for u in range(unroll):
-                xs = entry(builder.add(k, ir.Constant(i64, u)))
+                def entry(k: Any) -> list:  # entry k's value, one vector per block of rows
+                    sp = builder.gep(builder.bitcast(src_a.data, i8p), [builder.mul(k, src_step)])
+                    s = context.cast(builder, builder.load(builder.bitcast(sp, src_ptr)), src_ty, types.int64)
+                    cs = [
+                        splat(builder.load(builder.bitcast(at(cc_a, ir.Constant(i64, p), k), f32.as_pointer())))
+                        for p in range(atoms)
+                    ]
+                    got = []
+                    for v in range(vectors):
+                        x = load_vec(at(st_a, s, rows[v]))
+                        for p in range(atoms):
+                            x = builder.call(fma, [cs[p], betas[v][p], x])
+                        got.append(x)
+                    return got
+
+                outs = [builder.bitcast(at(out_a, col, r), vec.as_pointer()) for r in rows]
+                start = [builder.load(p, align=4) for p in outs]
+                start_nan = [nan_seen(ir.Constant(mask, [0] * LANES), x) for x in start]
+                low = ir.Constant(vec, [float("-inf")] * LANES)
+                pre = builder.basic_block
+                head, body = builder.append_basic_block("run.head"), builder.append_basic_block("run.body")
+                tail_head, tail_body = builder.append_basic_block("run.tail"), builder.append_basic_block("run.tail.body")
+                done = builder.append_basic_block("run.done")
+                builder.branch(head)
+
+                builder.position_at_end(head)  # `unroll` entries at a time
+                k = builder.phi(i64)
+                k.add_incoming(first, pre)
+                accs = [[builder.phi(vec) for _ in range(vectors)] for _ in range(unroll)]
+                seen = [builder.phi(mask) for _ in range(vectors)]
                 for v in range(vectors):
-                    accs[u][v].add_incoming(bigger(accs[u][v], xs[v]), body)
-                    now[v] = nan_seen(now[v], xs[v])
-            k.add_incoming(builder.add(k, ir.Constant(i64, unroll)), body)
-            for v in range(vectors):
-                seen[v].add_incoming(now[v], body)
-            builder.branch(head)
+                    accs[0][v].add_incoming(start[v], pre)
+                    for u in range(1, unroll):
+                        accs[u][v].add_incoming(low, pre)
+                    seen[v].add_incoming(start_nan[v], pre)
+                builder.cbranch(builder.icmp_signed("<=", builder.add(k, ir.Constant(i64, unroll)), last), body, tail_head)
+                builder.position_at_end(body)
+                now = list(seen)
+                for u in range(unroll):
+                    xs = entry(builder.add(k, ir.Constant(i64, u)))
+                    for v in range(vectors):
+                        accs[u][v].add_incoming(bigger(accs[u][v], xs[v]), body)
+                        now[v] = nan_seen(now[v], xs[v])
+                k.add_incoming(builder.add(k, ir.Constant(i64, unroll)), body)
+                for v in range(vectors):
+                    seen[v].add_incoming(now[v], body)
+                builder.branch(head)
 
-            builder.position_at_end(tail_head)  # the run's last entries, one at a time
-            k2 = builder.phi(i64)
-            k2.add_incoming(k, head)
-            acc2 = [builder.phi(vec) for _ in range(vectors)]
-            seen2 = [builder.phi(mask) for _ in range(vectors)]
-            for v in range(vectors):
-                acc2[v].add_incoming(accs[0][v], head)
-                seen2[v].add_incoming(seen[v], head)
-            builder.cbranch(builder.icmp_signed("<", k2, last), tail_body, done)
-            builder.position_at_end(tail_body)
-            xs = entry(k2)
-            k2.add_incoming(builder.add(k2, ir.Constant(i64, 1)), tail_body)
-            for v in range(vectors):
-                acc2[v].add_incoming(bigger(acc2[v], xs[v]), tail_body)
-                seen2[v].add_incoming(nan_seen(seen2[v], xs[v]), tail_body)
-            builder.branch(tail_head)
+                builder.position_at_end(tail_head)  # the run's last entries, one at a time
+                k2 = builder.phi(i64)
+                k2.add_incoming(k, head)
+                acc2 = [builder.phi(vec) for _ in range(vectors)]
+                seen2 = [builder.phi(mask) for _ in range(vectors)]
+                for v in range(vectors):
+                    acc2[v].add_incoming(accs[0][v], head)
+                    seen2[v].add_incoming(seen[v], head)
+                builder.cbranch(builder.icmp_signed("<", k2, last), tail_body, done)
+                builder.position_at_end(tail_body)
+                xs = entry(k2)
+                k2.add_incoming(builder.add(k2, ir.Constant(i64, 1)), tail_body)
+                for v in range(vectors):
+                    acc2[v].add_incoming(bigger(acc2[v], xs[v]), tail_body)
+                    seen2[v].add_incoming(nan_seen(seen2[v], xs[v]), tail_body)
+                builder.branch(tail_head)
 
-            builder.position_at_end(done)
-            nan = ir.Constant(vec, [float("nan")] * LANES)
-            for v in range(vectors):
-                res = acc2[v]
-                for u in range(1, unroll):
-                    res = bigger(res, accs[u][v])
-                builder.store(builder.select(seen2[v], nan, res), outs[v], align=4)
+                builder.position_at_end(done)
+                nan = ir.Constant(vec, [float("nan")] * LANES)
+                for v in range(vectors):
+                    res = acc2[v]
+                    for u in range(1, unroll):
+                        res = bigger(res, accs[u][v])
+                    builder.store(builder.select(seen2[v], nan, res), outs[v], align=4)
+
+            # vectors = min(left, 4): one loop each, chosen by a switch, all leaving through one block
+            exit_block = builder.append_basic_block("run.exit")
+            cases = [builder.append_basic_block(f"run.v{v}") for v in (1, 2, 3, 4)]
+            choice = builder.switch(left, cases[3])  # 4 and more: four vectors
+            for v in (1, 2, 3):
+                choice.add_case(ir.Constant(i64, v), cases[v - 1])
+            for v, case in zip((1, 2, 3, 4), cases, strict=True):
+                builder.position_at_end(case)
+                emit(v)
+                builder.branch(exit_block)
+            builder.position_at_end(exit_block)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -182,9 +199,8 @@ def _run(atoms: int, vectors: int, unroll: int = 2) -> Any:
     return run
 
 
-# one intrinsic per (atoms, vectors): numba inlines each where it is called
-_run_1x1, _run_1x2, _run_1x3, _run_1x4 = (_run(1, v) for v in (1, 2, 3, 4))
-_run_2x1, _run_2x2, _run_2x3, _run_2x4 = (_run(2, v) for v in (1, 2, 3, 4))
+# one intrinsic per atom count: numba inlines each where it is called
+_run_one, _run_two = _run(1), _run(2)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -205,22 +221,9 @@ def stream(st: Any, src: Any, dst: Any, cc: Any, beta: Any, out: Any) -> None:  
             while blk < width:
                 left = (width - blk) // LANES
                 if n_atoms == 1:
-                    if left >= 4:
-                        _run_1x4(st, src, cc, beta, out, i, j, o, blk)
-                    elif left == 3:
-                        _run_1x3(st, src, cc, beta, out, i, j, o, blk)
-                    elif left == 2:
-                        _run_1x2(st, src, cc, beta, out, i, j, o, blk)
-                    else:
-                        _run_1x1(st, src, cc, beta, out, i, j, o, blk)
-                elif left >= 4:
-                    _run_2x4(st, src, cc, beta, out, i, j, o, blk)
-                elif left == 3:
-                    _run_2x3(st, src, cc, beta, out, i, j, o, blk)
-                elif left == 2:
-                    _run_2x2(st, src, cc, beta, out, i, j, o, blk)
+                    _run_one(st, src, cc, beta, out, i, j, o, blk, left)
                 else:
-                    _run_2x1(st, src, cc, beta, out, i, j, o, blk)
+                    _run_two(st, src, cc, beta, out, i, j, o, blk, left)
                 blk += LANES * min(left, 4)
             i = j
         return

@@ -360,10 +360,11 @@ def rows_max(
 
 def rows_cost(device: torch.device, rows: int, entries: int) -> float:
     """What streaming ``entries`` entries for ``rows`` rows costs, in the torch form's one-row streams
-    (~3.3 ns per entry on one core): ``rows`` in the torch form (a gather and a scatter per row), and
-    for the compiled form (loaded: :func:`ready`, and from MIN_WORK entry-rows) ~0.6 per pass of up to four vectors of LANES rows,
-    each vector after a pass's first adding a quarter (CN15k streams: 2.0, 2.5 and 3.0 ns per entry
-    for 8, 16 and 24 rows). For the engine's choice of path (maxplus._floor_pays), never its values."""
+    (~3.3 ns per entry on one core): ``rows`` in the torch form (a gather and a scatter per row), and in
+    the compiled form (loaded: :func:`ready`; from MIN_WORK entry-rows) ~0.6 per pass of up to four
+    vectors of LANES rows, each vector after a pass's first adding a quarter (CN15k streams: 2.0, 2.5
+    and 3.0 ns per entry for 8, 16 and 24 rows). For the engine's choice of path (maxplus._floor_pays),
+    never its values."""
     if rows <= 0:
         return 0.0
     if device.type != "cpu" or rows * entries < MIN_WORK or not ready():  # never applies(): it rents

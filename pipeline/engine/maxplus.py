@@ -251,7 +251,7 @@ def _values(state: torch.Tensor, m: Matrix) -> torch.Tensor:
     if finite is not None:
         b, s = torch.nonzero(finite & ~(dense | floor)[:, None], as_tuple=True)
         if b.numel() and isinstance(m, RelationMatrix) and dev.type == "cpu" and compiled_ready():
-            # one atom: each fact read once, no (T,) temporaries (CN15k inp: 2.2M facts, 60 -> 10 ms)
+            # one atom: each fact read once, no (T,) temporaries (CN15k, 50 inp queries: 0.113 -> 0.055 s)
             compiled_rows(state, b, s, m.params, m.ori.ptr, m.ori.dst, m.ori.conf, out)
         elif b.numel():
             pair, o, val = m.finite_rows(b, s) if isinstance(m, SumMatrix) else m.rows(b, s)

@@ -390,3 +390,11 @@ def test_compiled_sparse_rows_equal_the_torch_form(data):
     got = torch.full((rows, n), NEG)
     kernels.rows_max(state, b, s, m.params, m.ori.ptr, m.ori.dst, m.ori.conf, got)
     assert same(got, want)
+
+
+def test_the_padding_matches_the_compiled_vectors():
+    """kernels pads rows to _LANES without importing numba; the compiled loop's vectors hold LANES rows."""
+    from pipeline.engine import _stream_numba
+
+    assert kernels._LANES == _stream_numba.LANES
+    assert [kernels.padded_width(r) for r in (1, 8, 9, 40)] == [8, 8, 16, 40]
