@@ -72,8 +72,11 @@ class FriendlyGroup(click.Group):
     name) is one line and exit code 2, as inside the commands."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from pipeline.core.errors import use_front_end
+
         try:
-            return super().invoke(ctx)
+            with use_front_end("cli"):  # messages name options as flags (pipeline.core.errors.option)
+                return super().invoke(ctx)
         except PipelineError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)

@@ -30,3 +30,23 @@ def test_ls_json_is_one_document() -> None:
 def test_unknown_listing_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["ls", "dataset"])
     assert result.exit_code == 2 and "Invalid value" in result.output
+
+
+def test_errors_name_options_as_the_front_end_spells_them():
+    """One stage message, two spellings: a flag under the command line, a keyword in Python."""
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+    from pipeline.core.errors import PipelineError, option
+
+    assert option("per_type") == "per_type=" and option("per_type", 5) == "per_type=5"
+
+    @cli.command("_echo-option", hidden=True)
+    def _echo() -> None:
+        raise PipelineError(f"ask for fewer with {option('per_type')}")
+
+    try:
+        res = CliRunner().invoke(cli, ["_echo-option"])
+    finally:
+        cli.commands.pop("_echo-option")
+    assert res.exit_code == 2 and "ask for fewer with --per-type" in res.output

@@ -1,6 +1,45 @@
-"""Typed errors. The CLI turns each into one clear line and a non-zero exit code."""
+"""Typed errors. The CLI turns each into one clear line and a non-zero exit code.
+
+A message that names an option the caller gave spells it as the caller's front end does: :func:`option`
+gives ``--per-type`` under the command line and ``per_type=`` in Python (``import pipeline as pl``), so the
+same stage code speaks both languages. The CLI sets the front end once (:func:`use_front_end`).
+"""
 
 from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# "python" (the API, the default for any caller) or "cli" (set by the command group for its commands)
+_FRONT_END: contextvars.ContextVar[str] = contextvars.ContextVar("pipeline_front_end", default="python")
+
+# options whose command-line flag is not the keyword with dashes (keyword -> flag)
+_FLAGS = {"store": "--store", "out": "--out", "model": "--model", "adjacency": "--adjacency"}
+
+
+def front_end() -> str:
+    """``"cli"`` inside a ``pipeline`` command, ``"python"`` everywhere else."""
+    return _FRONT_END.get()
+
+
+@contextmanager
+def use_front_end(name: str) -> Iterator[None]:
+    """Messages raised inside name options as front end ``name`` (``"cli"`` or ``"python"``) spells them."""
+    token = _FRONT_END.set(name)
+    try:
+        yield
+    finally:
+        _FRONT_END.reset(token)
+
+
+def option(keyword: str, value: object = None) -> str:
+    """How the current front end names the option whose Python keyword is ``keyword`` (with ``value``
+    when given): ``--per-type 5`` / ``per_type=5`` under the CLI / in Python."""
+    if front_end() == "cli":
+        flag = _FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
+        return flag if value is None else f"{flag} {value}"
+    return f"{keyword}=" if value is None else f"{keyword}={value!r}"
 
 
 class PipelineError(Exception):
