@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from pipeline.core.errors import PathError, PipelineError
+from pipeline.core.registry import REGISTRIES
 
 
 def _path_error(exc: OSError) -> str | None:
@@ -98,28 +99,9 @@ def cli() -> None:
 
 
 def _registry(kind: str) -> Any:
-    """The registry behind ``pipeline ls KIND`` and the options that name its items (imported on demand,
-    so the CLI starts without torch)."""
-    from importlib import import_module
+    from pipeline.core.registry import registry
 
-    module, attr = REGISTRIES[kind]
-    return getattr(import_module(module), attr)
-
-
-# ls KIND -> (module, registry attribute); every registry is a pipeline.core.registry.Registry
-REGISTRIES = {
-    "datasets": ("loaders", "REGISTRY"),
-    "models": ("pipeline.models.registry", "BACKBONES"),
-    "methods": ("pipeline.methods", "METHODS"),
-    "baselines": ("pipeline.baselines", "QE_MODELS"),
-    "calibrations": ("pipeline.methods.calibration", "CALIBRATIONS"),
-    "query-types": ("pipeline.query.types", "QUERY_TYPES"),
-    "metrics": ("pipeline.core.metrics", "METRICS"),
-    "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
-    "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
-    "executors": ("pipeline.executors", "EXECUTORS"),
-    "stores": ("pipeline.store.backends", "STORES"),
-}
+    return registry(kind)
 
 
 class RegistryChoice(click.ParamType):
@@ -157,18 +139,13 @@ def _executor_options(f: Any) -> Any:
 @_friendly
 def ls_cmd(what: str, as_json: bool) -> None:
     """List registered components (tables generated from the registries)."""
+    from pipeline.core.registry import registry_rows
+
     rows = registry_rows(what)
     if as_json:
         echo_json(rows)
     else:
         print_table(rows)
-
-
-def registry_rows(what: str) -> list[dict[str, Any]]:
-    """The rows `pipeline ls WHAT` prints, straight from each registry."""
-    if what not in REGISTRIES:
-        raise PipelineError(f"nothing to list for {what}; expected one of {', '.join(REGISTRIES)}")
-    return _registry(what).rows()
 
 
 # --------------------------------------------------------------------------- store and ingest (foundation)

@@ -12,20 +12,21 @@ from typing import Any, ClassVar
 
 
 class ComponentCase:
-    """kind: a key of ``pipeline.cli.REGISTRIES`` (``pipeline ls KIND``); name: the component's name."""
+    """kind: a key of ``pipeline.core.registry.REGISTRIES`` (``pipeline ls KIND``); name: the component's name."""
 
     kind: ClassVar[str]
     name: ClassVar[str]
 
     @classmethod
     def component(cls) -> Any:
-        from pipeline.cli import _registry
+        from pipeline.core.registry import registry as _registry
 
         return _registry(cls.kind)[cls.name]
 
     def test_listed_by_name(self) -> None:
         """`pipeline ls KIND` shows the component, and its name looks it up (any case)."""
-        from pipeline.cli import _registry, registry_rows
+        from pipeline.core.registry import registry as _registry
+        from pipeline.core.registry import registry_rows
 
         assert self.name in [r["name"] for r in registry_rows(self.kind)]
         assert _registry(self.kind).get(self.name.upper()) is self.component()

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from loaders import BENCHMARKS
-from pipeline.cli import REGISTRIES, _registry
+from pipeline.core.registry import REGISTRIES
+from pipeline.core.registry import registry as _registry
 from tests.cases import ComponentCase
 
 TESTS = Path(__file__).resolve().parent

@@ -106,3 +106,35 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()})"
+
+
+# ``pipeline ls KIND`` -> (module, registry attribute): every registry of the project, each imported on demand
+# (by name, so this foundation module imports no stage and ``pipeline ls`` starts without torch)
+REGISTRIES: dict[str, tuple[str, str]] = {
+    "datasets": ("loaders", "REGISTRY"),
+    "models": ("pipeline.models.registry", "BACKBONES"),
+    "methods": ("pipeline.methods", "METHODS"),
+    "baselines": ("pipeline.baselines", "QE_MODELS"),
+    "calibrations": ("pipeline.methods.calibration", "CALIBRATIONS"),
+    "query-types": ("pipeline.query.types", "QUERY_TYPES"),
+    "metrics": ("pipeline.core.metrics", "METRICS"),
+    "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
+    "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),
+    "executors": ("pipeline.executors", "EXECUTORS"),
+    "stores": ("pipeline.store.backends", "STORES"),
+}
+
+
+def registry(kind: str) -> Registry[Any]:
+    """The registry behind ``pipeline ls KIND`` (a key of :data:`REGISTRIES`)."""
+    from importlib import import_module
+
+    if kind not in REGISTRIES:
+        raise PipelineError(f"nothing to list for {kind}; expected one of {', '.join(REGISTRIES)}")
+    module, attr = REGISTRIES[kind]
+    return getattr(import_module(module), attr)
+
+
+def registry_rows(kind: str) -> list[dict[str, Any]]:
+    """The rows ``pipeline ls KIND`` prints, straight from the registry."""
+    return registry(kind).rows()

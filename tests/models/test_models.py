@@ -17,7 +17,7 @@ from tests.cases import ComponentCase
 
 
 def test_registry_names_and_descriptions() -> None:
-    from pipeline.cli import registry_rows
+    from pipeline.core.registry import registry_rows
 
     assert set(BACKBONES) == {"ukge_logi", "ukge_rect", "beurre"}
     rows = registry_rows("models")

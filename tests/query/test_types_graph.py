@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.cli import registry_rows
 from pipeline.core.errors import PipelineError, UnknownNameError
+from pipeline.core.registry import registry_rows
 from pipeline.engine import search_query
 from pipeline.query import (
     QUERY_TYPES,
