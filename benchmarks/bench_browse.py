@@ -29,7 +29,7 @@ from pipeline.formats.adjacency import read_manifest
 from pipeline.formats.answers import read_answers
 from pipeline.formats.witnesses import read_witnesses
 from pipeline.methods import MethodOptions
-from pipeline.query import QUERY_TYPES
+from pipeline.softquery import QUERY_TYPES
 from pipeline.stages.answer import AnswerOptions, answer_queries
 from pipeline.stages.browse import read_page_graph, render_html
 from pipeline.stages.stored_queries import read_stored_queries

@@ -3,7 +3,7 @@ against the memory-bandwidth bound, and the memory of the KG tensors.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_engine.py [--datasets ppi5k,cn15k] [--n 256] [--seed 0]
 
-Queries: each type of pipeline.query.types, relations and anchors drawn from the test graph's facts,
+Queries: each type of pipeline.softquery.types, relations and anchors drawn from the test graph's facts,
 hybrid alpha (per atom a random level among zero/low/normal/high, the relation's 0/25/50/75th
 percentile), random beta (U(0.1, 1) rounded to 0.1). Prints markdown tables.
 """
@@ -23,7 +23,7 @@ from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix
 from pipeline.engine.maxplus import maxplus
-from pipeline.query import QUERY_TYPES, Query
+from pipeline.softquery import QUERY_TYPES, Query
 
 
 def random_queries(kg, name: str, count: int, rng: np.random.Generator) -> list[Query]:

@@ -30,7 +30,7 @@ from loaders import load
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, solve, top_answers
 from pipeline.engine.witness import find_witnesses
-from pipeline.query import QUERY_TYPES
+from pipeline.softquery import QUERY_TYPES
 
 
 def _random_queries():

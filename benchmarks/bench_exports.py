@@ -54,7 +54,7 @@ from pipeline.methods.calibration import (  # noqa: E402
     training_adjacency,
     zero_alphas,
 )
-from pipeline.query import QUERY_TYPES, Query  # noqa: E402
+from pipeline.softquery import QUERY_TYPES, Query  # noqa: E402
 from pipeline.stages.evaluate import ordered_types  # noqa: E402
 
 BATCH = 256

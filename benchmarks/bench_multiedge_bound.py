@@ -39,7 +39,7 @@ from pipeline.engine import kernels as engine_kernels  # noqa: E402
 from pipeline.engine.adjacency import shared_keys  # noqa: E402
 from pipeline.formats.adjacency import load_adjacency  # noqa: E402
 from pipeline.formats.queryset import read_query_set  # noqa: E402
-from pipeline.query import Query, Var  # noqa: E402
+from pipeline.softquery import Query, Var  # noqa: E402
 
 FACT_BYTES = 12  # src int32, dst int32, conf float32
 

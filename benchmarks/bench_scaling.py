@@ -59,9 +59,9 @@ def stage(args: argparse.Namespace) -> dict:
                 "scores": man["n_entities"] ** 2 * man["n_relations"]}
     if args.stage == "sample":
         from loaders import load
-        from pipeline.query.types import QUERY_TYPES
         from pipeline.sampling.run import sample_to_dir
         from pipeline.sampling.sampler import SamplingError
+        from pipeline.softquery.types import QUERY_TYPES
         from pipeline.store import open_store
 
         types, skipped = list(QUERY_TYPES), []

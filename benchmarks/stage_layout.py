@@ -36,9 +36,9 @@ HOW_TO_ADD = {
         "tests/cases.py",  # its test case (the meta-test fails without one)
     ],
     "a query type": [
-        "pipeline/query/types.py",  # QUERY_TYPES (shape, SQUK number)
+        "pipeline/softquery/types.py",  # QUERY_TYPES (shape, SQUK number)
         "pipeline/baselines/plan.py",  # the baselines' operator plan per shape
-        "tests/query/test_types_graph.py",
+        "tests/softquery/test_types_graph.py",
     ],
     "a store": [
         "pipeline/store/NEW.py",  # the GraphStore implementation

@@ -8,8 +8,6 @@ CLI's start) stays cheap: no torch, no pandas until a stage runs.
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
@@ -47,18 +45,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
-
-
-class _Package(ModuleType):
-    """The package, whose API names win over its submodules of the same name (``pipeline.query``, the
-    package of query types and parsing): importing it leaves it in ``sys.modules`` without binding it here,
-    so ``pl.query`` stays the function. The stages live under ``pipeline.stages`` and the foundation under
-    ``pipeline.core``, so no other name is shared."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in __all__ and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -52,7 +52,7 @@ def test_all_lists_exactly_the_public_names() -> None:
 
 
 def test_api_names_win_over_submodules_of_the_same_name() -> None:
-    import pipeline.query  # noqa: F401
+    import pipeline.softquery  # noqa: F401
     import pipeline.stages.answer  # noqa: F401
     import pipeline.stages.evaluate  # noqa: F401
     import pipeline.stages.export  # noqa: F401

@@ -12,7 +12,7 @@ from pipeline.core.errors import PipelineError
 from pipeline.engine import Adjacency, search_query
 from pipeline.methods.calibration import lower_alphas
 from pipeline.methods.saved_calibration import apply_saved
-from pipeline.query import parse
+from pipeline.softquery import parse
 from tests.engine.test_oracle import graph_of
 
 

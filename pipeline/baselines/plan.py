@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from pipeline.core.errors import PipelineError
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 
 Plan = tuple[Any, ...]
 

@@ -116,7 +116,7 @@ REGISTRIES: dict[str, tuple[str, str]] = {
     "methods": ("pipeline.methods", "METHODS"),
     "baselines": ("pipeline.baselines", "QE_MODELS"),
     "calibrations": ("pipeline.methods.calibration", "CALIBRATIONS"),
-    "query-types": ("pipeline.query.types", "QUERY_TYPES"),
+    "query-types": ("pipeline.softquery.types", "QUERY_TYPES"),
     "metrics": ("pipeline.core.metrics", "METRICS"),
     "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),
     "beta-modes": ("pipeline.sampling.requirements", "BETA_MODES"),

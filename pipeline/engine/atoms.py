@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.engine.adjacency import NEG_INF, Adjacency, merge_keys, shared_keys
-from pipeline.query.model import Atom
+from pipeline.softquery.model import Atom
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.core.kg import GraphTensors
-from pipeline.query.model import Atom, Conjunction, Const, Query, Var
-from pipeline.query.printer import atom_text, format_number, relation_text, term_text
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.model import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.printer import atom_text, format_number, relation_text, term_text
+from pipeline.softquery.vocab import Vocabulary
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ from pipeline.engine.atoms import (
     fold_diagonal,
 )
 from pipeline.engine.maxplus import maxplus
-from pipeline.query.graph import QueryGraph
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
-from pipeline.query.types import conjunction_shape
+from pipeline.softquery.graph import QueryGraph
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.types import conjunction_shape
 
 MAX_BATCH = 256  # conjunctions per batched computation: bounds memory at a few (B, N) float32 states
 

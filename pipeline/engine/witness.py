@@ -28,7 +28,7 @@ from pipeline.core.kg import GraphTensors
 from pipeline.engine.adjacency import Adjacency, as_adjacency
 from pipeline.engine.atoms import AtomParams, constant_value, fold_anchor, fold_diagonal
 from pipeline.engine.search import solve
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Term, Var
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Term, Var
 
 
 @dataclass(frozen=True)

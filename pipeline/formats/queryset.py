@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from pipeline.core.errors import ArtifactError
 from pipeline.formats import meta as metafile
-from pipeline.query.model import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.model import Atom, Conjunction, Const, Query, Var
 
 FORMAT = "soft-query-set/1"
 
@@ -82,7 +82,7 @@ class QuerySet:
         return len(self.frame)
 
     def queries(self) -> list:
-        """The rows as ``pipeline.query.Query`` objects (same order as ``frame``; immutable, parsed once)."""
+        """The rows as ``pipeline.softquery.Query`` objects (same order as ``frame``; immutable, parsed once)."""
         if self._parsed is None or self._parsed[0] is not self.frame:
             self._parsed = (self.frame, [records_to_query(list(a)) for a in self.frame["atoms"]])
         return list(self._parsed[1])

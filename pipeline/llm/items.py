@@ -38,8 +38,8 @@ import numpy as np
 
 from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.llm.prompt import LETTERS, anchors, render_prompt
-from pipeline.query.printer import to_text
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.printer import to_text
+from pipeline.softquery.vocab import Vocabulary
 
 # The paper's 370 items per type (1p 100, 2p 50, 2i 100, 2in 50, 2il 15, 2m 10, 3in 15, ip 15, im 15).
 PAPER_COUNTS = {"1p": 100, "2p": 50, "2i": 100, "2in": 50, "2il": 15, "2m": 10, "3in": 15, "ip": 15, "im": 15}

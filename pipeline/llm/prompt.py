@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.query.model import Atom, Const, Query, Var
-from pipeline.query.printer import format_number, to_text
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.model import Atom, Const, Query, Var
+from pipeline.softquery.printer import format_number, to_text
+from pipeline.softquery.vocab import Vocabulary
 
 LETTERS = "ABCD"
 

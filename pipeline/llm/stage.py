@@ -52,7 +52,7 @@ def build_items_file(
     from loaders import load
     from pipeline.core.kg import observed_graph
     from pipeline.formats.queryset import read_query_set
-    from pipeline.query.vocab import Vocabulary
+    from pipeline.softquery.vocab import Vocabulary
 
     counts = parse_counts(per_type)  # a bad --per-type fails before anything is loaded
     paths = [queries_paths] if isinstance(queries_paths, str | Path) else list(queries_paths)
@@ -79,7 +79,7 @@ def build_items_file(
         dropped.update(report.dropped)
     if adjacency is not None:
         from pipeline.formats.adjacency import load_adjacency
-        from pipeline.query import parse
+        from pipeline.softquery import parse
 
         tensors, _meta = load_adjacency(adjacency, kg.name, "cpu", kg.n_entities, kg.n_relations)
         src_choice(items, _utility_fn(tensors), [parse(it["query_ids"], vocab) for it in items])

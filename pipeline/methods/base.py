@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from pipeline.query.model import Query
+from pipeline.softquery.model import Query
 
 if TYPE_CHECKING:
     from pipeline.formats.queryset import QuerySet

@@ -35,7 +35,7 @@ from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.core.kg import GraphTensors
 from pipeline.core.registry import Registry
-from pipeline.query.model import Conjunction, Query
+from pipeline.softquery.model import Conjunction, Query
 
 
 @dataclass(frozen=True)
@@ -431,7 +431,7 @@ def fit_affine(
     -> higher is better, computed after every epoch; the best epoch (epoch 0 = identity) is kept.
     Shapes the engine cannot differentiate through are left out and named in the history.
     Returns the calibration and the history {epochs: {n: {loss, valid}}, shapes_used, shapes_skipped}."""
-    from pipeline.query.types import QUERY_TYPES, shape_key
+    from pipeline.softquery.types import QUERY_TYPES, shape_key
 
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)

@@ -15,7 +15,7 @@ import torch
 
 from pipeline.core.errors import ArtifactError
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
-from pipeline.query.model import Query
+from pipeline.softquery.model import Query
 
 
 class QueryEmbedding(Method):

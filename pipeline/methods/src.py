@@ -21,7 +21,7 @@ from pipeline.formats import pair_cache as paircache
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
 from pipeline.methods.calibration import CALIBRATIONS, lower_alphas
-from pipeline.query.model import Query
+from pipeline.softquery.model import Query
 
 
 @dataclass

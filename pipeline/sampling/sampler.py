@@ -20,7 +20,6 @@ from pipeline.core.errors import PipelineError, unknown_name
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import query_to_records
-from pipeline.query import QUERY_TYPES, TRAIN_TYPES, to_text
 from pipeline.sampling.requirements import (
     alpha_for,
     check_alpha_mode,
@@ -31,6 +30,7 @@ from pipeline.sampling.requirements import (
 from pipeline.sampling.truth import ground_truth
 from pipeline.sampling.useful import is_useful
 from pipeline.sampling.walks import GRAPH_PROPERTY, StoreWalker, ground
+from pipeline.softquery import QUERY_TYPES, TRAIN_TYPES, to_text
 
 SPLITS = ("train", "valid", "test")
 ATTEMPTS_PER_QUERY = 50  # walks drawn per wanted query before giving up on a type

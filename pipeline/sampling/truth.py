@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from pipeline.engine import Adjacency, search_batch, top_answers
-from pipeline.query.model import Query
+from pipeline.softquery.model import Query
 
 TOP_K = 100
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipeline.core.errors import PipelineError
-from pipeline.query.model import Query, Var
-from pipeline.query.types import QueryType
+from pipeline.softquery.model import Query, Var
+from pipeline.softquery.types import QueryType
 
 GRAPH_PROPERTY = {"train": "conf_train", "valid": "conf_valid", "test": "conf_test"}
 

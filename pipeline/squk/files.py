@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.core.errors import DataFormatError, PipelineError
-from pipeline.query import QUERY_TYPES, Query, parse
-from pipeline.query.printer import format_number
+from pipeline.softquery import QUERY_TYPES, Query, parse
+from pipeline.softquery.printer import format_number
 
 # SQUK numbers the 12 types in the order of the design (and of QUERY_TYPES)
 SQUK_TYPES = tuple(QUERY_TYPES)

@@ -11,9 +11,9 @@ from tqdm import tqdm
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import query_to_records, write_query_set
-from pipeline.query import to_text, type_of
 from pipeline.sampling.truth import ground_truth
 from pipeline.sampling.useful import is_useful
+from pipeline.softquery import to_text, type_of
 from pipeline.squk.files import read_squk_file
 
 

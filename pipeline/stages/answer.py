@@ -399,7 +399,7 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     from pipeline.formats.answers import read_answers, write_answers
     from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
     from pipeline.methods.calibration import lower_alphas
-    from pipeline.query import Vocabulary, to_text
+    from pipeline.softquery import Vocabulary, to_text
     from pipeline.stages.witness_records import PREDICTED, witness_record
 
     vocab = Vocabulary.from_kg(load(method.dataset))

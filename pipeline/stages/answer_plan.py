@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.query.model import Var
+from pipeline.softquery.model import Var
 
 # A group of k queries sharing streams of E entries costs about E * (1 + k * _ROW_SHARE) + k * _PER_QUERY
 # entries' worth: one pass over the entries, a share of it per row, and each query's own work (its anchor,

@@ -10,7 +10,7 @@ from pipeline.core.errors import PipelineError
 from pipeline.core.kg import GraphTensors, observed_graph
 from pipeline.engine.adjacency import as_adjacency
 from pipeline.engine.search import solve, top_answers
-from pipeline.query import Vocabulary, parse, to_text
+from pipeline.softquery import Vocabulary, parse, to_text
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
 from pipeline.formats.answers import find_answer_files, read_answers
 from pipeline.methods.calibration import CALIBRATIONS
-from pipeline.query.types import QUERY_TYPES
+from pipeline.softquery.types import QUERY_TYPES
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
 TYPE_ORDER = tuple(QUERY_TYPES)

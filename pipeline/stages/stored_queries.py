@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pipeline.core import config
 from pipeline.core.errors import PipelineError
 from pipeline.formats.queryset import QuerySet, query_to_records, read_query_set, write_query_set
-from pipeline.query import Vocabulary, parse, to_text
-from pipeline.query.types import type_of
+from pipeline.softquery import Vocabulary, parse, to_text
+from pipeline.softquery.types import type_of
 from pipeline.stages.writeback import check_set_version, dataset_version, store_vocabulary
 from pipeline.store.lock import dataset_lock
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.engine.witness import AtomUse, Witness
-from pipeline.query.model import Query
-from pipeline.query.printer import format_name, format_number, relation_text
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.model import Query
+from pipeline.softquery.printer import format_name, format_number, relation_text
+from pipeline.softquery.vocab import Vocabulary
 
 OBSERVED, PREDICTED, MISSING = "observed", "predicted", "missing"
 FACT_WIDTH = 48  # the atom column of witness_lines; a longer atom is wrapped, never pushes the numbers out

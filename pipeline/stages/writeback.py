@@ -48,7 +48,7 @@ import pandas as pd
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.formats import answers as col
 from pipeline.formats.queryset import QuerySet, checksum
-from pipeline.query import Vocabulary, to_text
+from pipeline.softquery import Vocabulary, to_text
 from pipeline.store.lock import dataset_lock
 
 TOP = 10  # answers per query in the store; the full ranking stays in the Parquet file

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.query import Vocabulary
+from pipeline.softquery import Vocabulary
 from tests.answer.toy import N_ENTITIES, N_RELATIONS
 from tests.store.test_user_kg import toy_kg
 

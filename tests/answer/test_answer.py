@@ -14,7 +14,7 @@ from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
 from pipeline.methods.calibration import choose_delta, lower_alphas, method_label
-from pipeline.query.parser import parse
+from pipeline.softquery.parser import parse
 from pipeline.stages.answer import answer_query_set
 from pipeline.stages.evaluate import query_metrics, summarise
 from tests.answer.toy import PREDICTED, TRUTH, write_toy_query_set
@@ -103,7 +103,7 @@ def test_cuda_answers_equal_cpu(toy_set) -> None:
 def test_query_cost_orders_shapes_as_they_cost() -> None:
     """The task order's estimate (never a result): a multi-edge above a variable-to-variable atom above
     anchored atoms only, as measured on CN15k (2m, im >> 2p, ip, up, inp >> 2i, 3in)."""
-    from pipeline.query import QUERY_TYPES
+    from pipeline.softquery import QUERY_TYPES
     from pipeline.stages.answer import query_cost
 
     cost = {name: query_cost(qt.template) for name, qt in QUERY_TYPES.items()}

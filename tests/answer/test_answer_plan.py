@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.query import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from pipeline.stages.answer_plan import cut, stream_size, streamed
 
 X, Y, Z = Var("x"), Var("y"), Var("z")

@@ -14,7 +14,7 @@ from pipeline.core.errors import ArtifactError
 from pipeline.engine import as_adjacency
 from pipeline.engine.witness import find_witnesses
 from pipeline.formats.witnesses import rows_of
-from pipeline.query import to_text
+from pipeline.softquery import to_text
 from pipeline.stages.witness_records import PREDICTED as FOUND
 from pipeline.stages.witness_records import witness_record
 from pipeline.stages.writeback import check_witnesses, set_id, write_back

@@ -9,9 +9,9 @@ import pandas as pd
 
 from pipeline.core.kg import GraphTensors
 from pipeline.formats.queryset import query_to_records, write_query_set
-from pipeline.query.model import Query
-from pipeline.query.parser import parse
-from pipeline.query.printer import to_text
+from pipeline.softquery.model import Query
+from pipeline.softquery.parser import parse
+from pipeline.softquery.printer import to_text
 
 N_ENTITIES, N_RELATIONS = 6, 2
 

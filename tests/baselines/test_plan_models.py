@@ -11,7 +11,7 @@ from pipeline.baselines.losses import compute_loss, listwise, weighted_ranking
 from pipeline.baselines.models import QE_MODELS, ConENEModel, LogicENEModel, get_qe_model_class
 from pipeline.baselines.plan import PlanParams, UnsupportedQuery, group_by_plan, query_plan
 from pipeline.core.errors import UnknownNameError
-from pipeline.query.model import Atom, Const, Query, Var
+from pipeline.softquery.model import Atom, Const, Query, Var
 from tests.cases import ComponentCase
 
 X, Y = Var("x"), Var("y")

@@ -15,7 +15,7 @@ from pipeline.baselines.plan import group_by_plan
 from pipeline.baselines.runs import load_qe_run
 from pipeline.baselines.training import QEConfig, train_qe
 from pipeline.formats.queryset import query_to_records, write_query_set
-from pipeline.query.model import Atom, Const, Query, Var
+from pipeline.softquery.model import Atom, Const, Query, Var
 from tests.cases import MethodCase
 
 Y, X = Var("y"), Var("x")

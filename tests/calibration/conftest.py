@@ -10,8 +10,8 @@ import pytest
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import write_query_set
-from pipeline.query.model import Atom, Const, Query, Var
 from pipeline.sampling.truth import ground_truth
+from pipeline.softquery.model import Atom, Const, Query, Var
 from tests.answer.toy import rows_of
 from tests.models.toy import toy_kg
 

@@ -24,7 +24,7 @@ from pipeline.methods.calibration import (
     query_relations,
 )
 from pipeline.models import load_run
-from pipeline.query.parser import parse
+from pipeline.softquery.parser import parse
 from tests.answer.src_entry import answer_src as run_answer
 from tests.cases import ComponentCase, MethodCase
 
@@ -285,7 +285,7 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
 
     from pipeline.core.kg import GraphTensors
     from pipeline.methods.calibration import _batch_loss
-    from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+    from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 
     x = Var("x")
     one = Query((Conjunction((Atom(Const(0), 0, FREE),)),))

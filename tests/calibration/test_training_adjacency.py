@@ -21,7 +21,7 @@ from pipeline.methods.calibration import (
     query_relations,
     training_adjacency,
 )
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 
 X = Var("x")
 # Few distinct confidences and entities, so that sums tie and the engine's first-maximiser rule matters.

@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from pipeline.query.model import FREE, Atom, Query, Var
+from pipeline.softquery.model import FREE, Atom, Query, Var
 
 
 def dense_conf(n_entities: int, n_relations: int, facts: list[tuple[int, int, int, float]]) -> np.ndarray:

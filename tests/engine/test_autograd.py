@@ -16,7 +16,7 @@ from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
 from pipeline.engine.maxplus import maxplus
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 from tests.engine.test_maxplus import case, dense_matrix
 
 X = Var("x")

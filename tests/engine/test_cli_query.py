@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from pipeline.cli import cli
 from pipeline.core.kg import observed_graph
 from pipeline.engine import search_query, top_answers
-from pipeline.query import Vocabulary, parse
+from pipeline.softquery import Vocabulary, parse
 
 TEXT = "binding(394.NGR_c00010, ?x, 0.5, 0.7) & activation(?x, ?y, 0.2) | #0(#1, ?y)"
 

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.core.kg import GraphTensors
 from pipeline.engine.search import solve
-from pipeline.query.parser import parse
+from pipeline.softquery.parser import parse
 
 # every pair of a complete variable graph on ?a ?b ?c ?d: substituting one cycle variable leaves cycles
 K4 = "#0(?a, ?b) & #0(?b, ?c) & #0(?c, ?a) & #0(?a, ?d) & #0(?d, ?b) & #0(?c, ?d) & #0(?d, ?y)"

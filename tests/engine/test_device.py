@@ -8,7 +8,7 @@ import torch
 
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, search_batch
-from pipeline.query import QUERY_TYPES
+from pipeline.softquery import QUERY_TYPES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 

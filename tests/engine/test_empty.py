@@ -10,7 +10,7 @@ from pipeline.core.kg import GraphTensors
 from pipeline.engine.adjacency import as_adjacency
 from pipeline.engine.empty import EmptyReason, empty_reason_text, empty_reasons
 from pipeline.engine.search import solve, top_answers
-from pipeline.query import Vocabulary, parse
+from pipeline.softquery import Vocabulary, parse
 
 # entities: 0 ann, 1 ben, 2 cy, 3 dee, 4 eve (eve has no fact); relations: 0 knows, 1 likes
 ENTITIES = ["ann", "ben", "cy", "dee", "eve"]

@@ -12,7 +12,7 @@ import torch
 from pipeline.core.errors import PipelineError
 from pipeline.core.kg import GraphTensors
 from pipeline.engine import search_batch, search_query, top_answers
-from pipeline.query import Atom, Const, Query, Vocabulary, parse
+from pipeline.softquery import Atom, Const, Query, Vocabulary, parse
 
 NAMES = ["alice", "bob", "carol", "python", "leadership", "dev ops"]
 VOCAB = Vocabulary.from_names(NAMES, ["hasskill", "knows"])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import pipeline.engine.adjacency as adjacency
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
-from pipeline.query import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from tests.engine.oracle import dense_conf, oracle
 from tests.engine.test_multi_edges import graphs
 from tests.engine.test_oracle import assert_same, graph_of

@@ -18,7 +18,7 @@ import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.adjacency import _front_cover
-from pipeline.query import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from tests.engine.oracle import dense_conf, oracle
 from tests.engine.test_multi_edges import atom, graphs
 from tests.engine.test_oracle import assert_same, graph_of

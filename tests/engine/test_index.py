@@ -15,7 +15,7 @@ import tests.engine.reference.adjacency as ref_adj
 from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.adjacency import BytesLRU, fact_relations
-from pipeline.query import QUERY_TYPES
+from pipeline.softquery import QUERY_TYPES
 from tests.engine.test_oracle import graph_of, tiny_kg
 from tests.engine.test_reference import export_like
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency, search_batch, search_query, solve
-from pipeline.query import Atom, Conjunction, Const, Query, QueryGraph, Var, parse
+from pipeline.softquery import Atom, Conjunction, Const, Query, QueryGraph, Var, parse
 from tests.engine.oracle import dense_conf, oracle
 
 # Confidences and alphas share values so that facts exactly at the threshold occur often.

@@ -25,7 +25,7 @@ import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, search_batch
 from pipeline.formats import pair_cache
 from pipeline.formats.pair_cache import PairCache, export_identity, for_export, pair_name
-from pipeline.query import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from tests.engine.test_multi_edges import batch, graphs
 from tests.engine.test_oracle import graph_of
 

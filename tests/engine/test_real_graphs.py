@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency, search_batch
-from pipeline.query import QUERY_TYPES, Query
+from pipeline.softquery import QUERY_TYPES, Query
 
 pytestmark = pytest.mark.slow
 PER_TYPE = 40  # x 4 types x 2 data sets = 320 queries

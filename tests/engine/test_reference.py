@@ -17,7 +17,7 @@ import tests.engine.reference.evaluate as ref_eval
 from pipeline.core.kg import GraphTensors, observed_graph
 from pipeline.engine import Adjacency, search_batch
 from pipeline.methods.calibration import AffineCalibration, calibrated_adjacency, lower_alphas
-from pipeline.query import QUERY_TYPES, Query
+from pipeline.softquery import QUERY_TYPES, Query
 from tests.engine.test_oracle import graph_of, random_query, tiny_kg
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from pipeline.engine import solve
 from pipeline.engine.witness import find_witnesses
-from pipeline.query import QueryGraph, Var, parse
-from pipeline.query.model import FREE, Query
+from pipeline.softquery import QueryGraph, Var, parse
+from pipeline.softquery.model import FREE, Query
 from tests.engine.oracle import atom_value, dense_conf, oracle
 from tests.engine.test_oracle import cyclic_query, graph_of, random_query, tiny_kg
 

@@ -21,8 +21,8 @@ from pipeline.llm.items import (
     write_items,
 )
 from pipeline.llm.stage import _utility_fn, build_items_file
-from pipeline.query import parse
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery import parse
+from pipeline.softquery.vocab import Vocabulary
 
 NEG = -np.inf
 #             0     1    2    3     4    5    6    7

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipeline.core.errors import PipelineError
-from pipeline.query.model import Const, Query
-from pipeline.query.types import QUERY_TYPES
 from pipeline.sampling.walks import cypher
+from pipeline.softquery.model import Const, Query
+from pipeline.softquery.types import QUERY_TYPES
 
 
 def parameters(query: Query, type_name: str) -> tuple[dict[str, float | int], list[int]]:

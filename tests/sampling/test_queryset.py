@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pipeline.core.errors import ArtifactError
 from pipeline.formats.queryset import query_to_records, read_query_set, records_to_query, write_query_set
-from pipeline.query import QUERY_TYPES, to_text
+from pipeline.softquery import QUERY_TYPES, to_text
 
 META = {"dataset": "toy", "split": "test", "alpha": "low", "beta": "random", "source": "sampled", "seed": 3}
 

@@ -10,12 +10,12 @@ from pipeline.core.errors import UnknownNameError
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import records_to_query
-from pipeline.query import QUERY_TYPES, type_of
 from pipeline.sampling.levels import kg_alpha_table, store_alpha_table, store_relation_types
 from pipeline.sampling.requirements import ALPHA_LEVELS
 from pipeline.sampling.sampler import SamplingError, resolve_types, sample_queries
 from pipeline.sampling.truth import ground_truth
 from pipeline.sampling.useful import is_useful
+from pipeline.softquery import QUERY_TYPES, type_of
 from tests.sampling.cypher_answers import cypher_answers
 from tests.sampling.kgs import TINY_FACTS, make_kg
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipeline.core.errors import DataFormatError
-from pipeline.query import QUERY_TYPES, type_of
+from pipeline.softquery import QUERY_TYPES, type_of
 from pipeline.squk.files import SQUK_TYPES, parse_file_name, read_squk_file
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.query.model import Atom
+from pipeline.softquery.model import Atom
 from tests.engine.reference.adjacency import Adjacency, merge_keys
 
 NEG_INF = float("-inf")

@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from pipeline.core.errors import PipelineError
 from pipeline.core.kg import GraphTensors
-from pipeline.query.model import Conjunction, Query
+from pipeline.softquery.model import Conjunction, Query
 
 CALIBRATIONS = ("none", "D", "L", "D+L")
 DELTA_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
@@ -273,7 +273,7 @@ def fit_affine(
     -> higher is better, computed after every epoch; the best epoch (epoch 0 = identity) is kept.
     Shapes the engine cannot differentiate through are left out and named in the history.
     Returns the calibration and the history {epochs: {n: {loss, valid}}, shapes_used, shapes_skipped}."""
-    from pipeline.query.types import QUERY_TYPES, shape_key
+    from pipeline.softquery.types import QUERY_TYPES, shape_key
 
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)

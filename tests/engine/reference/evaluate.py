@@ -18,8 +18,8 @@ from tqdm import tqdm
 
 from pipeline.core.errors import PipelineError
 from pipeline.core.kg import GraphTensors
-from pipeline.query.graph import QueryGraph
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.graph import QueryGraph
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 from tests.engine.reference.adjacency import Adjacency, as_adjacency
 from tests.engine.reference.atoms import (
     NEG_INF,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Var
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Var
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ the query graph, name resolution and the 12 query types.
 '#1(#2002, ?x, 0.24, 0.1) & #0(?x, ?y)'
 """
 
-from pipeline.query.graph import QueryGraph
-from pipeline.query.model import FREE, Atom, Conjunction, Const, Query, Term, Var
-from pipeline.query.parser import parse
-from pipeline.query.printer import to_text
-from pipeline.query.types import QUERY_TYPES, TRAIN_TYPES, QueryType, get_type, type_of
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.graph import QueryGraph
+from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Term, Var
+from pipeline.softquery.parser import parse
+from pipeline.softquery.printer import to_text
+from pipeline.softquery.types import QUERY_TYPES, TRAIN_TYPES, QueryType, get_type, type_of
+from pipeline.softquery.vocab import Vocabulary
 
 __all__ = [
     "FREE",

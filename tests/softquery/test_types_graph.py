@@ -8,7 +8,7 @@ import pytest
 from pipeline.core.errors import PipelineError, UnknownNameError
 from pipeline.core.registry import registry_rows
 from pipeline.engine import search_query
-from pipeline.query import (
+from pipeline.softquery import (
     QUERY_TYPES,
     TRAIN_TYPES,
     Atom,

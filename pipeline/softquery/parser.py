@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 
 from pipeline.core.errors import QuerySyntaxError, ResolutionError
-from pipeline.query.model import FREE, Atom, Const, Query, Term, Var
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.model import FREE, Atom, Const, Query, Term, Var
+from pipeline.softquery.vocab import Vocabulary
 
 BARE = re.compile(r"[A-Za-z0-9_.:-]+")
 _VAR = re.compile(r"\?([A-Za-z_][A-Za-z0-9_]*)")

@@ -1,7 +1,7 @@
 """The soft query model (design section 1): terms, soft atoms, conjunctions and DNF queries.
 
 All values are frozen dataclasses, so queries hash, compare and can key caches. Entities and relations are
-integer ids here; names live only in the text form (see :mod:`pipeline.query.vocab`).
+integer ids here; names live only in the text form (see :mod:`pipeline.softquery.vocab`).
 """
 
 from __future__ import annotations

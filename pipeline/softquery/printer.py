@@ -1,12 +1,12 @@
-"""Query -> text, the inverse of :func:`pipeline.query.parser.parse` (parse(to_text(q)) == q)."""
+"""Query -> text, the inverse of :func:`pipeline.softquery.parser.parse` (parse(to_text(q)) == q)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from pipeline.query.model import Atom, Const, Query, Term, Var
-from pipeline.query.parser import BARE
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.model import Atom, Const, Query, Term, Var
+from pipeline.softquery.parser import BARE
+from pipeline.softquery.vocab import Vocabulary
 
 
 def format_number(x: float) -> str:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import PipelineError, QuerySyntaxError, ResolutionError
-from pipeline.query import Atom, Conjunction, Const, Query, Var, Vocabulary, parse, to_text
+from pipeline.softquery import Atom, Conjunction, Const, Query, Var, Vocabulary, parse, to_text
 
 VOCAB = Vocabulary.from_names(
     ["leadership", "dev ops", 'say "hi"', "back\\slash", "9606.ENSP1", "twin", "twin", "?odd", ""],

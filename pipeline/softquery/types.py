@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from pipeline.core.errors import PipelineError
 from pipeline.core.registry import Registry
-from pipeline.query.model import Atom, Conjunction, Const, Query, Var
-from pipeline.query.parser import parse
-from pipeline.query.vocab import Vocabulary
+from pipeline.softquery.model import Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.parser import parse
+from pipeline.softquery.vocab import Vocabulary
 
 _PLACEHOLDERS = Vocabulary(("e1", "e2", "e3"), ("r1", "r2", "r3", "r4"))
 

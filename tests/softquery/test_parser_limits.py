@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import cli
 from pipeline.core.errors import QuerySyntaxError
-from pipeline.query.parser import MAX_BETA, MAX_DEPTH, parse
+from pipeline.softquery.parser import MAX_BETA, MAX_DEPTH, parse
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_cli_query_too_deep_is_one_error_without_traceback() -> None:
 def test_a_stored_set_keeps_its_good_queries_beside_a_too_deep_one() -> None:
     """One bad (:Query) text no longer fails the whole `answer --from-store` set: the limits are typed
     errors, which pipeline.stages.stored_queries.parse_rows records on that node alone."""
-    from pipeline.query import Vocabulary
+    from pipeline.softquery import Vocabulary
     from pipeline.stages.stored_queries import parse_rows
 
     vocab = Vocabulary(("a", "b", "c"), ("r",))
