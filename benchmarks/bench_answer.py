@@ -25,9 +25,9 @@ from pipeline.engine import as_adjacency
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
-from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
+from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_affine
+from pipeline.softquery.types import ordered_types
 from pipeline.stages.answer import answer_query_set
-from pipeline.stages.evaluate import ordered_types
 
 
 def main() -> None:

@@ -8,7 +8,7 @@
         [--batch-negatives 64] [--device cpu] [--per-type 50] [--seed 0]
 
 Training: a fresh model (seeded) takes --steps optimiser steps of the trainer's own loop
-(``pipeline.baselines.training``: shuffled same-plan batches, answer subsampling, uniform and in-batch
+(``pipeline.stages.train_qe``: shuffled same-plan batches, answer subsampling, uniform and in-batch
 negatives, the listwise loss, Adam) after 3 warm-up steps; steps/s is measured, s/epoch is the number of steps of one epoch over
 the train sets divided by it (an extrapolation from a short run, not a full epoch). Answering: the same
 model scores every entity for the first --per-type test queries of each type, batched by type as
@@ -27,18 +27,18 @@ import torch
 
 from loaders import get_spec
 from pipeline.baselines.models import get_qe_model_class
-from pipeline.baselines.training import (
+from pipeline.core.config import select_device
+from pipeline.formats.queryset import read_query_set
+from pipeline.methods.qe import QueryEmbedding
+from pipeline.softquery.types import ordered_types
+from pipeline.stages.answer import answer_query_set
+from pipeline.stages.train_qe import (
     draw_negatives,
     epoch_batches,
     step_loss,
     subsample_answers,
     train_tensors,
 )
-from pipeline.core.config import select_device
-from pipeline.formats.queryset import read_query_set
-from pipeline.methods.qe import QueryEmbedding
-from pipeline.stages.answer import answer_query_set
-from pipeline.stages.evaluate import ordered_types
 
 
 def train_speed(

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / f"{run_dir.name}-t{args.threshold:g}"
         shutil.rmtree(out, ignore_errors=True)
         try:
-            man = export_adjacency(run_dir, args.threshold, out, device=args.device)
+            man = export_adjacency(run_dir, threshold=args.threshold, out=out, device=args.device)
         except Exception as exc:  # e.g. the dense guard: report it as a row
             print(f"{run_dir.name}: {exc}")
             continue

@@ -66,7 +66,7 @@ def main() -> None:
     read_s = time.perf_counter() - t
     assert stored.path is not None, "no query of the set parsed"
     t = time.perf_counter()
-    how = AnswerOptions(out_dir=out, explain=args.explain, progress=False)
+    how = AnswerOptions(out=out, explain=args.explain, progress=False)
     report = answer_queries(stored.path, MethodOptions(adjacency=args.adjacency), how)
     answer_explain_s = time.perf_counter() - t
     answer_s = report["seconds"]

@@ -46,7 +46,7 @@ def _ray(workers: int) -> tuple[Any, float]:
 
 
 def bench_export(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from pipeline.stages.export import export_adjacency
+    from pipeline.stages.export import export_adjacency, write_export
 
     rows: list[dict[str, Any]] = []
     if args.relations:
@@ -55,7 +55,7 @@ def bench_export(args: argparse.Namespace) -> list[dict[str, Any]]:
     shutil.rmtree(ref, ignore_errors=True)
     load0 = _load()
     t0 = time.perf_counter()
-    man = export_adjacency(args.run, args.threshold, ref, top_k=args.top_k, progress=False)
+    man = export_adjacency(args.run, threshold=args.threshold, out=ref, top_k=args.top_k, progress=False)
     local = time.perf_counter() - t0
     base = {"stage": "export", "input": f"{args.run.name} T={args.threshold:g}" + (f" k={args.top_k}" if args.top_k else ""),
             "tasks": "", "facts": man["nnz"]}
@@ -68,7 +68,7 @@ def bench_export(args: argparse.Namespace) -> list[dict[str, Any]]:
         ex, start = _ray(w)
         try:
             t0 = time.perf_counter()
-            m = export_adjacency(args.run, args.threshold, out, top_k=args.top_k, progress=False, executor=ex)
+            m = write_export(args.run, args.threshold, out, top_k=args.top_k, progress=False, executor=ex)
             wall = time.perf_counter() - t0
         finally:
             ex.close()
@@ -160,7 +160,7 @@ def bench_answer(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     qs = read_query_set(args.queries)
     t0 = time.perf_counter()
-    method = SRC.build(args.adjacency, qs.meta["dataset"], progress=False)
+    method = SRC.load(args.adjacency, qs.meta["dataset"])
     build = time.perf_counter() - t0
     counts = qs.frame["type"].value_counts()
     base = {"stage": "answer", "input": f"{Path(args.queries).name} ({len(qs)} queries, {len(counts)} types, "
@@ -179,7 +179,7 @@ def bench_answer(args: argparse.Namespace) -> list[dict[str, Any]]:
         try:
             t0 = time.perf_counter()
             # as `pipeline answer --executor ray` does: the driver only checks the manifest, actors load
-            lazy = SRC.build(args.adjacency, qs.meta["dataset"], progress=False, load=False)
+            lazy = SRC.load(args.adjacency, qs.meta["dataset"], load=False)
             got, _ = answer_query_set(qs, lazy, progress=False, executor=ex)
             wall = time.perf_counter() - t0
         finally:

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             out = args.out / f"{run_dir.name}-t{thr:g}"
             shutil.rmtree(out, ignore_errors=True)
             try:
-                man = export_adjacency(run_dir, thr, out, device=args.device)
+                man = export_adjacency(run_dir, threshold=thr, out=out, device=args.device)
             except Exception as exc:  # e.g. the dense guard: report it as a row
                 rows.append({"dataset": run.dataset, "model": name, "T": thr, "error": str(exc)[:80]})
                 continue

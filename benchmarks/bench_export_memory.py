@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pipeline.engine import Adjacency, search_batch  # noqa: E402
 from pipeline.formats.adjacency import load_adjacency  # noqa: E402
 from pipeline.formats.queryset import read_query_set  # noqa: E402
-from pipeline.stages.evaluate import ordered_types  # noqa: E402
+from pipeline.softquery.types import ordered_types  # noqa: E402
 
 BATCH = 256
 

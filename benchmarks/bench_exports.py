@@ -45,17 +45,16 @@ from bench_engine import read_bandwidth  # noqa: E402
 
 from pipeline.formats.adjacency import load_adjacency  # noqa: E402
 from pipeline.formats.queryset import read_query_set  # noqa: E402
-from pipeline.methods.calibration import (  # noqa: E402
+from pipeline.methods.src.affine import (  # noqa: E402
     AffineCalibration,
     ConfBuffers,
     calibrated_adjacency,
-    lower_alphas,
     query_relations,
     training_adjacency,
-    zero_alphas,
 )
+from pipeline.methods.src.delta import lower_alphas, zero_alphas  # noqa: E402
 from pipeline.softquery import QUERY_TYPES, Query  # noqa: E402
-from pipeline.stages.evaluate import ordered_types  # noqa: E402
+from pipeline.softquery.types import ordered_types  # noqa: E402
 
 BATCH = 256
 
@@ -221,7 +220,7 @@ def l_batch_seconds(
     (before: the calibration code of commit e09fd49 too)."""
     import importlib
 
-    mod = "tests.engine.reference.calibration" if name == "before" else "pipeline.methods.calibration"
+    mod = "tests.engine.reference.calibration" if name == "before" else "pipeline.methods.src.affine"
     calibrated_adjacency = importlib.import_module(mod).calibrated_adjacency
     adj = index(graph)
     calib, tables = random_l(graph, seed)

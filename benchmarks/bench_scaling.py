@@ -36,10 +36,11 @@ def stage(args: argparse.Namespace) -> dict:
     run_dir = home / "runs" / f"{name}-{MODEL}"
     work = home / "scale" / name
     if args.stage == "synth":
+        from pipeline.stages.options import IngestOptions
         from pipeline.stages.synth import synth_dataset
 
-        rep = synth_dataset(name, args.n, args.relations, args.facts_per_entity * args.n, seed=args.seed,
-                            like=args.like, progress=False)
+        rep = synth_dataset(name, args.n, args.relations, args.facts_per_entity * args.n, like=args.like,
+                            options=IngestOptions(seed=args.seed, progress=False))
         return {"facts": sum(rep["rows"].values()), "store_seconds": rep["store_report"].get("seconds")}
     if args.stage == "train":
         from loaders import load
@@ -53,15 +54,15 @@ def stage(args: argparse.Namespace) -> dict:
 
         k = args.top_k if args.stage == "export_topk" else None
         thr = args.topk_threshold if k else args.threshold
-        man = export_adjacency(run_dir, thr, work / args.stage, progress=False, top_k=k,
-                               max_fraction=1.0)
+        man = export_adjacency(run_dir, threshold=thr, out=work / args.stage, progress=False, top_k=k, max_fraction=1.0)
         return {"nnz": man["nnz"], "bytes": man["bytes"], "export_seconds": man["seconds"],
                 "scores": man["n_entities"] ** 2 * man["n_relations"]}
     if args.stage == "sample":
         from loaders import load
-        from pipeline.sampling.run import sample_to_dir
         from pipeline.sampling.sampler import SamplingError
         from pipeline.softquery.types import QUERY_TYPES
+        from pipeline.stages.options import SampleOptions
+        from pipeline.stages.sample import sample_to_dir
         from pipeline.store import open_store
 
         types, skipped = list(QUERY_TYPES), []
@@ -69,7 +70,7 @@ def stage(args: argparse.Namespace) -> dict:
         with open_store(None) as store:
             while True:
                 try:
-                    res = sample_to_dir(kg, store, work / "queries", split="train", types=types, per_type=args.per_type, seed=args.seed, browse=False, progress=False)
+                    res = sample_to_dir(kg, store, SampleOptions(out=work / "queries", split="train", types=types, per_type=args.per_type, seed=args.seed, browse=False, progress=False))
                     break
                 except SamplingError as exc:
                     # a sparse graph offers too few walks of some shapes (im, 2m need multi-edges): drop the
@@ -87,7 +88,7 @@ def stage(args: argparse.Namespace) -> dict:
         exp = work / ("export_topk" if args.stage == "answer_topk" else "export")
         qfile = next((work / "queries").glob("*.parquet"))
         method = MethodOptions(adjacency=exp, device="cpu", seed=args.seed)
-        rep = answer_queries(qfile, method, AnswerOptions(out_dir=work / args.stage, progress=False))
+        rep = answer_queries(qfile, method, AnswerOptions(out=work / args.stage, progress=False))
         return {"answer_seconds": rep["seconds"]}
     raise SystemExit(f"unknown stage {args.stage}")
 

@@ -14,7 +14,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Answers",
-    "Atom",
     "Dataset",
     "Explanation",
     "Export",
@@ -22,6 +21,7 @@ __all__ = [
     "QuerySet",
     "Ranking",
     "Run",
+    "WitnessAtom",
     "answer",
     "cypher",
     "dataset",

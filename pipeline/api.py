@@ -1,7 +1,11 @@
 r"""The Python API: ``import pipeline as pl`` gives the stages of the command line as functions that return
-typed values with pandas frames (:mod:`pipeline.api_types`). Each calls the same stage function as its
-command, so the numbers are the command's; errors are :class:`PipelineError` subclasses with the command's
-one-line messages; long work shows the command's progress bars (``progress=False`` hides them).
+the stages' own typed values with pandas frames (a :class:`~pipeline.formats.queryset.QuerySet`, a
+:class:`~pipeline.models.runs.Run`, :class:`~pipeline.formats.answers.Answers`, a
+:class:`~pipeline.stages.ask.Ranking`...). Each calls the same stage function as its command, so the numbers
+are the command's; its keyword options are the stage's declared options (:mod:`pipeline.stages.options`:
+``help(pl.answer)`` lists them), checked the same way; errors are :class:`PipelineError` subclasses whose
+messages name the keyword (``per_type=0``) where the command names the flag; long work shows the command's
+progress bars (``progress=False`` hides them).
 
 Every example below makes its own tiny KG (a TSV of named facts) and runs as a doctest
 (tests/test_api.py); the graph store is ``PIPELINE_STORE``, else the embedded server, logged in by itself.
@@ -17,8 +21,16 @@ from typing import Any, TypeVar
 import pandas as pd
 
 import pipeline as _package
-from pipeline.api_types import Answers, Atom, Dataset, Explanation, Export, QuerySet, Ranking, Run
-from pipeline.core.errors import PathError, PipelineError, close_matches
+from pipeline.api_types import Dataset, Export
+from pipeline.core.errors import PathError, PipelineError
+from pipeline.core.options import api_function, split_options
+from pipeline.formats.answers import Answers
+from pipeline.formats.queryset import QuerySet
+from pipeline.methods.options import MethodOptions
+from pipeline.models.runs import Run
+from pipeline.stages.ask import Ranking
+from pipeline.stages.options import AnswerOptions, ExportOptions, IngestOptions, SampleOptions, TrainOptions
+from pipeline.stages.witness_records import Explanation, WitnessAtom  # noqa: F401 (re-exported: pl.Explanation, ...)
 
 __all__ = list(_package.__all__)  # the public names, listed once in pipeline/__init__.py
 
@@ -48,16 +60,6 @@ def _one_line(fn: F) -> F:
 METRIC_ROWS = ("tau", "rho", "map", "ndcg")
 
 
-def _check_options(given: dict[str, Any], known: Sequence[str], what: str) -> None:
-    """An option the stage does not have is one line with the close ones (not a TypeError)."""
-    for name in given:
-        if name not in known:
-            hint = close_matches(name, list(known))
-            raise PipelineError(f"{what}: unknown option {name!r}"
-                                + (f" (did you mean {', '.join(hint)}?)" if hint else "")
-                                + f"; known: {', '.join(sorted(known))}")
-
-
 def _name(ds: Dataset | str) -> str:
     return ds.name if isinstance(ds, Dataset) else str(ds)
 
@@ -68,19 +70,17 @@ def _path(x: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------ data sets
-USER_OPTIONS = ("split", "seed", "columns", "batch_size", "progress", "from_store", "confidence_property",
-                "rel_types", "name_property")
-
-
 @_one_line
-def ingest(name: str, source: str | Path | None = None, *, store: str | None = None, **options: Any) -> Dataset:
+@api_function(IngestOptions)
+def ingest(name: str, source: str | Path | None = None, *, from_store: str | None = None, **options: Any) -> Dataset:
     r"""Load a data set into the graph store, like ``pipeline ingest``; returns it as a :class:`Dataset`.
 
     A benchmark by name (``source``: a local folder of its files, as ``--source``), or your own uncertain KG
     from ``source``, a file (TSV, CSV or Parquet with head, relation, tail, confidence) or a folder of
-    train/valid/test files (as ``--from``). options: split ("0.8,0.1,0.1"), seed, columns
-    ("s,p,o,w"), batch_size, progress; from_store=URI with confidence_property, rel_types, name_property
-    for a KG already in a graph store. Re-ingesting unchanged input changes nothing.
+    train/valid/test files (as ``--from``), or ``from_store``, a graph store URI (as ``--from-store``).
+    Re-ingesting unchanged input changes nothing. Options:
+
+    {options}
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tsv = pathlib.Path(tempfile.mkdtemp(), "toy.tsv")
@@ -93,23 +93,22 @@ def ingest(name: str, source: str | Path | None = None, *, store: str | None = N
     from loaders import BENCHMARKS
     from pipeline.stages.user_ingest import ingest_benchmark, ingest_user
 
-    _check_options(options, USER_OPTIONS, "ingest")
-    progress = bool(options.pop("progress", True))
-    from_store = options.pop("from_store", None)
+    if not isinstance(name, str) or not name:
+        raise PipelineError(f"ingest: name must be a data set name (a string), not {name!r}")
+    (o,) = split_options(options, IngestOptions, what="ingest")
     if name in BENCHMARKS and from_store is None:
-        extra = set(options) - {"batch_size"}
+        extra = set(options) - {"batch_size", "store", "progress"}
         if extra:
             raise PipelineError(f"ingest {name}: {', '.join(sorted(extra))} apply to your own KG, not a benchmark")
-        ingest_benchmark(name, None if source is None else str(source), store, options.get("batch_size", 10_000),
-                         progress)
-        return Dataset(name, store)
+        ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.progress)
+        return Dataset(name, o.store)
     if source is None and from_store is None:
         from loaders import get_spec
 
         get_spec(name)  # an unknown name: one line with the close ones
         raise PipelineError(f"ingest {name}: give source=FILE_OR_FOLDER (your own KG) or from_store=URI")
-    ingest_user(name, None if source is None else str(source), from_store, store, progress=progress, **options)
-    return Dataset(name, store)
+    ingest_user(name, from_path=None if source is None else str(source), from_store=from_store, options=o)
+    return Dataset(name, o.store)
 
 
 @_one_line
@@ -166,114 +165,76 @@ def query(
     #1 cid  utility 1.5
     """
     from pipeline.stages.ask import ask
-    from pipeline.stages.witness_records import witness_lines
 
+    if not isinstance(text, str):
+        raise PipelineError(f"query: text must be a soft query (a string), not {text!r}")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        raise PipelineError(f"top={top!r}: expected a positive integer (or None for every answer)")
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
-    ans = ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency),
-              top=top, cycle_cap=cycle_cap, explain=int(explain) if explain else False,
-              calibration=tuple(str(c) for c in calibration or ()))
-    frame = pd.DataFrame(ans.rows, columns=["eid", "name", "utility"])
-    frame.insert(0, "rank", range(1, len(frame) + 1))
-    explanations = []
-    for i, rec in enumerate(ans.witnesses or []):
-        atoms = [Atom(a["relation"], a["head"], a["tail"], a["confidence"], a["source"], a["alpha"], a["beta"],
-                      a["value"], bool(a.get("negated")), a.get("forbids")) for a in rec["atoms"]]
-        explanations.append(Explanation(i + 1, rec["eid"], rec["name"], rec["utility"],
-                                        {v: w["name"] for v, w in rec["witness"].items()}, atoms,
-                                        "\n".join(witness_lines(i + 1, rec)), rec))
-    return Ranking(frame, explanations, ans.query, ans.source, ans.n_answers, ans.approximate, ans.empty_reason)
+    return ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency),
+               top=top, cycle_cap=cycle_cap, explain=int(explain) if explain else False,
+               calibration=tuple(str(c) for c in calibration or ()))
 
 
 # ----------------------------------------------------------------------------------- train and export
-TRAIN_OPTIONS = ("psl", "epochs", "dim", "lr", "batch_size", "negatives", "patience", "select_on", "seed",
-                 "device", "resume", "overwrite", "source", "config", "progress")
-
-
 @_one_line
-def train(dataset: Dataset | str, *, model: str = "ukge_logi", out: str | Path, **options: Any) -> Run:
+@api_function(TrainOptions)
+def train(dataset: Dataset | str, **options: Any) -> Run:
     r"""Train an uncertain-KG embedding, like ``pipeline train``: on the train facts, selected on valid,
-    with the test MSE/MAE in ``metrics``. options: epochs, dim, lr, batch_size, negatives, patience,
-    select_on, seed, device, psl, resume, overwrite, config (a saved config.json), progress.
+    with the test MSE/MAE in ``metrics``. Options:
+
+    {options}
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
     >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
-    >>> run = pl.train("toy", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
     >>> run.path.name, list(run.metrics.columns)
     ('run', ['n', 'MSE', 'MAE'])
     """
-    from pipeline.models.registry import BACKBONES
-    from pipeline.models.stage import train_dataset
+    from pipeline.stages.train import train_dataset
 
-    _check_options(options, TRAIN_OPTIONS, "train")
-    progress = bool(options.pop("progress", True))
-    done = train_dataset(_name(dataset), BACKBONES.canonical(model), out, config_file=options.pop("config", None),
-                         source=options.pop("source", None), resume=bool(options.pop("resume", False)),
-                         overwrite=bool(options.pop("overwrite", False)), progress=progress, **options)
-    res = done.results
-    metrics = pd.DataFrame(
-        [{"split": k, "n": v["n"], "MSE": v["mse"], "MAE": v["mae"]} for k, v in res.items()
-         if isinstance(v, dict) and "mse" in v],
-        columns=["split", "n", "MSE", "MAE"],
-    ).set_index("split")
-    return Run(done.path, metrics, res)
+    (o,) = split_options(options, TrainOptions, what="train")
+    return train_dataset(_name(dataset), o).run
 
 
 @_one_line
-def export(
-    run: Run | str | Path,
-    *,
-    threshold: float | None = None,
-    top_k: int | None = None,
-    out: str | Path | None,
-    device: str | None = None,
-    allow_dense: bool = False,
-    progress: bool = True,
-) -> Export:
+@api_function(ExportOptions)
+def export(run: Run | str | Path, **options: Any) -> Export:
     r"""Write a trained run's neural adjacency, like ``pipeline export``: every (h, r, t) predicted at or
-    above ``threshold`` (default 0.1), or only each (head, relation)'s ``top_k`` best tails among them. An
-    export keeping more than a third of all pairs is refused unless ``allow_dense``.
+    above ``threshold``, or only each (head, relation)'s ``top_k`` best tails among them. Options:
+
+    {options}
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
     >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
-    >>> run = pl.train("toy", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
     >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
     >>> len(adj.facts) == adj.n_facts <= 4 * 2, list(adj.facts.columns)
     (True, ['head', 'relation', 'tail', 'confidence'])
     """
-    from pipeline.stages.export import MAX_FRACTION, export_adjacency
+    from pipeline.stages.export import export_adjacency
 
-    man = export_adjacency(_path(run), 0.1 if threshold is None else threshold, out, device=device,
-                           progress=progress, top_k=top_k, max_fraction=1.0 if allow_dense else MAX_FRACTION)
+    (o,) = split_options(options, ExportOptions, what="export")
+    man = export_adjacency(_path(run), o)
     return Export(Path(man["path"]), man)
 
 
 # ------------------------------------------------------------------------ sample, answer, evaluate
 @_one_line
-def sample(
-    dataset: Dataset | str,
-    *,
-    split: str,
-    alpha: str,
-    beta: str,
-    per_type: int | None,
-    seed: int,
-    out: str | Path,
-    types: Sequence[str] | str | None = None,
-    store: str | None = None,
-    browse: bool = True,
-    progress: bool = True,
-) -> QuerySet:
+@api_function(SampleOptions)
+def sample(dataset: Dataset | str, **options: Any) -> QuerySet:
     r"""Sample soft queries with exact ground truth by walks over the store, like ``pipeline sample``
-    (valid/test keep only the queries the split's graph answers differently). types: names or "1p,2p"
-    (None: the split's defaults); store: default the :class:`Dataset`'s; browse: also write (:Query) nodes
-    into the store.
+    (valid/test keep only the queries the split's graph answers differently). The store defaults to the
+    :class:`Dataset`'s. Options:
+
+    {options}
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -285,43 +246,30 @@ def sample(
     >>> qs.path.name, qs.meta["split"], set(qs.frame["type"])
     ('toy_train_zero_equal.parquet', 'train', {'1p'})
     """
+    from dataclasses import replace
+
     from pipeline.formats.queryset import read_query_set
-    from pipeline.sampling.requirements import ALPHA_MODES, BETA_MODES
-    from pipeline.sampling.run import sample_dataset
+    from pipeline.stages.sample import sample_dataset
 
-    if isinstance(types, str):
-        types = [t.strip() for t in types.split(",") if t.strip()]
-    if store is None and isinstance(dataset, Dataset):
-        store = dataset.store
-    res = sample_dataset(_name(dataset), out, split=split, types=list(types) if types else None, per_type=per_type,
-                         alpha=ALPHA_MODES.canonical(alpha), beta=BETA_MODES.canonical(beta), seed=seed,
-                         store_uri=store, browse=browse, progress=progress)
+    (o,) = split_options(options, SampleOptions, what="sample")
+    if o.store is None and isinstance(dataset, Dataset):
+        o = replace(o, store=dataset.store)
+    res = sample_dataset(_name(dataset), o)
     qs = read_query_set(res["file"])
-    return QuerySet(Path(res["file"]), qs.frame, qs.meta, res)
-
-
-ANSWER_OPTIONS = ("method", "train", "allow_split_mismatch", "run", "l_epochs", "device", "seed", "explain",
-                  "union", "progress", "write_back", "store", "workers")
+    qs.summary = res
+    return qs
 
 
 @_one_line
-def answer(
-    queries: QuerySet | str | Path,
-    *,
-    adjacency: Export | str | Path | None = None,
-    model: str | Path | None = None,
-    calibration: str = "none",
-    valid: QuerySet | str | Path | None = None,
-    out: str | Path | None = None,
-    **options: Any,
-) -> Answers:
+@api_function(MethodOptions, AnswerOptions)
+def answer(queries: QuerySet | str | Path, **options: Any) -> Answers:
     r"""Answer a query set, like ``pipeline answer``: SRC over ``adjacency`` (an :class:`Export` or its
-    folder) with a ``calibration`` (none, D, L or D+L; D chooses delta on the ``valid`` set, L is fitted on
-    options["train"]), or a query-embedding baseline run (``model``, from ``pipeline train-qe``). The
-    answers file goes to ``out`` (default: ``answers/`` beside the queries). options: method, train,
-    allow_split_mismatch, run, l_epochs, device, seed, explain (witnesses of the top K), union, progress,
-    workers (processes sharing the loaded export; default every core, 1 = this process, like ``--workers``);
-    write_back=True writes the top answers (and witnesses) into the store (``store``), like ``--write-back``.
+    folder) with a ``calibration`` (none, D, L or D+L; D chooses delta on ``valid_queries``, L is fitted on
+    ``train_queries``), or a query-embedding baseline run (``model``, from ``pipeline train-qe``). The
+    answers file goes to ``out`` (default: ``answers/`` beside the queries); the frame returned adds each
+    entity's ``name``. Options:
+
+    {options}
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -330,58 +278,32 @@ def answer(
     >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
     >>> qs = pl.sample("toy", split="train", alpha="zero", beta="equal", per_type=2, seed=0, types="1p",
     ...                out=tmp / "q", progress=False)
-    >>> run = pl.train("toy", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
     >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
     >>> ans = pl.answer(qs, adjacency=adj, out=tmp / "ans", progress=False)
     >>> ans.label, sorted(set(ans.frame["query_id"])) == sorted(qs.frame["id"]), "name" in ans.frame
     ('ukge_logi SRC', True, True)
     """
+    from dataclasses import replace
+
     from loaders import load
     from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers
-    from pipeline.methods import METHODS, MethodOptions
-    from pipeline.methods.calibration import CALIBRATIONS
-    from pipeline.stages.answer import AnswerOptions, answer_queries
+    from pipeline.stages.answer import answer_queries
 
-    _check_options(options, ANSWER_OPTIONS, "answer")
-    method_name = options.get("method")
-    train_set = options.get("train")
-    method = MethodOptions(
-        name=None if method_name is None else METHODS.canonical(method_name),
-        adjacency=None if adjacency is None else _path(adjacency),
-        model_run=None if model is None else str(model),
-        calibration=CALIBRATIONS.canonical(calibration),
-        union=options.get("union"),
-        run_dir=options.get("run"),
-        l_epochs=int(options.get("l_epochs", 20)),
-        device=options.get("device"),
-        seed=int(options.get("seed", 0)),
-    )
-    how = AnswerOptions(
-        out_dir=None if out is None else str(out),
-        valid_queries=None if valid is None else _path(valid),
-        train_queries=None if train_set is None else _path(train_set),
-        allow_split_mismatch=bool(options.get("allow_split_mismatch", False)),
-        explain=int(options.get("explain", 0)),
-        write_back=bool(options.get("write_back")),
-        store=options.get("store"),
-        progress=bool(options.get("progress", True)),
-    )
-    from dataclasses import replace
-
-    from pipeline.executors import answer_executor
-
-    workers = options.get("workers")
-    with answer_executor(workers=None if workers is None else int(workers)) as executor:
-        report = dict(answer_queries(_path(queries), method, replace(how, executor=executor)))
-    read = read_answers(report["path"])
-    frame = read.frame.copy()
+    method, how = split_options(options, MethodOptions, AnswerOptions, what="answer")
+    paths = {k: _path(getattr(method, k)) for k in ("adjacency", "model", "run") if getattr(method, k) is not None}
+    sets = {k: _path(getattr(how, k)) for k in ("valid_queries", "train_queries") if getattr(how, k) is not None}
+    report = dict(answer_queries(_path(queries), replace(method, **paths), replace(how, **sets)))
+    ans = read_answers(report["path"])
+    frame = ans.frame
     if col.ENTITY_NAME in frame:
         frame["name"] = frame[col.ENTITY_NAME]
     else:
-        names = load(read.meta["dataset"]).entities["name"].to_numpy()
+        names = load(ans.meta["dataset"]).entities["name"].to_numpy()
         frame["name"] = names[frame[col.ENTITY].to_numpy()]
-    return Answers(Path(report["path"]), read.label, frame, report)
+    ans.report = report
+    return ans
 
 
 @_one_line
@@ -397,7 +319,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
     >>> qs = pl.sample("toy", split="train", alpha="zero", beta="equal", per_type=2, seed=0, types="1p",
     ...                out=tmp / "q", progress=False)
-    >>> run = pl.train("toy", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
     >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
     >>> table = pl.evaluate(pl.answer(qs, adjacency=adj, out=tmp / "ans", progress=False))
     >>> list(table.index), list(table.columns)
@@ -405,7 +327,8 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     """
     from pipeline.core.metrics import METRICS
     from pipeline.formats.answers import find_answer_files
-    from pipeline.stages.evaluate import evaluate_file, ordered_types
+    from pipeline.softquery.types import ordered_types
+    from pipeline.stages.evaluate import evaluate_file
 
     path = Path(_path(answers))
     files = find_answer_files(path)  # a missing path: the command's line

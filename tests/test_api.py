@@ -43,7 +43,7 @@ def test_all_lists_exactly_the_public_names() -> None:
 
     assert pl.__all__ == pipeline.api.__all__
     functions = {"ingest", "dataset", "query", "train", "export", "sample", "answer", "evaluate", "cypher"}
-    values = {"Dataset", "Ranking", "Explanation", "Atom", "Run", "Export", "QuerySet", "Answers"}
+    values = {"Dataset", "Ranking", "Explanation", "WitnessAtom", "Run", "Export", "QuerySet", "Answers"}
     assert set(pl.__all__) == functions | values | {"PipelineError"}
     assert len(pl.__all__) == len(set(pl.__all__))
     for name in pl.__all__:
@@ -81,7 +81,7 @@ def tiny(store_env: str, tmp_path: Path) -> dict[str, object]:
     f = tmp_path / "kg.tsv"
     f.write_text(toy_kg())
     pl.ingest("tiny", source=f, progress=False)
-    run = pl.train("tiny", out=tmp_path / "run", epochs=3, dim=8, device="cpu", progress=False)
+    run = pl.train("tiny", model="ukge_logi", out=tmp_path / "run", epochs=3, dim=8, device="cpu", progress=False)
     adj = pl.export(run, threshold=0.3, top_k=4, out=tmp_path / "adj", progress=False)
     qs = pl.sample("tiny", split="test", alpha="zero", beta="equal", per_type=5, seed=0, types="1p,2p",
                    out=tmp_path / "q", browse=False, progress=False)
@@ -162,8 +162,11 @@ def test_a_benchmark_ingested_from_python_has_the_cli_stats(store_env: str) -> N
     [
         (lambda: pl.dataset("ppi5"), "unknown data set 'ppi5' (did you mean ppi5k?"),
         (lambda: pl.query("binding(a, ?y", dataset="ppi5k", graph="test"), "column 9: unknown entity 'a'"),
-        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of --graph"),
-        (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks'"),
+        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of graph= train|valid|test or adjacency="),
+        (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks' (did you mean epochs?)"),
+        (lambda: pl.train("ppi5k", model="ukge_logi", epochs=0), "epochs=0: must be at least 1"),
+        (lambda: pl.answer("/tmp/q.parquet", workers="2"), "workers='2': expected an integer"),
+        (lambda: pl.sample("ppi5k", per_type=5), "sample: give out="),
         (lambda: pl.cypher("  "), "empty Cypher statement"),
         (lambda: pl.ingest("ppi5k", split="0.5,0.5,0"), "ingest ppi5k: split apply to your own KG"),
         (lambda: pl.ingest("nosuch_kg"), "unknown data set 'nosuch_kg'"),
@@ -180,29 +183,40 @@ def test_errors_are_pipeline_errors_with_the_cli_line(call, message: str) -> Non
 
 
 @pytest.mark.parametrize(
-    ("call", "args"),
+    ("call", "args", "spelled"),
     [
         (lambda: pl.query("bindng(883.DvMF_1608, ?y)", dataset="ppi5k", graph="test"),
-         ["query", "bindng(883.DvMF_1608, ?y)", "--dataset", "ppi5k", "--graph", "test"]),
+         ["query", "bindng(883.DvMF_1608, ?y)", "--dataset", "ppi5k", "--graph", "test"], {}),
         (lambda: pl.query("binding(883.DvMF_1608, ?y", dataset="ppi5k", graph="test"),
-         ["query", "binding(883.DvMF_1608, ?y", "--dataset", "ppi5k", "--graph", "test"]),
-        (lambda: pl.evaluate("/nonexistent/answers.parquet"), ["evaluate", "/nonexistent/answers.parquet"]),
+         ["query", "binding(883.DvMF_1608, ?y", "--dataset", "ppi5k", "--graph", "test"], {}),
+        (lambda: pl.evaluate("/nonexistent/answers.parquet"), ["evaluate", "/nonexistent/answers.parquet"], {}),
         (lambda: pl.sample("ppi5k", split="test", alpha="zero", beta="equal", per_type=0, seed=0, out="/tmp/q"),
-         ["sample", "ppi5k", "--per-type", "0", "--out", "/tmp/q"]),
+         ["sample", "ppi5k", "--per-type", "0", "--out", "/tmp/q"], {"per_type=0": "--per-type 0"}),
+        (lambda: pl.answer("/tmp/nonexistent.parquet", explain=-1),
+         ["answer", "/tmp/nonexistent.parquet", "--explain", "-1"], {"explain=-1": "--explain -1"}),
+        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), ["query", "binding(?x, ?y)", "--dataset", "ppi5k"],
+         {"graph=": "--graph", "adjacency=": "--adjacency"}),
     ],
 )
-def test_error_messages_are_the_cli_lines(call, args: list[str]) -> None:
+def test_error_messages_are_the_cli_lines_in_python_words(call, args: list[str], spelled: dict[str, str]) -> None:
+    """The same line from both doors, except that Python names keyword arguments where the CLI names flags."""
     require_data("ppi5k")
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 2
     with pytest.raises(pl.PipelineError) as info:
         call()
-    assert res.output == f"error: {info.value}\n"
+    python = str(info.value)
+    if spelled:
+        assert "--" not in python, python
+    for keyword in spelled:
+        assert keyword in python
+        python = python.replace(keyword, spelled[keyword])
+    assert res.output == f"error: {python}\n"
 
 
 def test_a_path_error_is_a_pipeline_error_and_still_an_oserror() -> None:
     from pipeline.api import _one_line
-    from pipeline.cli import _path_error
+    from pipeline.cli.group import _path_error
 
     missing = "/nonexistent/folder/file"
     with pytest.raises(pl.PipelineError) as info:

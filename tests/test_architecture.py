@@ -107,19 +107,23 @@ def test_methods_never_call_back_into_the_answering_stage() -> None:
         owners = {_owner(d, mods) for d in deps}
         if m.startswith("pipeline.methods"):
             assert "pipeline.stages.answer" not in owners, f"{m} imports the answering stage"
-        if m == "pipeline.methods.calibration":
-            bad = {o for o in owners if o == "pipeline.stages.answer" or o.startswith("pipeline.methods")}
+        # the calibrations' math (L, D, their registry, fit keys, saved paths) sits below the method: it
+        # imports no method module (SRC's own, the baselines', the registry) and no stage
+        if m.startswith("pipeline.methods.src.") and m != "pipeline.methods.src.method":
+            methods = ("pipeline.methods.src.method", "pipeline.methods.qe", "pipeline.methods.registry",
+                       "pipeline.methods.base")
+            bad = {o for o in owners if o.startswith("pipeline.stages") or o in methods}
             assert not bad, f"{m} imports {sorted(bad)}"
 
 
 def test_one_answering_entry() -> None:
     """The callers of the answering stage use its one entry (answer_queries), none rebuilds it."""
-    callers = ["pipeline/api.py", "pipeline/cli.py", "pipeline/stages/reproduce.py", "pipeline/stages/reproduce_baselines.py",
+    callers = ["pipeline/api.py", "pipeline/cli/answer.py", "pipeline/stages/reproduce.py", "pipeline/stages/reproduce_baselines.py",
                "pipeline/stages/stored_queries.py", "pipeline/studies/soft_requirements.py"]
     for rel in callers:
         text = (ROOT / rel).read_text()
         assert "answer_queries" in text, f"{rel} does not call pipeline.stages.answer.answer_queries"
-        for rebuilt in ("run_answer(", "SRC.build(", ".from_options(", "explain_answers_file(", "write_back_file("):
+        for rebuilt in ("run_answer(", ".from_options(", "explain_answers_file(", "write_back_file(", "answer_executor("):
             assert rebuilt not in text, f"{rel} rebuilds the answering stage ({rebuilt.rstrip('(')})"
 
 
@@ -137,3 +141,94 @@ def test_the_answers_columns_are_named_once() -> None:
     for p in readers:
         hits = {m.group(0) for m in pat.finditer(p.read_text())}
         assert not hits, f"{p.relative_to(ROOT)} spells answers columns {sorted(hits)}: use pipeline.formats.answers'"
+
+
+# The packages from the foundation up: a module imports its own layer and those below it, never one above
+# (a stage is imported by the doors and the studies only; methods never import a stage; the formats never
+# import a model). A new package gets a row here.
+LAYERS: list[tuple[str, ...]] = [
+    ("pipeline.core",),
+    ("pipeline.softquery", "loaders"),
+    ("pipeline.engine", "pipeline.executors"),
+    ("pipeline.formats", "pipeline.store"),
+    ("pipeline.models", "pipeline.sampling", "pipeline.baselines", "pipeline.squk", "pipeline.llm"),
+    ("pipeline.methods",),
+    ("pipeline.stages",),
+    ("pipeline.studies",),
+    ("pipeline.api", "pipeline.api_types", "pipeline.cli", "pipeline"),
+]
+
+
+def _layer(module: str) -> int:
+    for i, packages in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in packages if p != "pipeline"):
+            return i
+    if module == "pipeline":
+        return len(LAYERS) - 1
+    raise AssertionError(f"{module}: in no layer of tests/test_architecture.py LAYERS; give its package a row")
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    mods = _modules()
+    up = []
+    for m, deps in mods.items():
+        for d in {_owner(d, mods) for d in deps} - {"", m}:
+            if _layer(d) > _layer(m):
+                up.append(f"{m} imports {d} (layer {_layer(d)} above {_layer(m)})")
+    assert up == [], "\n".join(sorted(up))
+
+
+def test_every_stage_lives_in_stages() -> None:
+    """A module that reads options from a stage options class or writes a stage's outputs is a stage: they
+    all sit in pipeline/stages/ (the doors call them there), none elsewhere under pipeline/."""
+    stage_names = {"stage.py", "run.py", "importer.py", "training.py"}
+    strays = [p.relative_to(ROOT).as_posix() for p in (ROOT / "pipeline").rglob("*.py")
+              if p.name in stage_names and p.parent.name != "stages"
+              and p.relative_to(ROOT).as_posix() != "pipeline/models/training.py"]  # the backbones' loop, not a stage
+    assert strays == [], f"stage modules outside pipeline/stages/: {strays}"
+    mods = _modules()
+    for m, deps in mods.items():
+        if _owner(m, mods).startswith("pipeline.stages.evaluate"):
+            bad = {d for d in deps if d.startswith("pipeline.methods")}
+            assert not bad, f"the results tables import a method: {sorted(bad)}"
+
+
+def test_the_results_tables_import_no_torch() -> None:
+    """``import pipeline.stages.evaluate`` (and reading answers files) loads neither torch nor the engine."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pipeline.stages.evaluate, pipeline.formats.answers; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('pipeline.engine', 'pipeline.methods'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_no_function_takes_ten_parameters() -> None:
+    """Options travel as frozen dataclasses (pipeline/stages/options.py), not as long parameter lists: no
+    function outside the click commands and the compiled kernels takes 10 or more parameters."""
+    kernels = {"pipeline/engine/_stream_numba.py", "pipeline/engine/_stream_triton.py"}
+    long = []
+    for p in sorted(ROOT.glob("pipeline/**/*.py")):
+        rel = p.relative_to(ROOT).as_posix()
+        if rel in kernels or rel.startswith("pipeline/cli/"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                names = [x.arg for x in [*a.posonlyargs, *a.args]]
+                n = len(names) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg) - (names[:1] in (["self"], ["cls"]))
+                if n >= 10:
+                    long.append(f"{rel}:{node.lineno} {node.name} ({n} parameters)")
+    assert long == [], "\n".join(long)
+
+
+def test_one_name_one_class() -> None:
+    """No two public classes of the package share a name (a newcomer finds one thing under one name)."""
+    seen: dict[str, list[str]] = {}
+    for p in sorted(ROOT.glob("pipeline/**/*.py")):
+        for node in ast.parse(p.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(p.relative_to(ROOT).as_posix())
+    dupes = {k: v for k, v in seen.items() if len(v) > 1}
+    assert dupes == {}, dupes

@@ -14,8 +14,14 @@ from contextlib import contextmanager
 # "python" (the API, the default for any caller) or "cli" (set by the command group for its commands)
 _FRONT_END: contextvars.ContextVar[str] = contextvars.ContextVar("pipeline_front_end", default="python")
 
-# options whose command-line flag is not the keyword with dashes (keyword -> flag)
-_FLAGS = {"store": "--store", "out": "--out", "model": "--model", "adjacency": "--adjacency"}
+# options whose command-line flag is not the keyword with dashes (keyword -> flag): filled by the options'
+# declarations (pipeline.core.options)
+_FLAGS: dict[str, str] = {}
+
+
+def register_flag(keyword: str, flag: str) -> None:
+    """Declare that the option ``keyword`` is spelled ``flag`` on the command line."""
+    _FLAGS[keyword] = flag
 
 
 def front_end() -> str:

@@ -28,12 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import torch
 
 from pipeline.core.registry import Registry
+
+if TYPE_CHECKING:  # torch is imported by the functions that rank tensors: the tables import no torch
+    import torch
 
 # The paper's evaluation truncates the ground truth to its stored top 100 answers.
 PAPER_TOP = 100
@@ -44,6 +46,8 @@ PAPER_TOP = 100
 def _nan_as_neginf(u: torch.Tensor) -> torch.Tensor:
     """NaN -> -inf, everything else (infinities included) kept; nan_to_num alone would also turn -inf
     into the lowest finite float, splitting one tie group in two."""
+    import torch
+
     u = u if u.is_floating_point() else u.float()
     return torch.where(torch.isnan(u), torch.full_like(u, -math.inf), u)
 
@@ -75,6 +79,8 @@ def tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def rank_and_tie_groups(utility: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(rank, first, ties) of :func:`rank_entities` and :func:`tie_groups` from one sort (the answers
     file needs all three for every batch)."""
+    import torch
+
     u = _nan_as_neginf(utility)
     squeeze = u.dim() == 1
     if squeeze:
@@ -153,6 +159,8 @@ class Ranked:
     ) -> Ranked:
         """A query from two utility vectors (n_entities,) and its answer ids (best first by truth_utility):
         the oracle path of tests and single queries."""
+        import torch
+
         p = torch.as_tensor(_np_nan_as_neginf(predicted))
         ans = np.asarray(answers, dtype=np.int64)
         first, ties = tie_groups(p)
@@ -165,6 +173,8 @@ class Ranked:
 
 def harmonic(x: np.ndarray | float) -> np.ndarray:
     """H(x) = sum_{k=1..x} 1/k for integers x >= 0 (float64), exact to ~1e-15 through the digamma function."""
+    import torch
+
     t = torch.as_tensor(np.asarray(x, dtype=np.float64))
     return (torch.special.digamma(t + 1.0) + 0.5772156649015329).numpy()
 

@@ -113,9 +113,9 @@ class Registry(Mapping[str, T], Generic[T]):
 REGISTRIES: dict[str, tuple[str, str]] = {
     "datasets": ("loaders", "REGISTRY"),
     "models": ("pipeline.models.registry", "BACKBONES"),
-    "methods": ("pipeline.methods", "METHODS"),
+    "methods": ("pipeline.methods.registry", "METHODS"),
     "baselines": ("pipeline.baselines", "QE_MODELS"),
-    "calibrations": ("pipeline.methods.calibration", "CALIBRATIONS"),
+    "calibrations": ("pipeline.methods.src.calibrations", "CALIBRATIONS"),
     "query-types": ("pipeline.softquery.types", "QUERY_TYPES"),
     "metrics": ("pipeline.core.metrics", "METRICS"),
     "alpha-modes": ("pipeline.sampling.requirements", "ALPHA_MODES"),

@@ -1,44 +1,19 @@
-"""Compiled loops for the engine's hottest steps: the stream of a relation's stored entries
-(maxplus._stream) and the sparse rows of one atom (maxplus._values).
+"""Compiled loops for the engine's hottest steps, value for value the torch forms they replace:
 
-    out[o_i, b] = max(out[o_i, b], fma(cc[P-1, i], beta[P-1, b], ... fma(cc[0, i], beta[0, b], st[s_i, b])))
+- the stream of a relation's stored entries (``maxplus._stream``):
+  ``out[o_i, b] = max(out[o_i, b], fma(cc[P-1, i], beta[P-1, b], ... fma(cc[0, i], beta[0, b], st[s_i, b])))``
+  for every entry i = (s_i, o_i) and batch row b, each entry read once for up to 32 rows
+  (:mod:`._stream_numba`; :func:`rows_cost` tells the engine what a stream of so many rows costs);
+- the sparse rows of one atom (:func:`rows_max`, ``maxplus._values``);
+- the two-pointer merge of a relation pair's shared entries (``shared_two``).
 
-for every entry i = (s_i, o_i) and batch row b. The torch form of the same step (maxplus._stream,
-_stream_wide) writes a (rows x entries) gather, adds each atom's term into it and scatter-maxes it out:
-three passes over a temporary as large as the work, and an int64 index expanded to every row. The
-compiled form reads each entry once for up to 32 rows: each run of entries of one column is reduced in
-vector registers, 8 rows per vector (LLVM vector code emitted through a numba intrinsic:
-_stream_numba._run), the rows padded to a multiple of 8. ~2 ns per entry for 1 to 8 rows on CN15k's
-streams, 2.5 for 16, 3 for 24 (the torch form: ~3.3 ns per entry and row); docs/benchmarks.md, issue 31.
-:func:`rows_cost` tells the engine what a stream of so many rows costs, for its choice of path. It also
-holds the sparse rows of one atom (:func:`rows_max`: each fact of the gathered rows read once, with the
-torch form's float32 operations, no temporaries) and the two-pointer merge of a relation pair's shared
-entries (shared_two).
-
-Exact: each atom's term is added with a fused multiply-add (llvm.fma.f32, the rounding of torch's
-addcmul_ on a CPU with FMA, which is what every x86-64 and arm64 CPU of the last decade has), in the same
-atom order, and the max keeps a NaN as torch's amax does. tests/engine/test_kernels.py checks both forms
-value for value on random inputs, and the engine's exactness tests run with the kernel on.
-
-numba is a dependency, imported only where the compiled form pays: importing it and loading the
-compiled code from numba's disk cache takes ~0.8 s of a fresh process, more than the compiled form saves
-on a small export (PPI5k's whole answering takes ~1 s). PIPELINE_KERNELS chooses:
-  * ``auto`` (default): loaded in a background thread, from when an export of at least KERNEL_FACTS
-    facts is indexed (load_engine_index): CN15k's 84M-fact exports, not PPI5k's 0.6M. Steps run the
-    torch form while it loads, until their work adds up to WAIT_AFTER entry-rows (about the load's
-    cost); the next step waits for it (a single query never does); a fork (the answering
-    workers) waits for it first, so the workers inherit it and no thread is copied mid-load;
-  * ``numba``: loaded at the first step of MIN_WORK entry-rows, whatever the export;
-  * ``torch``: never (the torch form only).
-Where numba cannot be imported the torch form runs, with the same values. Steps below MIN_WORK entry-rows
-keep the torch form (a call's overhead).
-
-On a CUDA GPU the same step is one fused triton kernel (pipeline/engine/_stream_triton.py: tl.fma in atom
-order, an order-free atomic max, NaN flagged aside), 2.5-40x faster than the torch form's CUDA path on
-an H200 (docs/benchmarks.md, issue 31, GPU stop), under the same rules: PIPELINE_KERNELS=auto loads it
-in a background thread for exports of at least KERNEL_FACTS facts (triton's import and its compiled
-shapes, ~0.5 s from triton's disk cache), numba at the first step of GPU_MIN_WORK entry-rows, torch
-never. triton is not a dependency (it comes with torch's CUDA builds); without it the torch form runs.
+Exact: fused multiply-adds in atom order (the rounding of torch's ``addcmul_`` on a CPU with FMA) and a
+NaN-keeping max (tests/engine/test_kernels.py checks both forms on random inputs). ``PIPELINE_KERNELS``
+chooses: ``auto`` (default: loaded in a background thread for exports of at least :data:`KERNEL_FACTS`
+facts; a fork waits for it), ``numba`` (at the first step of :data:`MIN_WORK` entry-rows), ``torch``
+(never). On a CUDA GPU the same step is one fused triton kernel (:mod:`._stream_triton`) under the same
+rules. Where numba or triton cannot be imported the torch form runs, with the same values. Why each
+threshold is where it is, and the measured costs: docs/benchmarks.md (issue 31).
 """
 
 from __future__ import annotations

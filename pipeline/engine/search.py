@@ -30,7 +30,7 @@ from pipeline.engine.atoms import (
 )
 from pipeline.engine.maxplus import maxplus
 from pipeline.softquery.graph import QueryGraph
-from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
+from pipeline.softquery.model import FREE, TOP_K, Atom, Conjunction, Const, Query, Var
 from pipeline.softquery.types import conjunction_shape
 
 MAX_BATCH = 256  # conjunctions per batched computation: bounds memory at a few (B, N) float32 states
@@ -119,7 +119,7 @@ def _max_into(out: torch.Tensor, qis: list[int], util: torch.Tensor, written: se
         written.update(ids)
 
 
-def top_answers(utility: torch.Tensor, k: int = 100) -> tuple[torch.Tensor, torch.Tensor]:
+def top_answers(utility: torch.Tensor, k: int = TOP_K) -> tuple[torch.Tensor, torch.Tensor]:
     """The answers of a utility vector (N,): entity ids (K,) int64 and utilities (K,) float32 of the entities
     with finite u > 0, best first, ties by entity id, at most k."""
     ok = torch.nonzero(torch.isfinite(utility) & (utility > 0), as_tuple=True)[0]  # ids ascending

@@ -1,6 +1,8 @@
-"""Executors of the heavy stages (export, answer): ``local`` (default), ``processes`` (every core of this machine) and ``ray``; ``pipeline ls executors``.
+"""Executors of the heavy stages (export, answer): ``local`` (this process), ``processes`` (every core of
+this machine) and ``ray``; ``pipeline ls executors``. Export runs on ``local`` by default, answer on
+``processes`` (:class:`pipeline.stages.options.AnswerOptions`); the stages open and close them.
 
-The registry holds the classes; :func:`make_executor` builds one from the CLI's options. Importing this
+The registry holds the classes; :func:`make_executor` builds one from a stage's options. Importing this
 package never imports Ray (only building the Ray executor does).
 """
 
@@ -21,10 +23,10 @@ def make_executor(name: str = "local", address: str | None = None, workers: int 
     return EXECUTORS[name](address=address, workers=workers)
 
 
-def answer_executor(name: str = "local", address: str | None = None, workers: int | None = None) -> Executor:
-    """The executor ``pipeline answer`` runs on: the named one, except that the default (``local``) uses
-    every core (:class:`ProcessExecutor`) unless ``--workers 1`` keeps everything in this process."""
-    if EXECUTORS[name] is LocalExecutor and not address:
+def answer_executor(name: str = "processes", address: str | None = None, workers: int | None = None) -> Executor:
+    """The executor the answering stage runs on: the named one, where ``processes`` with one worker (one
+    core, or ``workers=1``) is this process (:class:`LocalExecutor`: nothing to fork)."""
+    if EXECUTORS[name] is ProcessExecutor and not address:
         count = cores() if workers is None else workers  # below 1: refused by the executor's constructor
         return LocalExecutor() if count == 1 else ProcessExecutor(workers=count)
     return make_executor(name, address, workers)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 
 
 class TaskFailed(PipelineError):
@@ -69,7 +69,7 @@ class Executor(ABC):
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         if workers is not None and workers < 1:
-            raise PipelineError(f"--workers must be at least 1, got {workers}")
+            raise PipelineError(f"{option('workers', workers)}: must be at least 1")
         self.address, self.workers = address, workers
 
     @abstractmethod

@@ -1,4 +1,4 @@
-"""The local executor: every task in this process, in order (today's behaviour and the default)."""
+"""The local executor: every task in this process, in order (export's default; answer with ``workers=1``)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 
 
 class LocalExecutor(Executor):
     name: ClassVar[str] = "local"
-    description: ClassVar[str] = "every task in this process, one after another (the default; answer: with --workers 1)"
+    description: ClassVar[str] = "every task in this process, one after another (export's default)"
     in_process: ClassVar[bool] = True
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         if address:
-            raise PipelineError("--address names a Ray cluster; it needs --executor ray")
+            raise PipelineError(f"{option('address')} names a Ray cluster; it needs {option('executor', 'ray')}")
         if workers not in (None, 1):
-            raise PipelineError(f"--workers {workers} needs --executor ray (the local executor runs one task at a time)")
+            raise PipelineError(f"{option('workers', workers)} needs {option('executor', 'ray')} or processes (the local executor runs one task at a time)")
         super().__init__(None, 1)
 
     def map(

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.core.heap import keep_freed_heap, release_heap
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 from pipeline.executors.local import LocalExecutor
@@ -76,14 +76,14 @@ def _work(item: tuple[int, Callable[[Any, Any], Any], Any, str]) -> tuple[int, b
 class ProcessExecutor(Executor):
     name: ClassVar[str] = "processes"
     description: ClassVar[str] = (
-        "worker processes on this machine (--workers, default: every core) sharing one copy of the export"
+        "worker processes on this machine (--workers, default: every core) sharing one copy of the export (answer's default)"
     )
     in_process: ClassVar[bool] = False
     shares_memory: ClassVar[bool] = "fork" in mp.get_all_start_methods()
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         if address:
-            raise PipelineError("--address names a Ray cluster; it needs --executor ray")
+            raise PipelineError(f"{option('address')} names a Ray cluster; it needs {option('executor', 'ray')}")
         super().__init__(None, cores() if workers is None else workers)
 
     def map(

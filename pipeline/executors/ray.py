@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.executors.base import ActorState, Executor, Task, failure
 
 # the object store of a cluster we start: small, the tasks exchange file names and counts, not arrays
@@ -67,7 +67,7 @@ class RayExecutor(Executor):
                     ray.init(address=self.address, log_to_driver=False)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    raise PipelineError(f"--address {self.address}: no Ray cluster to join ({first})") from None
+                    raise PipelineError(f"{option('address', self.address)}: no Ray cluster to join ({first})") from None
             else:
                 # address="local": always a new cluster of our own, never one a stale
                 # /tmp/ray/ray_current_cluster (a `ray start` killed without `ray stop`) points at

@@ -17,21 +17,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import torch
 
 from pipeline.core.errors import ArtifactError
 from pipeline.formats import meta as metafile
+from pipeline.softquery.model import TOP_K
+
+if TYPE_CHECKING:  # the rows are made from utility tensors, but reading answers files needs no torch
+    import torch
 
 FORMAT = "soft-query-answers/2"
 # Format 1 had no tie groups (rank_first, ties), which the tie-aware metrics need: such files are refused
 # with what to re-run.
 OLD_FORMATS = ("soft-query-answers/1",)
-TOP_K = 100
 
 # The columns, named once: every reader (evaluate, writeback, explain, the API) uses these constants.
 QUERY_ID = "query_id"
@@ -67,11 +69,19 @@ OPTIONAL = [(QUERY_TEXT, pa.string()), (ENTITY_NAME, pa.string())]
 
 @dataclass
 class Answers:
-    """A loaded answers file: ``frame`` with the columns above, ``meta`` the file metadata."""
+    """An answers file: ``frame`` (its rows: the columns above; ``pl.answer`` adds ``name``, each entity's
+    name), ``meta`` (the file metadata), ``path`` and, when it was just written, ``report`` (what ``pipeline
+    answer --json`` prints). ``label`` is the method's row name in the tables, ``name`` its registry name.
 
-    frame: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
+    >>> import dataclasses, pipeline as pl
+    >>> [f.name for f in dataclasses.fields(pl.Answers)]
+    ['frame', 'meta', 'path', 'report']
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
     path: Path | None = None
+    report: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def label(self) -> str:

@@ -69,11 +69,19 @@ REQUIRED_META = ("dataset", "split", "alpha", "beta", "source")
 
 @dataclass
 class QuerySet:
-    """A loaded query set: ``frame`` holds the columns above, ``meta`` the file metadata."""
+    """A query set: ``frame`` (one row per query: id, type, text and its ground truth; the columns above),
+    ``meta`` (data set, split, alpha, beta, seed, ...), its file's ``path`` and, when it was just sampled,
+    ``summary`` (what ``pipeline sample --json`` prints).
 
-    frame: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
+    >>> import dataclasses, pipeline as pl
+    >>> [f.name for f in dataclasses.fields(pl.QuerySet)][:4]
+    ['frame', 'meta', 'path', 'summary']
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    meta: dict[str, Any] = field(default_factory=dict, repr=False)
     path: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict, repr=False)
     # the parsed queries of `frame` (that very object: a frame replaced is parsed again); calibration
     # answers one valid set many times (every delta of every epoch)
     _parsed: tuple[pd.DataFrame, list] | None = field(default=None, init=False, repr=False, compare=False)

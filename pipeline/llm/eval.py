@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.stages.evaluate import ordered_types
+from pipeline.softquery.types import ordered_types
 
 Z95 = 1.959963984540054
 

@@ -1,4 +1,6 @@
-"""Answering methods by name: each turns queries into utilities (see :class:`.base.Method`).
+"""Answering methods by name: each turns queries into utilities (see :class:`.base.Method`). SRC and its
+calibrations live in :mod:`pipeline.methods.src`, the query-embedding baselines in :mod:`pipeline.methods.qe`.
+Names load on first use (torch only then).
 
 >>> from pipeline.methods import METHODS
 >>> METHODS.names()
@@ -9,22 +11,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.registry import Registry
-from pipeline.methods.base import BuildInputs, Capabilities, Method, MethodOptions
-from pipeline.methods.qe import ConENE, LogicENE, QueryEmbedding
-from pipeline.methods.src import SRC
+_LAZY = {
+    "METHODS": "pipeline.methods.registry",
+    "SRC": "pipeline.methods.src.method",
+    "BuildInputs": "pipeline.methods.base",
+    "Capabilities": "pipeline.methods.base",
+    "Method": "pipeline.methods.base",
+    "MethodOptions": "pipeline.methods.base",
+    "ConENE": "pipeline.methods.qe",
+    "LogicENE": "pipeline.methods.qe",
+    "QueryEmbedding": "pipeline.methods.qe",
+}
+
+__all__ = sorted(_LAZY)
 
 
-def _row(m: type[Method]) -> dict[str, Any]:
-    """`pipeline ls methods`: what each method is built from and which answer options it takes."""
-    caps = m.capabilities
-    takes = [opt for opt, ok in (("--calibration", caps.calibration), ("--explain", caps.explain),
-                                 ("--union", caps.union), ("--from-store", caps.any_shape)) if ok]
-    return {"name": m.name, "from": caps.source_flag, "options": " ".join(takes), "description": m.description}
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
 
-
-METHODS: Registry[type[Method]] = Registry("method", (SRC, LogicENE, ConENE), row=_row)
-
-__all__ = [
-    "METHODS", "SRC", "BuildInputs", "Capabilities", "ConENE", "LogicENE", "Method", "MethodOptions", "QueryEmbedding",
-]
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'pipeline.methods' has no attribute {name!r}")

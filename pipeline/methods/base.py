@@ -15,53 +15,40 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-
-from pipeline.softquery.model import Query
+from pipeline.methods.options import MethodOptions
 
 if TYPE_CHECKING:
+    import torch
+
     from pipeline.formats.queryset import QuerySet
+    from pipeline.softquery.model import Query
+
+__all__ = ["BuildInputs", "Capabilities", "Method", "MethodOptions"]
 
 
 @dataclass(frozen=True)
 class Capabilities:
     """What a method accepts, declared on its class (the answering stage and the CLI read it).
 
-    source: the :class:`MethodOptions` field it is built from ("adjacency" or "model_run") and
-    source_flag the option naming it (e.g. "--adjacency DIR"); calibration: it takes none|D|L|D+L;
+    source: the :class:`MethodOptions` field it is built from ("adjacency" or "model") and source_what
+    what that option names (e.g. "DIR"); calibration: it takes none|D|L|D+L;
     explain: it writes witnesses (``--explain K``); union: its disjunctions can be answered another way
     (``--union``); any_shape: it answers queries of any shape (the typed queries of ``--from-store``), not
     only the registered query types."""
 
     source: str
-    source_flag: str
+    source_what: str
     calibration: bool = False
     explain: bool = False
     union: bool = False
     any_shape: bool = False
 
-
-@dataclass(frozen=True, kw_only=True)
-class MethodOptions:
-    """Which method ``pipeline answer`` builds and from what (each method reads the fields it declares in
-    its :class:`Capabilities`). name: the registry key (None: ``src``, or the baseline that trained
-    ``model_run``); adjacency: an export (SRC); model_run: a ``train-qe`` run (baselines); calibration,
-    run_dir (the backbone's run, for L), l_epochs, seed: SRC's calibration; union: the baselines'
-    disjunctions; device; kg: the loaded data set (default: loaded by name when needed)."""
-
-    name: str | None = None
-    adjacency: str | Path | None = None
-    model_run: str | Path | None = None
-    calibration: str = "none"
-    union: str | None = None
-    run_dir: str | Path | None = None
-    l_epochs: int = 20
-    device: str | None = None
-    seed: int = 0
-    kg: Any = None
+    @property
+    def source_flag(self) -> str:
+        """The command line's option naming the source, e.g. ``--adjacency DIR``."""
+        return f"--{self.source.replace('_', '-')} {self.source_what}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +97,8 @@ class Method(ABC):
 
     @property
     def device(self) -> torch.device:
+        import torch
+
         return torch.device("cpu")
 
     def relation_sizes(self) -> list[int] | None:

@@ -23,7 +23,7 @@ class QueryEmbedding(Method):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    capabilities: ClassVar[Capabilities] = Capabilities("model_run", "--model RUN_DIR", union=True)
+    capabilities: ClassVar[Capabilities] = Capabilities("model", "RUN_DIR", union=True)
 
     def __init__(self, model: Any, run_config: dict[str, Any], run_dir: str | Path) -> None:
         self.model, self.run_config, self.run_dir = model, run_config, str(run_dir)
@@ -52,14 +52,14 @@ class QueryEmbedding(Method):
         disjunctions."""
         from pipeline.baselines.runs import load_qe_run
         from pipeline.core import config
-        from pipeline.core.errors import PipelineError
+        from pipeline.core.errors import PipelineError, option
 
         model, run_cfg = load_qe_run(run_dir, device=config.select_device(device))
         if union is not None:
             try:
                 model.set_union(union)
             except ValueError as exc:
-                raise PipelineError(f"--union {union}: {exc}") from None
+                raise PipelineError(f"{option('union', union)}: {exc}") from None
         by_name = {c.name: c for c in QueryEmbedding.__subclasses__()}
         method_cls = by_name.get(str(run_cfg["model"]), QueryEmbedding)
         if cls is not QueryEmbedding and method_cls is not cls:
@@ -68,8 +68,8 @@ class QueryEmbedding(Method):
 
     @classmethod
     def from_options(cls, options: MethodOptions, inputs: BuildInputs) -> QueryEmbedding:
-        assert options.model_run is not None
-        return cls.build(options.model_run, options.device, union=options.union)
+        assert options.model is not None
+        return cls.build(options.model, options.device, union=options.union)
 
     def utilities(self, queries: Sequence[Query]) -> torch.Tensor:
         from pipeline.baselines.plan import group_by_plan

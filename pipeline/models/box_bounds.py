@@ -231,10 +231,12 @@ class StagedPairs:
 
     @staticmethod
     def build(
-        hlo: Tensor, hw: Tensor, tlo: Tensor, tw: Tensor, beta: float, condition: str, cut: float,
+        heads: tuple[Tensor, Tensor], tails: tuple[Tensor, Tensor], beta: float, condition: str, cut: float,
         stages: tuple[int, ...] = STAGES, sample: int = 4096, judge: bool = True,
     ) -> StagedPairs:
-        """judge: drop the stages where `worthwhile` says they cannot pay (False: keep them, for tests)."""
+        """heads, tails: (lower corners, widths) of the head and tail boxes, (n, d) each. judge: drop the
+        stages where `worthwhile` says they cannot pay (False: keep them, for tests)."""
+        (hlo, hw), (tlo, tw) = heads, tails
         d = hlo.shape[1]
         cond_head = condition == "head"
         s_w = log_sides(hw if cond_head else tw, beta)
@@ -346,7 +348,7 @@ def score_relation(
     stats.blocks_pruned += int((~keep).sum())
     stats.pairs_total += len(heads) * n
     hmem, tmem = _members(hb, leaf), _members(tb, leaf)
-    staged = StagedPairs.build(hlo, hw, tlo, tw, beta, cond, cut, stages)
+    staged = StagedPairs.build((hlo, hw), (tlo, tw), beta, cond, cut, stages)
     out_h, out_t, out_s = [], [], []
     chunk = max(1, pair_budget // (leaf * model.dim))  # (head, tail block) rows per exact-scoring slice
     group = max(1, 1024 // leaf)  # head blocks per step of stage 2 (and per progress update)

@@ -16,7 +16,7 @@ be the hash of the model.pt beside it.
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +36,31 @@ CHECKSUMS_FORMAT = "soft-queries/run-checksums/1"
 
 @dataclass(frozen=True)
 class Run:
-    """A run directory's JSON documents."""
+    """A trained backbone's run directory (``pipeline train``, ``pl.train``): its ``path`` and JSON documents
+    (``config.json``, ``metadata.json``, ``results.json``); ``metrics`` is the results' MSE/MAE table.
+
+    >>> import dataclasses, pipeline as pl
+    >>> [f.name for f in dataclasses.fields(pl.Run)]
+    ['path', 'config', 'metadata', 'results']
+    """
 
     path: Path
-    config: dict[str, Any]
-    metadata: dict[str, Any]
-    results: dict[str, Any]
+    config: dict[str, Any] = field(repr=False)
+    metadata: dict[str, Any] = field(repr=False)
+    results: dict[str, Any] = field(repr=False)
 
     @property
     def dataset(self) -> str:
         return str(self.config["dataset"])
+
+    @property
+    def metrics(self) -> Any:
+        """The confidence errors, a DataFrame: index split (valid, test, ...), columns n, MSE, MAE."""
+        import pandas as pd
+
+        rows = [{"split": k, "n": v["n"], "MSE": v["mse"], "MAE": v["mae"]} for k, v in self.results.items()
+                if isinstance(v, dict) and "mse" in v]
+        return pd.DataFrame(rows, columns=["split", "n", "MSE", "MAE"]).set_index("split")
 
 
 def _checksums(folder: Path) -> dict[str, str]:
@@ -62,7 +77,7 @@ def _checksums(folder: Path) -> dict[str, str]:
     return dict(doc.get("files", {}))
 
 
-def write_json(path: Path, doc: Any) -> None:
+def write_run_json(path: Path, doc: Any) -> None:
     """Write a run's JSON document, then record its digest in the run's checksums.json (both atomically)."""
     path = Path(path)
     atomic.write_json(path, doc)

@@ -39,7 +39,7 @@ from pipeline.models.runs import (
     save_model,
     torch_load,
     torch_save,
-    write_json,
+    write_run_json,
 )
 
 __all__ = ["TrainConfig", "batch_loss", "build_model", "default_config", "train"]
@@ -218,8 +218,8 @@ def _train(
         # a fresh run: no file of an earlier run in this directory may outlive it
         for name in (CHECKPOINT_FILE, MODEL_FILE, RESULTS_FILE):
             (run_dir / name).unlink(missing_ok=True)
-    write_json(run_dir / CONFIG_FILE, cfg.to_dict())
-    write_json(run_dir / METADATA_FILE, run_metadata(kg.checksums, cfg.seed, device, cfg.to_dict()))
+    write_run_json(run_dir / CONFIG_FILE, cfg.to_dict())
+    write_run_json(run_dir / METADATA_FILE, run_metadata(kg.checksums, cfg.seed, device, cfg.to_dict()))
 
     facts = Facts.from_frame(kg.graph("train"), device)
     psl = Facts.from_frame(kg.softlogic, device) if cfg.psl else None
@@ -285,7 +285,7 @@ def _train(
         "mean_predictor": mean_predictor(kg.graph("train")["conf"].to_numpy(), valid["conf"].to_numpy()),
         "history": history,
     }
-    write_json(run_dir / RESULTS_FILE, results)
+    write_run_json(run_dir / RESULTS_FILE, results)
     return results
 
 

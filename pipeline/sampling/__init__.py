@@ -1,7 +1,8 @@
 """Sampling query sets from the graph store (design section 1): Cypher walks ground the query types
 (:mod:`.walks`), soft requirements set alpha and beta (:mod:`.requirements`, :mod:`.levels`), the exact
 engine computes the ground truth on the observed graphs (:mod:`.truth`), and valid/test queries are kept only
-when useful (:mod:`.useful`). :mod:`.sampler` runs one split, :mod:`.run` the whole `pipeline sample` stage.
+when useful (:mod:`.useful`). :mod:`.sampler` runs one split; the `pipeline sample` stage is
+:mod:`pipeline.stages.sample`.
 The query-set file format is :mod:`pipeline.formats.queryset`.
 """
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from loaders import GRAPHS
 from pipeline.core.errors import PipelineError, unknown_name
 from pipeline.core.kg import observed_graph
 from pipeline.engine import Adjacency
@@ -32,7 +33,6 @@ from pipeline.sampling.useful import is_useful
 from pipeline.sampling.walks import GRAPH_PROPERTY, StoreWalker, ground
 from pipeline.softquery import QUERY_TYPES, TRAIN_TYPES, to_text
 
-SPLITS = ("train", "valid", "test")
 ATTEMPTS_PER_QUERY = 50  # walks drawn per wanted query before giving up on a type
 # ... but never fewer than this per type: a rare shape (CN15k's 2m at alpha normal, 3in at alpha zero) can
 # need more than 50 walks per query (CN15k 2m at alpha normal: ~1 useful query per 90 walks), and a small
@@ -84,8 +84,8 @@ class TypeReport:
 def resolve_types(types: Sequence[str] | None, split: str) -> list[str]:
     """The query types to sample: given names (validated), else the literature's defaults: train types for
     train, all 12 for valid/test."""
-    if split not in SPLITS:
-        raise unknown_name("split", split, list(SPLITS))
+    if split not in GRAPHS:
+        raise unknown_name("split", split, list(GRAPHS))
     if not types:
         return list(TRAIN_TYPES) if split == "train" else list(QUERY_TYPES)
     out = []

@@ -14,9 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from pipeline.engine import Adjacency, search_batch, top_answers
-from pipeline.softquery.model import Query
-
-TOP_K = 100
+from pipeline.softquery.model import TOP_K, Query
 
 
 def cut_answers(row: torch.Tensor, k: int = TOP_K) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,6 +14,11 @@ from pipeline.core.errors import PipelineError
 
 VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+# The answers of a query: the entities of finite utility > 0, best first, capped at the top 100 (design
+# section 1; the whole tie group where it crosses the cap). The ground truth (pipeline.sampling.truth), the
+# engine's top_answers and the answers files (pipeline.formats.answers) read this one constant.
+TOP_K = 100
+
 
 @dataclass(frozen=True, order=True)
 class Var:

@@ -147,3 +147,10 @@ QUERY_TYPES: Registry[QueryType] = Registry(
     row=lambda qt: {"name": qt.name, "train": "yes" if qt.train else "", "text": qt.text},
 )
 TRAIN_TYPES: tuple[str, ...] = tuple(n for n, qt in QUERY_TYPES.items() if qt.train)
+
+
+def ordered_types(types: list[str] | set[str]) -> list[str]:
+    """Types in the paper's column order (:data:`QUERY_TYPES`), unknown ones after them sorted: the order of
+    every table's columns."""
+    known = [t for t in QUERY_TYPES if t in types]
+    return known + sorted(set(types) - set(QUERY_TYPES))

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from pipeline.core.atomic import check_folder
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.formats.answers import (
     TOP_K,
     RankedRows,
@@ -33,28 +33,31 @@ from pipeline.formats.answers import (
     write_answers,
 )
 from pipeline.formats.queryset import QuerySet, checksum, read_query_set
-from pipeline.methods.base import BuildInputs, Method, MethodOptions
+from pipeline.methods.base import BuildInputs, Method
+from pipeline.methods.options import MethodOptions
 from pipeline.stages import answer_plan
+from pipeline.stages.options import AnswerOptions
 
 if TYPE_CHECKING:
     from pipeline.executors import Executor
 
 # which split each role of a query set must come from (anything else leaks the test set into selection)
-ROLE_SPLITS = {"--valid-queries": "valid", "--train-queries": "train"}
+ROLE_SPLITS = {"valid_queries": "valid", "train_queries": "train"}
 
 
-def check_role(qs: QuerySet | None, option: str, dataset: str, force: bool = False) -> None:
-    """A query set given as ``option`` must be of ``dataset`` and of the split that role needs (valid for
-    selection, train for fitting); ``force`` accepts another split (it is recorded in the answers file)."""
+def check_role(qs: QuerySet | None, role: str, dataset: str, force: bool = False) -> None:
+    """A query set given as option ``role`` (valid_queries, train_queries) must be of ``dataset`` and of the
+    split that role needs (valid for selection, train for fitting); ``force`` accepts another split (it is
+    recorded in the answers file)."""
     if qs is None:
         return
     if qs.meta["dataset"] != dataset:
-        raise PipelineError(f"{option} {qs.path}: a query set of '{qs.meta['dataset']}', not '{dataset}'")
-    want, got = ROLE_SPLITS[option], qs.meta.get("split")
+        raise PipelineError(f"{option(role, qs.path)}: a query set of '{qs.meta['dataset']}', not '{dataset}'")
+    want, got = ROLE_SPLITS[role], qs.meta.get("split")
     if got != want and not force:
         raise PipelineError(
-            f"{option} {qs.path}: a query set of the {got} split, not {want}; choosing on it would leak "
-            f"{got} queries into the result (pass --allow-split-mismatch to do it anyway; it is recorded)"
+            f"{option(role, qs.path)}: a query set of the {got} split, not {want}; choosing on it would leak "
+            f"{got} queries into the result (pass {option('allow_split_mismatch', True)} to do it anyway; it is recorded)"
         )
 
 
@@ -219,7 +222,7 @@ def answers_path(qs: QuerySet, method: Method, out_dir: str | Path | None) -> Pa
     """Where ``pipeline answer`` writes: OUT/<query set stem>.<method label>.parquet (default OUT: an
     ``answers/`` folder beside the query set). ArtifactError when OUT is an existing file."""
     out = Path(out_dir) if out_dir else Path(str(qs.path)).parent / "answers"
-    check_folder(out, "--out")
+    check_folder(out, option("out"))
     return out / f"{Path(str(qs.path)).stem}.{method.label.replace(' ', '.')}.parquet"
 
 
@@ -268,26 +271,6 @@ def run_answer(
 # ------------------------------------------------------------------------------------------ the one entry
 
 
-@dataclass(frozen=True, kw_only=True)
-class AnswerOptions:
-    """How :func:`answer_queries` answers, besides the method. out_dir: the answers folder (default:
-    ``answers/`` beside the query set); valid_queries/train_queries: the sets calibration chooses and fits
-    on (paths or query sets; checked to be of the query set's data set and of their split unless
-    allow_split_mismatch); explain: the witnesses of each query's top K answers beside the file (0: none);
-    write_back: the top answers (and witnesses) into the store at ``store``; executor: where the batches
-    run; progress: progress bars."""
-
-    out_dir: str | Path | None = None
-    valid_queries: QuerySet | str | Path | None = None
-    train_queries: QuerySet | str | Path | None = None
-    allow_split_mismatch: bool = False
-    explain: int = 0
-    write_back: bool = False
-    store: str | None = None
-    executor: Executor | None = None
-    progress: bool = True
-
-
 class AnswerReport(TypedDict, total=False):
     """What :func:`answer_queries` returns (and ``pipeline answer --json`` prints): the answers file's
     path, the method's label, seconds, throughput per type, the method's settings (delta, calibration...),
@@ -302,18 +285,19 @@ class AnswerReport(TypedDict, total=False):
 
 
 def method_class(options: MethodOptions) -> type[Method]:
-    """The method class ``options`` name (default: SRC, or the baseline that trained ``model_run``)."""
-    from pipeline.methods import METHODS, QueryEmbedding
+    """The method class ``options`` name (default: SRC, or the baseline that trained ``options.model``)."""
+    from pipeline.methods.qe import QueryEmbedding
+    from pipeline.methods.registry import METHODS
 
-    if options.name is not None:
-        return METHODS[options.name]
-    return QueryEmbedding if options.model_run is not None else METHODS["src"]
+    if options.method is not None:
+        return METHODS[options.method]
+    return QueryEmbedding if options.model is not None else METHODS["src"]
 
 
 def check_method_options(cls: type[Method], options: MethodOptions, explain: int = 0, any_shape: bool = False) -> None:
     """The option rules every method follows, read from its declared capabilities (PipelineError names the
     option and the methods that take it)."""
-    from pipeline.methods import METHODS
+    from pipeline.methods.registry import METHODS
 
     caps = cls.capabilities
     name = getattr(cls, "name", "a query-embedding baseline")  # QueryEmbedding: the run's model, not read yet
@@ -322,17 +306,20 @@ def check_method_options(cls: type[Method], options: MethodOptions, explain: int
         names = [n for n in METHODS.names() if getattr(METHODS[n].capabilities, flag)]
         return ", ".join(names) or "no method"
 
+    def source(c: Any) -> str:
+        return f"{option(c.source)} {c.source_what}"
+
     if getattr(options, caps.source) is None:
-        raise PipelineError(f"--method {name} answers from {caps.source_flag}: give it "
-                            f"({', '.join(f'{METHODS[n].capabilities.source_flag} for {n}' for n in METHODS.names())})")
+        raise PipelineError(f"{option('method', name)} answers from {source(caps)}: give it "
+                            f"({', '.join(f'{source(METHODS[n].capabilities)} for {n}' for n in METHODS.names())})")
     if options.calibration != "none" and not caps.calibration:
-        raise PipelineError(f"--calibration applies to {takers('calibration')} only; {name} is not calibrated")
+        raise PipelineError(f"{option('calibration')} applies to {takers('calibration')} only; {name} is not calibrated")
     if explain and not caps.explain:
-        raise PipelineError(f"--explain applies to {takers('explain')} only: {name} has no witnesses")
+        raise PipelineError(f"{option('explain')} applies to {takers('explain')} only: {name} has no witnesses")
     if options.union is not None and not caps.union:
-        raise PipelineError(f"--union applies to {takers('union')} only ({name} answers disjunctions exactly)")
+        raise PipelineError(f"{option('union')} applies to {takers('union')} only ({name} answers disjunctions exactly)")
     if any_shape and not caps.any_shape:
-        raise PipelineError(f"--from-store answers queries of any shape: use {takers('any_shape')} "
+        raise PipelineError(f"queries from the store may have any shape: use {takers('any_shape')} "
                             f"({name} answers the registered query types only)")
 
 
@@ -346,35 +333,48 @@ def _query_set(qs: QuerySet | str | Path | None) -> QuerySet | None:
 
 
 def answer_queries(
-    queries: QuerySet | str | Path, method: Method | MethodOptions, options: AnswerOptions = AnswerOptions()
+    queries: QuerySet | str | Path, method: Method | MethodOptions, options: AnswerOptions | None = None
 ) -> AnswerReport:
     """Answer a query set with any method and write the answers file; optionally explain and write back.
 
     method: a built :class:`Method`, or :class:`MethodOptions` to build one (its option rules checked
     against the method's capabilities; calibration fitted on the valid/train sets of ``options``).
+    The stage opens the executor ``options`` name (every core by default), answers on it and closes it.
     Returns the :class:`AnswerReport` (the answers file at report["path"])."""
+    from pipeline.executors import answer_executor
+
+    options = options if options is not None else AnswerOptions()
+    check_folder(options.out, option("out"))  # refused before any fitting starts
     qs = _query_set(queries)
     assert qs is not None
     dataset = qs.meta["dataset"]
     valid, train = _query_set(options.valid_queries), _query_set(options.train_queries)
-    check_role(valid, "--valid-queries", dataset, options.allow_split_mismatch)
-    check_role(train, "--train-queries", dataset, options.allow_split_mismatch)
-    executor = options.executor
-    if isinstance(method, MethodOptions):
-        cls = method_class(method)
-        check_method_options(cls, method, options.explain, any_shape=bool(qs.meta.get("store_set")))
-        # remote actors each load the method's files; the driver needs them only to fit or to explain
-        load = bool(options.explain) or executor is None or executor.in_process or executor.shares_memory
-        inputs = BuildInputs(dataset=dataset, valid=valid, train=train,
-                             score=valid_score(valid) if valid is not None else None,
-                             progress=options.progress, load=load)
-        built = cls.from_options(method, inputs)
-    else:
-        built = method
-        if options.explain and not built.capabilities.explain:
-            raise PipelineError(f"--explain: {built.name} has no witnesses")
-    report: AnswerReport = run_answer(qs, built, options.out_dir, {"valid": valid, "train": train},
-                                      options.progress, executor)  # type: ignore[assignment]
+    check_role(valid, "valid_queries", dataset, options.allow_split_mismatch)
+    check_role(train, "train_queries", dataset, options.allow_split_mismatch)
+    from contextlib import nullcontext
+
+    given = not isinstance(options.executor, str)  # an open executor: its caller closes it
+    opened = nullcontext(options.executor) if given else answer_executor(options.executor, options.address, options.workers)
+    with opened as executor:
+        if isinstance(method, MethodOptions):
+            cls = method_class(method)
+            check_method_options(cls, method, options.explain, any_shape=bool(qs.meta.get("store_set")))
+            # remote actors each load the method's files; the driver needs them only to fit or to explain
+            load = bool(options.explain) or executor.in_process or executor.shares_memory
+            inputs = BuildInputs(dataset=dataset, valid=valid, train=train,
+                                 score=valid_score(valid) if valid is not None else None,
+                                 progress=options.progress, load=load)
+            built = cls.from_options(method, inputs)
+        else:
+            built = method
+            if options.explain and not built.capabilities.explain:
+                raise PipelineError(f"{option('explain')}: {built.name} has no witnesses")
+        if executor.in_process and options.keep_heap:  # answered here: reuse the heap it frees, as workers do
+            from pipeline.core.heap import keep_freed_heap
+
+            keep_freed_heap()
+        report: AnswerReport = run_answer(qs, built, options.out, {"valid": valid, "train": train},
+                                          options.progress, executor)  # type: ignore[assignment]
     if options.explain:
         report["witnesses"] = explain_answers_file(report["path"], qs, built, options.explain, options.progress)
     if options.write_back:
@@ -398,7 +398,7 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers, write_answers
     from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
-    from pipeline.methods.calibration import lower_alphas
+    from pipeline.methods.src.delta import lower_alphas
     from pipeline.softquery import Vocabulary, to_text
     from pipeline.stages.witness_records import PREDICTED, witness_record
 

@@ -1,72 +1,90 @@
 """One query, answered from a data set's observed graph or a neural adjacency export: the work behind
-`pipeline query` (no graph store needed)."""
+``pipeline query`` and ``pl.query`` (no graph store needed). It answers through SRC
+(:class:`pipeline.methods.src.method.SRC`), the same method ``pipeline answer`` uses, with a saved calibration
+applied by :meth:`SRC.apply_saved <pipeline.methods.src.method.SRC.apply_saved>`; only the parsing, naming and explaining are here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from pipeline.core.errors import PipelineError
-from pipeline.core.kg import GraphTensors, observed_graph
-from pipeline.engine.adjacency import as_adjacency
-from pipeline.engine.search import solve, top_answers
+import pandas as pd
+
+from pipeline.core.errors import PipelineError, option
+from pipeline.engine.search import top_answers
 from pipeline.softquery import Vocabulary, parse, to_text
+from pipeline.stages.witness_records import Explanation
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Ranked answers: rows of {"eid", "name", "utility"} best first (finite utility > 0 only)."""
+    """One query's answers: ``frame`` (rank, eid, name, utility; best first, finite utility > 0 only: the rows
+    of ``pipeline query --json``), ``explanations`` (one per explained answer, best first), the normalised
+    ``query`` text, the ``source`` answered, ``n_answers`` before the top cut, ``approximate`` (a cycle cap
+    made utilities lower bounds) and ``empty_reason`` (one line when nothing answers).
 
-    query: str  # the normalised text (DNF, names where unambiguous)
-    source: str  # "graph test" or "adjacency DIR"
-    rows: list[dict]
-    n_answers: int  # before the top-k cut
+    >>> import dataclasses, pipeline as pl
+    >>> [f.name for f in dataclasses.fields(pl.Ranking)][:3]
+    ['frame', 'explanations', 'query']
+    """
+
+    frame: pd.DataFrame
+    explanations: list[Explanation]
+    query: str
+    source: str
+    n_answers: int
     approximate: bool
-    witnesses: list[dict] | None = None  # with explain: one record per shown row (pipeline.stages.witness_records)
-    empty_reason: str | None = None  # without answers: one line saying why (pipeline.engine.empty)
+    empty_reason: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False)  # the frame's rows as JSON records
 
 
 def ask(
     text: str,
     dataset: str,
+    *,
     graph: str | None = None,
     adjacency: str | Path | None = None,
     top: int | None = 20,
     cycle_cap: int | None = None,
     device: str = "cpu",
     explain: bool | int = False,
-    calibration: tuple[str, ...] = (),
+    calibration: Sequence[str | Path] = (),
 ) -> Ranking:
     """Parse text against the data set's vocabulary and answer it on exactly one source: an observed graph
-    (train|valid|test) or a neural adjacency export directory. top None: every answer. explain: True
-    explains every row returned, a number K the first K of them."""
+    (train|valid|test) or a neural adjacency export directory (with the saved ``calibration`` files of
+    ``pipeline answer``). top None: every answer. explain: True explains every row returned, a number K
+    the first K of them."""
     from loaders import load
+    from pipeline.core.kg import observed_graph
+    from pipeline.methods.src.method import SRC
+    from pipeline.methods.src.saved import saved_label, saved_paths
 
     if (graph is None) == (adjacency is None):
-        raise PipelineError("give exactly one of --graph train|valid|test or --adjacency DIR")
+        raise PipelineError(f"give exactly one of {option('graph')} train|valid|test or {option('adjacency')} DIR")
     kg = load(dataset)
     vocab = Vocabulary.from_kg(kg)
     query = parse(text, vocab)  # syntax and names fail fast, before any tensor work
+    tensors = None
     if graph is not None:
-        tensors: GraphTensors = observed_graph(kg, graph, device)
+        tensors = observed_graph(kg, graph, device)
+        src = SRC.over(tensors, kg.name)
         source, where = f"graph {graph}", f"on graph {graph}"
     else:
-        from pipeline.formats.adjacency import load_adjacency
-
-        tensors, meta = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
-        source = f"adjacency {adjacency} (threshold {meta.get('threshold')})"
-        where = f"in the export (facts >= {meta.get('threshold')})"
-    adj = as_adjacency(tensors)  # built once: the witnesses read the same index
+        src = SRC.load(adjacency, kg.name, device=device, kg=kg)
+        threshold = src.manifest.get("threshold")
+        source, where = f"adjacency {adjacency} (threshold {threshold})", f"in the export (facts >= {threshold})"
     if calibration:
         if adjacency is None:
-            raise PipelineError("--calibration applies to a neural adjacency export (--adjacency), not --graph")
-        from pipeline.methods.calibration import lower_alphas
-        from pipeline.methods.saved_calibration import apply_saved
-
-        saved = apply_saved(adj, meta, calibration)
-        adj, source = saved.adjacency, f"{source}, calibration {saved.label}"
-        query = lower_alphas(query, saved.delta)  # as SRC answers with D (pipeline.methods.src)
-    res = solve([query], adj, cycle_cap)
+            raise PipelineError(f"{option('calibration')} applies to a neural adjacency export ({option('adjacency')}), "
+                                f"not {option('graph')}")
+        d_file, l_dir = saved_paths(calibration)
+        src = src.apply_saved(l_dir=l_dir, delta_file=d_file)
+        source = f"{source}, calibration {saved_label(d_file, src.delta, l_dir)}"
+    src = replace(src, cycle_cap=cycle_cap)
+    res = src.search([query])
+    answered = src.queries_as_answered([query])[0]  # alphas lowered by D's delta, as SRC answers
     util = res.utility[0]
     ids, vals = top_answers(util, k=util.numel())
     names = vocab.entities
@@ -74,25 +92,30 @@ def ask(
         {"eid": int(e), "name": names[int(e)], "utility": round(float(v), 6)}
         for e, v in zip(ids[:top].tolist(), vals[:top].tolist(), strict=True)
     ]
-    witnesses = None
+    explanations = []
     if explain:
         from pipeline.engine.witness import find_witnesses
         from pipeline.stages.witness_records import OBSERVED, PREDICTED, witness_record
 
         found = OBSERVED if graph is not None else PREDICTED
         shown = rows if explain is True else rows[: int(explain)]
-        ws = find_witnesses(query, adj, [r["eid"] for r in shown], cycle_cap)
+        assert src.adjacency is not None
+        ws = find_witnesses(answered, src.adjacency, [r["eid"] for r in shown], cycle_cap)
         capped = bool(res.approximate[0])
         # the utility shown is the answer's (as ranked), the witness may reach more under a cycle cap
-        witnesses = [
-            witness_record(replace(w, utility=float(util[w.answer])), query, vocab, found, capped) for w in ws
+        explanations = [
+            Explanation.of(i + 1, witness_record(replace(w, utility=float(util[w.answer])), answered, vocab, found, capped))
+            for i, w in enumerate(ws)
         ]
     reason = None
     if ids.numel() == 0:
         from pipeline.engine.empty import empty_reason_text
+        from pipeline.formats.adjacency import load_adjacency
 
-        # on the facts as stored: a calibration's lowered alphas are in `query`, its L correction is not
-        reason = empty_reason_text(query, tensors, vocab, where + (" before calibration L" if calibration else ""))
-    return Ranking(
-        to_text(query, vocab), source, rows, int(ids.numel()), bool(res.approximate[0]), witnesses, reason
-    )
+        if tensors is None:  # the facts as stored: a calibration's lowered alphas are in `answered`, L is not
+            tensors, _ = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
+        reason = empty_reason_text(answered, tensors, vocab, where + (" before calibration L" if calibration else ""))
+    frame = pd.DataFrame(rows, columns=["eid", "name", "utility"])
+    frame.insert(0, "rank", range(1, len(frame) + 1))
+    return Ranking(frame, explanations, to_text(answered, vocab), source, int(ids.numel()),
+                   bool(res.approximate[0]), reason, rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,7 @@ from pipeline.core.metrics import METRICS, Ranked, chance, metric_columns
 from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
 from pipeline.formats.answers import find_answer_files, read_answers
-from pipeline.methods.calibration import CALIBRATIONS
-from pipeline.softquery.types import QUERY_TYPES
+from pipeline.softquery.types import QUERY_TYPES, ordered_types
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
 TYPE_ORDER = tuple(QUERY_TYPES)
@@ -90,12 +90,6 @@ def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | No
         },
         columns=["query_id", "type", "n_answers", *cols],
     )
-
-
-def ordered_types(types: list[str] | set[str]) -> list[str]:
-    """Types in the paper's column order, unknown ones after them sorted."""
-    known = [t for t in TYPE_ORDER if t in types]
-    return known + sorted(set(types) - set(TYPE_ORDER))
 
 
 def summarise(per_query: pd.DataFrame, prefix: str = "") -> Summary:
@@ -337,15 +331,23 @@ def set_section(docs: str | Path, name: str, text: str) -> Path:
     return md_path
 
 
-_VARIANT_ORDER = {c.label: i for i, c in enumerate(CALIBRATIONS.values())}  # SRC, SRC(D), SRC(L), SRC(D+L)
+def _variant_key(variant: str) -> tuple[int, int, str]:
+    """SRC's variants by their labels' own grammar, ``SRC`` or ``SRC(C1+C2...)``: fewer corrections first, then
+    by name (SRC, SRC(D), SRC(L), SRC(D+L)); any other method after them. The tables need no registry for
+    it, so this module imports no method (nor torch)."""
+    m = re.fullmatch(r"SRC(?:\((.+)\))?", variant)
+    if m is None:
+        return (1, 0, variant)
+    parts = m.group(1).split("+") if m.group(1) else []
+    return (0, len(parts), "+".join(parts))
 
 
 def method_order(methods: Iterable[str]) -> list[str]:
     """Method names ("BACKBONE VARIANT") by backbone, then SRC, SRC(D), SRC(L), SRC(D+L); others last."""
 
-    def key(name: str) -> tuple[str, int, str]:
+    def key(name: str) -> tuple[str, tuple[int, int, str]]:
         backbone, _, variant = name.rpartition(" ")
-        return (backbone, _VARIANT_ORDER.get(variant, len(_VARIANT_ORDER)), variant)
+        return (backbone, _variant_key(variant))
 
     return sorted(methods, key=key)
 

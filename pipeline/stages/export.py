@@ -49,6 +49,7 @@ from pipeline.formats.adjacency import (
 )
 from pipeline.models import box_bounds
 from pipeline.stages.export_select import check_top_k, select_block
+from pipeline.stages.options import ExportOptions
 
 # The density guard: an export that keeps more than this share of all (h, r, t) pairs is refused (on every
 # graph size) unless the caller allows it plainly (max_fraction=1.0, `pipeline export --allow-dense`).
@@ -60,7 +61,23 @@ def default_export_dir(dataset: str, model_hash: str, threshold: float, top_k: i
     return config.home() / "exports" / (f"{dataset}-{model_hash[:16]}-t{threshold:g}" + (f"-k{top_k}" if top_k else ""))
 
 
-def export_adjacency(
+def export_adjacency(run_dir: str | Path, options: ExportOptions | None = None, /, **settings: Any) -> dict[str, Any]:
+    """``pipeline export``: score every (h, r, t) of the run's model and keep those with confidence >=
+    threshold, on the executor ``options`` names (opened and closed here). options: an
+    :class:`~pipeline.stages.options.ExportOptions`, or its fields as keywords. Returns the manifest (with
+    "path" and "cached": True when an existing export of the same model and threshold was reused)."""
+    from pipeline.executors import make_executor
+
+    o = options if options is not None else ExportOptions(**settings)
+    max_fraction = 1.0 if o.allow_dense else (MAX_FRACTION if o.max_fraction is None else o.max_fraction)
+    with make_executor(o.executor, o.address, o.workers) as executor:
+        return write_export(run_dir, o.threshold, o.out, device=o.device, progress=o.progress,
+                            block_rows=o.block_rows, max_fraction=max_fraction, prune=o.prune, top_k=o.top_k,
+                            executor=executor,
+                            shards=o.shards, shard_heads=o.shard_heads)
+
+
+def write_export(
     run_dir: str | Path,
     threshold: float = 0.1,
     out: str | Path | None = None,

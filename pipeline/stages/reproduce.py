@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.core import atomic
 from pipeline.core.provenance import stable_key
-from pipeline.methods.calibration import CALIBRATIONS, L_VERSION
+from pipeline.methods.src.calibrations import CALIBRATIONS, L_VERSION
 from pipeline.sampling import SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
@@ -166,9 +166,10 @@ def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
     cfg = ctx.cfg
 
     def run() -> dict[str, Any]:
-        from pipeline.sampling.run import sample_to_dir
+        from pipeline.stages.options import SampleOptions
+        from pipeline.stages.sample import sample_to_dir
 
-        rep = sample_to_dir(ctx.kg, ctx.store(), ctx.out / "queries", split=split, types=None, per_type=per_type, alpha=alpha, beta=cfg.beta, seed=cfg.seed, browse=True, progress=ctx.progress)
+        rep = sample_to_dir(ctx.kg, ctx.store(), SampleOptions(out=ctx.out / "queries", split=split, types=None, per_type=per_type, alpha=alpha, beta=cfg.beta, seed=cfg.seed, browse=True, progress=ctx.progress))
         return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
 
     key = cfg.key(
@@ -212,10 +213,7 @@ def export_stage(ctx: Context, model: str, run_dir: Path, model_hash: str) -> di
     def run() -> dict[str, Any]:
         from pipeline.stages.export import export_adjacency
 
-        man = export_adjacency(
-            run_dir, ctx.cfg.threshold, ctx.out / "exports" / run_dir.name, device=ctx.cfg.device,
-            progress=ctx.progress,
-        )
+        man = export_adjacency(run_dir, threshold=ctx.cfg.threshold, out=ctx.out / "exports" / run_dir.name, device=ctx.cfg.device, progress=ctx.progress)
         return {"path": man["path"], "model_hash": man["model_hash"], "nnz": man["nnz"], "_paths": [man["path"]]}
 
     return ctx.stages.run(f"export {model}", ctx.cfg.key("threshold", model_hash=model_hash), run, ctx.log)
@@ -230,19 +228,15 @@ def answer_stage(
     uses_l = CALIBRATIONS[calibration].uses_l
 
     def run() -> dict[str, Any]:
-        from pipeline.methods import MethodOptions
-        from pipeline.stages.answer import AnswerOptions, answer_queries
+        from pipeline.methods.options import MethodOptions
+        from pipeline.stages.answer import answer_queries
+        from pipeline.stages.options import AnswerOptions
 
-        method = MethodOptions(name="src", adjacency=export["path"], calibration=calibration, run_dir=run_dir,
+        method = MethodOptions(method="src", adjacency=export["path"], calibration=calibration, run=run_dir,
                                device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg)
-        how = AnswerOptions(out_dir=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
+        how = AnswerOptions(out=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
                             progress=ctx.progress)
-        from dataclasses import replace
-
-        from pipeline.executors import answer_executor
-
-        with answer_executor() as executor:  # every core, the export shared (pipeline answer's default)
-            rep = answer_queries(sets["test"], method, replace(how, executor=executor))
+        rep = answer_queries(sets["test"], method, how)  # every core, the export shared (the stage's default)
         return {
             "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
             "delta": rep.get("delta"), "_paths": [rep["path"]],
@@ -372,7 +366,7 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
 
     import torch
 
-    from pipeline.stages.evaluate import ordered_types
+    from pipeline.softquery.types import ordered_types
 
     lines = [
         f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "

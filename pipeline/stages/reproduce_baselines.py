@@ -73,7 +73,7 @@ def qe_settings(model: str, overrides: dict[str, Any], dataset: str | None = Non
     ones, then its model's), then overrides (a flat dict of fields, or {model: {fields}} for one model
     only). Unknown names fail before any work."""
     from pipeline.baselines import get_qe_model_class
-    from pipeline.baselines.training import QEConfig
+    from pipeline.stages.train_qe import QEConfig
 
     for name in [model, *(k for k, v in overrides.items() if isinstance(v, dict))]:
         get_qe_model_class(name)  # an unknown baseline (or MODEL.KEY prefix) fails with close matches
@@ -108,9 +108,10 @@ def sample_train_stage(ctx: Any, types: tuple[str, ...], per_type: int, folder: 
     cfg = ctx.cfg
 
     def run() -> dict[str, Any]:
-        from pipeline.sampling.run import sample_to_dir
+        from pipeline.stages.options import SampleOptions
+        from pipeline.stages.sample import sample_to_dir
 
-        rep = sample_to_dir(ctx.kg, ctx.store(), ctx.out / "queries" / folder, split="train", types=list(types), per_type=per_type, alpha=cfg.alpha, beta=cfg.beta, seed=cfg.seed, browse=False, progress=ctx.progress)
+        rep = sample_to_dir(ctx.kg, ctx.store(), SampleOptions(out=ctx.out / "queries" / folder, split="train", types=list(types), per_type=per_type, alpha=cfg.alpha, beta=cfg.beta, seed=cfg.seed, browse=False, progress=ctx.progress))
         return {"file": rep["file"], "queries": rep["queries"], "_paths": [rep["file"]]}
 
     key = stable_key(
@@ -128,7 +129,7 @@ def sample_train_stage(ctx: Any, types: tuple[str, ...], per_type: int, folder: 
 
 def train_qe_stage(ctx: Any, model: str, settings: dict[str, Any], train_sets: list[str], valid: str) -> Path:
     """Train one baseline (resumed from its checkpoint when interrupted); its run directory."""
-    from pipeline.baselines.training import QEConfig, config_doc, train_qe
+    from pipeline.stages.train_qe import QEConfig, config_doc, train_qe
 
     cfg = ctx.cfg
     fields = {k: v for k, v in settings.items() if k not in _COUNTS}
@@ -173,11 +174,12 @@ def answer_qe_stage(ctx: Any, model: str, run_dir: Path, test: str) -> str:
     """The test queries answered by the trained baseline; the answers file's path."""
 
     def run() -> dict[str, Any]:
-        from pipeline.methods import MethodOptions
-        from pipeline.stages.answer import AnswerOptions, answer_queries
+        from pipeline.methods.options import MethodOptions
+        from pipeline.stages.answer import answer_queries
+        from pipeline.stages.options import AnswerOptions
 
-        method = MethodOptions(name=model, model_run=run_dir, device=ctx.cfg.device)
-        rep = answer_queries(test, method, AnswerOptions(out_dir=ctx.out / "answers", progress=ctx.progress))
+        method = MethodOptions(method=model, model=run_dir, device=ctx.cfg.device)
+        rep = answer_queries(test, method, AnswerOptions(out=ctx.out / "answers", progress=ctx.progress))
         return {
             "path": rep["path"],
             "seconds": rep["seconds"],

@@ -25,8 +25,8 @@ from pipeline.stages.writeback import check_set_version, dataset_version, store_
 from pipeline.store.lock import dataset_lock
 
 if TYPE_CHECKING:
-    from pipeline.methods import MethodOptions
-    from pipeline.stages.answer import AnswerOptions
+    from pipeline.methods.options import MethodOptions
+    from pipeline.stages.options import AnswerOptions
 
 TYPED_SET = "typed"  # the set of queries a person created in the store with only a text
 CUSTOM_TYPE = "custom"  # a typed query whose shape is none of the 12 types
@@ -138,7 +138,7 @@ def answer_from_store(set_name: str, method: MethodOptions, options: AnswerOptio
     check_method_options(method_class(method), method, options.explain, any_shape=True)
     dataset = str(read_manifest(Path(str(method.adjacency)))["dataset"])
     with open_store(options.store) as store:
-        stored = read_stored_queries(store, dataset, set_name, options.out_dir)
+        stored = read_stored_queries(store, dataset, set_name, options.out)
     errors = [{"qid": q, "text": t, "error": e} for q, t, e in stored.errors]
     base = {"set": set_name, "dataset": dataset, "queries_file": str(stored.path) if stored.path else None,
             "adopted": stored.adopted, "errors": errors}

@@ -24,6 +24,7 @@ import numpy as np
 
 from pipeline.core import atomic, config
 from pipeline.core.errors import PipelineError
+from pipeline.stages.options import IngestOptions
 
 ZIPF = 0.8  # exponent of the entity/relation weights; ~0.8 gives degree tails like PPI5k/CN15k's hubs
 QUANTILE_STEP = 0.025
@@ -131,21 +132,19 @@ def synth_dataset(
     n_relations: int,
     n_facts: int,
     *,
-    seed: int = 0,
     like: str = "ppi5k",
     out: str | Path | None = None,
-    split: str = "0.8,0.1,0.1",
-    store_uri: str | None = None,
-    progress: bool = True,
+    options: IngestOptions | None = None,
 ) -> dict[str, Any]:
     """Generate, write ``out`` (default PIPELINE_HOME/synth/NAME.tsv) and record it as the user data set NAME
-    through ``pipeline ingest NAME --from FILE`` (same split seed as the generator). Returns ingest's report
-    plus the generated file."""
+    through ``pipeline ingest NAME --from FILE`` with ``options`` (its seed seeds the generator too, its split
+    the files). Returns ingest's report plus the generated file."""
     from pipeline.stages.user_ingest import ingest_user
 
-    h, r, t, c = generate(n_entities, n_relations, n_facts, seed, like)
+    o = options if options is not None else IngestOptions()
+    h, r, t, c = generate(n_entities, n_relations, n_facts, o.seed, like)
     path = Path(out) if out is not None else config.home() / "synth" / f"{name}.tsv"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_tsv(path, h, r, t, c, n_entities, n_relations)
-    rep = ingest_user(name, str(path), None, store_uri, split=split, seed=seed, progress=progress)
-    return {**rep, "file": str(path), "like": like, "seed": seed}
+    rep = ingest_user(name, from_path=str(path), options=o)
+    return {**rep, "file": str(path), "like": like, "seed": o.seed}

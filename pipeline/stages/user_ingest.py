@@ -20,31 +20,26 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
+from pipeline.stages.options import IngestOptions
 
 
 def ingest_user(
     name: str,
-    from_path: str | None,
-    from_store: str | None,
-    store_uri: str | None,
     *,
-    split: str = "0.8,0.1,0.1",
-    seed: int = 0,
-    columns: str | None = None,
-    confidence_property: str | None = None,
-    rel_types: str | None = None,
-    name_property: str = "name",
-    batch_size: int = 10_000,
-    progress: bool = True,
+    from_path: str | None = None,
+    from_store: str | None = None,
+    options: IngestOptions | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
-    """Stage, load into the store, commit. Returns the report (counts, source, checksum, store report)."""
+    """Stage, load into the store, commit: your KG from files (``from_path``) or from a graph store
+    (``from_store``). options: an :class:`~pipeline.stages.options.IngestOptions`, or its fields as keywords.
+    Returns the report (counts, source, checksum, store report)."""
     if bool(from_path) == bool(from_store):
-        raise PipelineError("give exactly one of --from PATH and --from-store URI")
+        raise PipelineError(f"give exactly one of {option('from', 'PATH')} and {option('from_store', 'URI')}")
+    o = options if options is not None else IngestOptions(**settings)
     with _one_at_a_time(name):
-        return _ingest(name, from_path=from_path, from_store=from_store, store_uri=store_uri, split=split, seed=seed,
-                       columns=columns, confidence_property=confidence_property, rel_types=rel_types,
-                       name_property=name_property, batch_size=batch_size, progress=progress)
+        return _ingest(name, from_path, from_store, o)
 
 
 def _one_at_a_time(name: str) -> AbstractContextManager[None]:
@@ -57,34 +52,32 @@ def _one_at_a_time(name: str) -> AbstractContextManager[None]:
     return exclusive(datasets_root() / f".{name}.lock", f"another ingest of '{name}'")
 
 
-def _ingest(
-    name: str, *, from_path: str | None, from_store: str | None, store_uri: str | None, split: str, seed: int,
-    columns: str | None, confidence_property: str | None, rel_types: str | None, name_property: str,
-    batch_size: int, progress: bool,
-) -> dict[str, Any]:
+def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestOptions) -> dict[str, Any]:
     """:func:`ingest_user` under its lock."""
     from loaders import stage_user_files, stage_user_rows
     from pipeline.store import open_store
     from pipeline.store.ingest import ingest
 
+    split, seed, name_property = o.split, o.seed, o.name_property
     if from_store:
-        if not confidence_property:
-            raise PipelineError("--from-store needs --confidence-property (the relationship property holding c)")
+        if not o.confidence_property:
+            raise PipelineError(f"{option('from_store')} needs {option('confidence_property')} (the relationship "
+                                "property holding c)")
         from pipeline.store.pull import pull_rows
 
-        types = [t.strip() for t in rel_types.split(",") if t.strip()] if rel_types else None
+        types = [t.strip() for t in o.rel_types.split(",") if t.strip()] if o.rel_types else None
         with open_store(from_store) as src:
-            rows = pull_rows(src, confidence_property, types, name_property)
+            rows = pull_rows(src, o.confidence_property, types, name_property)
             where = src.uri
-        settings = {"confidence_property": confidence_property, "rel_types": types, "name_property": name_property}
+        settings = {"confidence_property": o.confidence_property, "rel_types": types, "name_property": name_property}
         staged = stage_user_rows(name, rows, where, split=split, seed=seed, settings=settings)
     else:
         assert from_path is not None
-        staged = stage_user_files(name, from_path, split=split, seed=seed, columns=columns)
+        staged = stage_user_files(name, from_path, split=split, seed=seed, columns=o.columns)
     with staged:
         kg = staged.load()
-        with open_store(store_uri) as store:
-            report = ingest(kg, store, batch_size=batch_size, progress=progress)
+        with open_store(o.store) as store:
+            report = ingest(kg, store, batch_size=o.batch_size, progress=o.progress)
             where_to = store.uri
         spec = staged.commit()
     return {

@@ -7,6 +7,7 @@ the design's default c = 0 applies)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.engine.witness import AtomUse, Witness
@@ -99,4 +100,57 @@ def witness_lines(rank: int, rec: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["MISSING", "OBSERVED", "PREDICTED", "atom_record", "relation_text", "witness_lines", "witness_record"]
+@dataclass(frozen=True)
+class WitnessAtom:
+    """One atom of an explained answer, with the numbers ``pipeline query --explain`` prints: its
+    confidence, where it came from (observed, predicted or missing = c 0), alpha, beta and its value; the
+    values of an answer's atoms sum to its utility. negated: a ``!`` atom (then forbids says what).
+
+    >>> import pipeline as pl
+    >>> pl.WitnessAtom("knows", "ann", "bob", 0.9, "observed", 0.5, 1.0, 0.9).value
+    0.9
+    """
+
+    relation: str
+    head: str
+    tail: str
+    confidence: float
+    source: str
+    alpha: float
+    beta: float
+    value: float | None  # None: the atom fails (-inf)
+    negated: bool = False
+    forbids: str | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why one answer ranks where it does: ``witness`` maps each existential variable to the entity the
+    engine chose (name), ``atoms`` the winning conjunction's atoms, ``text`` the lines ``pipeline query
+    --explain`` prints, ``record`` the JSON record of ``pipeline query --explain --json``.
+
+    >>> import dataclasses, pipeline as pl
+    >>> [f.name for f in dataclasses.fields(pl.Explanation)]
+    ['rank', 'eid', 'name', 'utility', 'witness', 'atoms', 'text', 'record']
+    """
+
+    rank: int
+    eid: int
+    name: str
+    utility: float
+    witness: dict[str, str]
+    atoms: list[WitnessAtom]
+    text: str
+    record: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def of(cls, rank: int, rec: dict[str, Any]) -> Explanation:
+        """The explanation of the answer at ``rank`` (1 = best) from its :func:`witness_record`."""
+        atoms = [WitnessAtom(a["relation"], a["head"], a["tail"], a["confidence"], a["source"], a["alpha"],
+                             a["beta"], a["value"], bool(a.get("negated")), a.get("forbids")) for a in rec["atoms"]]
+        return cls(rank, rec["eid"], rec["name"], rec["utility"], {v: w["name"] for v, w in rec["witness"].items()},
+                   atoms, "\n".join(witness_lines(rank, rec)), rec)
+
+
+__all__ = ["MISSING", "OBSERVED", "PREDICTED", "Explanation", "WitnessAtom", "atom_record", "relation_text",
+           "witness_lines", "witness_record"]

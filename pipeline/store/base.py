@@ -105,7 +105,7 @@ def plain(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Facts:
+class RelationFacts:
     """The facts of one relation of a data set, as create_facts receives them (see there)."""
 
     dataset: str
@@ -231,13 +231,13 @@ class Store(ABC):
         heads, tails: (n,) int eids; confs values: (n,) float64. ``entity_dataset``: the ``dataset`` the
         endpoint entities carry when it is not ``dataset`` (a staged load, :mod:`pipeline.store.ingest`);
         the relationships still carry ``dataset``."""
-        facts = Facts(
+        facts = RelationFacts(
             dataset, rel_type, int(rid), np.asarray(heads, np.int64), np.asarray(tails, np.int64), confs,
             entity_dataset if entity_dataset is not None else dataset,
         )
         self._write_facts(facts, batch_size, progress)
 
-    def _write_facts(self, facts: Facts, batch_size: int, progress: tqdm | None) -> None:
+    def _write_facts(self, facts: RelationFacts, batch_size: int, progress: tqdm | None) -> None:
         """The portable path: UNWIND batches of cypher/ingest_facts (backends may override)."""
         cols = {k: [None if x != x else float(x) for x in facts.confs[k].tolist()] for k in CONF_COLUMNS}
         rows = [

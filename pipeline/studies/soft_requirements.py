@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,26 +111,39 @@ def baseline_rows(folder: Path) -> dict[str, dict[str, float]]:
     return rows
 
 
+@dataclass(frozen=True, kw_only=True)
+class StudySettings:
+    """What the soft-requirements study varies besides the data set and the backbone: queries per type and
+    which types, the export threshold, the seed, the store (URI), where docs go (None: nowhere), progress."""
+
+    per_type: int = 50
+    types: tuple[str, ...] | list[str] | None = None
+    threshold: float = 0.1
+    seed: int = 0
+    store: str | None = None
+    docs: str | Path | None = None
+    progress: bool = True
+
+
 def run_study(
     dataset: str,
     out: str | Path,
     run_dir: str | Path,
+    settings: StudySettings | None = None,
     *,
-    per_type: int = 50,
-    types: list[str] | None = None,
-    threshold: float = 0.1,
-    seed: int = 0,
-    store_uri: str | None = None,
-    docs: str | Path | None = None,
     log: Callable[[str], None] = print,
-    progress: bool = True,
     kg: Any = None,
+    **given: Any,
 ) -> dict[str, Any]:
     """Sample the four test sets, export the backbone of run_dir, answer each set with SRC, tabulate.
+    settings: a :class:`StudySettings`, or its fields as keywords (``given``).
 
     Stages are recorded in OUT/stages.json and skipped when their inputs are unchanged (see
     pipeline.stages.reproduce.Stages), so an interrupted study resumes. Writes OUT/soft_requirements.{json,md,png}
     and, with docs, docs/soft_requirements_<dataset>.png and a section of docs/results.md."""
+    st = settings if settings is not None else StudySettings(**given)
+    per_type, types, threshold, seed = st.per_type, (list(st.types) if st.types else None), st.threshold, st.seed
+    store_uri, docs, progress = st.store, st.docs, st.progress
 
     from loaders import load
     from pipeline.models import load_run
@@ -164,9 +178,10 @@ def run_study(
         for name, (alpha, beta) in SETTINGS.items():
 
             def do_sample(alpha=alpha, beta=beta) -> dict[str, Any]:
-                from pipeline.sampling.run import sample_to_dir
+                from pipeline.stages.options import SampleOptions
+                from pipeline.stages.sample import sample_to_dir
 
-                rep = sample_to_dir(kg, store(), out / "queries", split="test", types=types, per_type=per_type, alpha=alpha, beta=beta, seed=seed, browse=False, progress=progress)
+                rep = sample_to_dir(kg, store(), SampleOptions(out=out / "queries", split="test", types=types, per_type=per_type, alpha=alpha, beta=beta, seed=seed, browse=False, progress=progress))
                 return {"file": rep["file"], "_paths": [rep["file"]]}
 
             k = stable_key(data=data_key, alpha=alpha, beta=beta, per_type=per_type, types=types, seed=seed, sampling=SAMPLING_VERSION)
@@ -181,7 +196,7 @@ def run_study(
     def do_export() -> dict[str, Any]:
         from pipeline.stages.export import export_adjacency
 
-        man = export_adjacency(run_dir, threshold, out / "exports" / run_dir.name, progress=progress)
+        man = export_adjacency(run_dir, threshold=threshold, out=out / "exports" / run_dir.name, progress=progress)
         return {"path": man["path"], "_paths": [man["path"]]}
 
     export = stages.run("export", stable_key(model_hash=model_hash, threshold=threshold), do_export, log)
@@ -190,11 +205,12 @@ def run_study(
     for name, path in sets.items():
 
         def do_answer(path=path, name=name) -> dict[str, Any]:
-            from pipeline.methods import MethodOptions
-            from pipeline.stages.answer import AnswerOptions, answer_queries
+            from pipeline.methods.options import MethodOptions
+            from pipeline.stages.answer import answer_queries
+            from pipeline.stages.options import AnswerOptions
 
-            method = MethodOptions(name="src", adjacency=export["path"], seed=seed, kg=kg)
-            rep = answer_queries(path, method, AnswerOptions(out_dir=out / "answers" / name, progress=progress))
+            method = MethodOptions(method="src", adjacency=export["path"], seed=seed, kg=kg)
+            rep = answer_queries(path, method, AnswerOptions(out=out / "answers" / name, progress=progress))
             return {"path": rep["path"], "_paths": [rep["path"]]}
 
         from pipeline.stages.reproduce import _file_checksum
@@ -253,7 +269,7 @@ def _run_summary(run_dir: Path) -> dict[str, Any]:
 
 def study_note(doc: dict[str, Any], table: str) -> str:
     """The docs section: command, settings, table, per-type SRC NDCG."""
-    from pipeline.stages.evaluate import ordered_types
+    from pipeline.softquery.types import ordered_types
 
     types = ordered_types({t for r in doc["src_per_type"].values() for t in r})
     per_type = ["| SRC NDCG x100 | " + " | ".join(types) + " |", "|---|" + "---:|" * len(types)]

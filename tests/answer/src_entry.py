@@ -28,8 +28,9 @@ def answer_src(
     from pipeline.methods import MethodOptions
     from pipeline.stages.answer import AnswerOptions, answer_queries
 
-    method = MethodOptions(name="src", adjacency=adjacency, calibration=calibration, run_dir=run_dir, device=device,
+    method = MethodOptions(method="src", adjacency=adjacency, calibration=calibration, run=run_dir, device=device,
                            seed=seed, l_epochs=l_epochs, kg=kg)
-    how = AnswerOptions(out_dir=out_dir, valid_queries=valid_queries, train_queries=train_queries,
-                        allow_split_mismatch=allow_split_mismatch, explain=explain, executor=executor, progress=progress)
+    how = AnswerOptions(out=out_dir, valid_queries=valid_queries, train_queries=train_queries,
+                        allow_split_mismatch=allow_split_mismatch, explain=explain, progress=progress,
+                        **({} if executor is None else {"executor": executor}))
     return dict(answer_queries(queries, method, how))

@@ -13,7 +13,8 @@ from pipeline.core.metrics import ranks_of
 from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods import SRC
-from pipeline.methods.calibration import choose_delta, lower_alphas, method_label
+from pipeline.methods.src.calibrations import method_label
+from pipeline.methods.src.delta import choose_delta, lower_alphas
 from pipeline.softquery.parser import parse
 from pipeline.stages.answer import answer_query_set
 from pipeline.stages.evaluate import query_metrics, summarise

@@ -18,12 +18,12 @@ from tests.answer.toy import PREDICTED, write_toy_query_set
 @pytest.mark.parametrize(
     ("options", "explain", "any_shape", "message"),
     [
-        (MethodOptions(name="src"), 0, False, "give it"),
-        (MethodOptions(name="cone_ne"), 0, False, "--model RUN_DIR"),
-        (MethodOptions(name="cone_ne", model_run="r", calibration="D"), 0, False, "--calibration applies to src only"),
-        (MethodOptions(name="logice_ne", model_run="r"), 3, False, "--explain applies to src only"),
-        (MethodOptions(adjacency="a", union="conorm"), 0, False, "--union applies to logice_ne, cone_ne only"),
-        (MethodOptions(model_run="r"), 0, True, "--from-store answers queries of any shape: use src"),
+        (MethodOptions(method="src"), 0, False, "give it"),
+        (MethodOptions(method="cone_ne"), 0, False, "model= RUN_DIR"),
+        (MethodOptions(method="cone_ne", model="r", calibration="D"), 0, False, "calibration= applies to src only"),
+        (MethodOptions(method="logice_ne", model="r"), 3, False, "explain= applies to src only"),
+        (MethodOptions(adjacency="a", union="conorm"), 0, False, "union= applies to logice_ne, cone_ne only"),
+        (MethodOptions(model="r"), 0, True, "queries from the store may have any shape: use src"),
     ],
 )
 def test_option_rules_come_from_capabilities(options: MethodOptions, explain: int, any_shape: bool, message: str) -> None:
@@ -42,8 +42,8 @@ def test_every_method_declares_capabilities_and_builds_from_options() -> None:
 def test_a_built_method_and_the_stage_write_the_same_file(tmp_path: Path) -> None:
     qs = write_toy_query_set(tmp_path / "q.parquet")
     method = SRC.over(PREDICTED, "toy", backbone="m")
-    a = answer_queries(qs, method, AnswerOptions(out_dir=tmp_path / "a", progress=False))
-    b = answer_queries(qs, method, AnswerOptions(out_dir=tmp_path / "b", progress=False))
+    a = answer_queries(qs, method, AnswerOptions(out=tmp_path / "a", progress=False))
+    b = answer_queries(qs, method, AnswerOptions(out=tmp_path / "b", progress=False))
     pd.testing.assert_frame_equal(read_answers(a["path"]).frame, read_answers(b["path"]).frame)
     assert a["method"] == "m SRC" and Path(a["path"]).name == "q.m.SRC.parquet"
 
@@ -52,8 +52,8 @@ def test_explain_refused_for_a_method_without_witnesses(tmp_path: Path) -> None:
     qs = write_toy_query_set(tmp_path / "q.parquet")
 
     class NoWitnesses(SRC):
-        capabilities = Capabilities("adjacency", "--adjacency DIR")
+        capabilities = Capabilities("adjacency", "DIR")
 
     method = NoWitnesses.over(PREDICTED, "toy")
-    with pytest.raises(PipelineError, match="--explain"):
-        answer_queries(qs, method, AnswerOptions(out_dir=tmp_path, explain=2, progress=False))
+    with pytest.raises(PipelineError, match="explain=: src has no witnesses"):
+        answer_queries(qs, method, AnswerOptions(out=tmp_path, explain=2, progress=False))

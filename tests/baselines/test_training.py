@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from pipeline.baselines.plan import group_by_plan
 from pipeline.baselines.runs import load_qe_run
-from pipeline.baselines.training import QEConfig, train_qe
 from pipeline.formats.queryset import query_to_records, write_query_set
 from pipeline.softquery.model import Atom, Const, Query, Var
+from pipeline.stages.train_qe import QEConfig, train_qe
 from tests.cases import MethodCase
 
 Y, X = Var("y"), Var("x")
@@ -232,7 +232,7 @@ class TestConENEMethod(_BaselineMethodCase):
 # ------------------------------------------------------------------------------------- in-batch negatives
 def _batch(answers: list[list[int]], utils: list[list[float]]) -> Any:
     from pipeline.baselines.plan import PlanParams
-    from pipeline.baselines.training import PlanBatchData
+    from pipeline.stages.train_qe import PlanBatchData
 
     a = torch.tensor(answers, dtype=torch.long)
     u = torch.tensor(utils)
@@ -244,7 +244,7 @@ def _batch(answers: list[list[int]], utils: list[list[float]]) -> Any:
 
 
 def test_batch_negatives_are_drawn_from_the_answers_of_the_batch() -> None:
-    from pipeline.baselines.training import batch_negatives
+    from pipeline.stages.train_qe import batch_negatives
 
     data = _batch([[5, 6, 0], [5, 0, 0], [7, 0, 0]], [[1.0, 0.5, 0.0], [0.9, 0.0, 0.0], [0.3, 0.0, 0.0]])
     draws = batch_negatives(data, 4000, torch.Generator().manual_seed(0))
@@ -258,7 +258,7 @@ def test_batch_negatives_are_drawn_from_the_answers_of_the_batch() -> None:
 
 def test_a_negative_that_answers_its_query_is_masked_even_when_not_scored() -> None:
     from pipeline.baselines.models import LogicENEModel
-    from pipeline.baselines.training import step_loss
+    from pipeline.stages.train_qe import step_loss
 
     torch.manual_seed(0)
     model = LogicENEModel(20, 2, dim=8, hidden=16)
@@ -306,7 +306,7 @@ def test_training_targets_cap_a_crossing_tie_group_at_random_not_by_id() -> None
     """A truth holds the whole tie group at its cut (issue 35); training keeps at most 100 targets: every
     answer above the cut value, then a seeded random choice within the group (same every run, not the
     lowest ids), best first."""
-    from pipeline.baselines.training import cap_answers
+    from pipeline.stages.train_qe import cap_answers
 
     answers = [7, 3] + list(range(100, 400))  # two above the cut, then 300 tied at 0.5
     utils = [0.9, 0.8] + [0.5] * 300

@@ -16,7 +16,7 @@ from pipeline.engine import Adjacency, search_batch
 from pipeline.engine.adjacency import fact_relations
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.formats.answers import read_answers
-from pipeline.methods.calibration import (
+from pipeline.methods.src.affine import (
     AffineCalibration,
     calibrated_adjacency,
     calibrated_graph,
@@ -284,7 +284,7 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
     import numpy as np
 
     from pipeline.core.kg import GraphTensors
-    from pipeline.methods.calibration import _batch_loss
+    from pipeline.methods.src.affine import _batch_loss
     from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 
     x = Var("x")
@@ -365,7 +365,7 @@ class CalibrationCase(ComponentCase):
     def test_answers_record_what_was_applied(self, toy_pipeline: dict, tmp_path: Path) -> None:
         from pipeline.formats.queryset import read_query_set
         from pipeline.methods import SRC
-        from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_affine
         from pipeline.models import load_run
         from pipeline.stages.answer import answer_query_set
 
@@ -413,7 +413,7 @@ class TestSRC(MethodCase):
     def built(self, toy_pipeline: dict) -> tuple[Any, Path]:
         from pipeline.methods import SRC
 
-        return SRC.build(toy_pipeline["export"], "toy", "none", kg=toy_pipeline["kg"], progress=False), toy_pipeline["test"]
+        return SRC.load(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"]), toy_pipeline["test"]
 
     def test_utilities_are_the_engines(self, built: tuple[Any, Path], toy_pipeline: dict) -> None:
         from pipeline.engine import search_batch

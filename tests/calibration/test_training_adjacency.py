@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pipeline.core.kg import GraphTensors
 from pipeline.engine import Adjacency, search_batch
-from pipeline.methods.calibration import (
+from pipeline.methods.src.affine import (
     AffineCalibration,
     ConfBuffers,
     _batch_loss,
@@ -177,7 +177,7 @@ def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_pr
     """fit_affine on the toy pipeline's export (3 epochs, batches of 8 mixing 1p, 2i, 2in, 2p): the fitted
     parameters and losses equal those of the same training with calibrated_adjacency's autograd (to 1e-6:
     the gradients differ in float summation order only); the bar shows epoch, batch and loss."""
-    import pipeline.methods.calibration as cal
+    import pipeline.methods.src.affine as cal
     from pipeline.core.kg import observed_graph
     from pipeline.formats.adjacency import load_adjacency
     from pipeline.formats.queryset import read_query_set

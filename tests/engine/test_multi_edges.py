@@ -16,7 +16,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, search_batch
-from pipeline.methods.calibration import AffineCalibration, calibrated_adjacency
+from pipeline.methods.src.affine import AffineCalibration, calibrated_adjacency
 from pipeline.softquery import Atom, Conjunction, Const, Query, Var, parse
 from tests.engine.oracle import dense_conf, oracle
 from tests.engine.test_oracle import assert_same, graph_of

@@ -16,7 +16,8 @@ import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.core.kg import GraphTensors, observed_graph
 from pipeline.engine import Adjacency, search_batch
-from pipeline.methods.calibration import AffineCalibration, calibrated_adjacency, lower_alphas
+from pipeline.methods.src.affine import AffineCalibration, calibrated_adjacency
+from pipeline.methods.src.delta import lower_alphas
 from pipeline.softquery import QUERY_TYPES, Query
 from tests.engine.test_oracle import graph_of, random_query, tiny_kg
 
@@ -138,7 +139,7 @@ def test_gradients_equal_reference():
     order; the values of the forward are bit-for-bit)."""
     from dataclasses import replace
 
-    from pipeline.methods.calibration import zero_alphas
+    from pipeline.methods.src.delta import zero_alphas
 
     graph = export_like(n=40, seed=2)
     queries = [zero_alphas(q) for q in typed_queries(graph, 12, seed=5)[: 5 * 12]]  # 1p 2p 2i 2in 2il

@@ -113,7 +113,7 @@ def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
     from pipeline.formats.answers import read_answers
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import SRC
-    from pipeline.methods.calibration import calibrated_adjacency, feature_tables, load_affine
+    from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_affine
     from pipeline.models import load_run
     from pipeline.stages.answer import answer_query_set
     from pipeline.stages.evaluate import query_metrics, summarise

@@ -137,7 +137,7 @@ def test_unknown_baseline_settings_fail_before_any_work(tmp_path: Path) -> None:
 
 
 def test_cli_qe_overrides_parse() -> None:
-    from pipeline.cli import _qe_overrides
+    from pipeline.cli.reproduce import _qe_overrides
     from pipeline.core.errors import PipelineError
 
     assert _qe_overrides(("epochs=4", "cone_ne.lr=3e-3", "loss=weighted")) == {

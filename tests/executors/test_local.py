@@ -13,7 +13,7 @@ import pytest
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.executors import EXECUTORS, LocalExecutor, Task, make_executor
 from pipeline.formats.adjacency import load_adjacency, shard_file
-from pipeline.stages.export import export_adjacency
+from pipeline.stages.export import write_export
 from tests.cases import ExecutorCase
 from tests.executors.helpers import ROWS, N, Stop, StopAfter, export, same_files
 
@@ -26,9 +26,9 @@ class TestLocalExecutor(ExecutorCase):
         return LocalExecutor()
 
     def test_refuses_cluster_options(self) -> None:
-        with pytest.raises(PipelineError, match="--address names a Ray cluster"):
+        with pytest.raises(PipelineError, match="address= names a Ray cluster"):
             make_executor("local", address="ray://h:10001")
-        with pytest.raises(PipelineError, match="--workers 2 needs --executor ray"):
+        with pytest.raises(PipelineError, match="workers=2 needs executor='ray'"):
             make_executor("LOCAL", workers=2)
         assert EXECUTORS.canonical("Ray") == "ray"
 
@@ -86,8 +86,7 @@ def test_a_shard_of_another_export_is_refused(runs: dict[str, Path], tmp_path: P
 def test_density_guard_stays_global(runs: dict[str, Path], tmp_path: Path) -> None:
     """The guard judges the whole export on the driver: a tiny threshold fails."""
     with pytest.raises(PipelineError, match="not selective at this threshold"):
-        export_adjacency(runs["ukge_logi"], 0.01, tmp_path / "x", progress=False, block_rows=ROWS,
-                         executor=LocalExecutor(), shards="mock://g")
+        write_export(runs["ukge_logi"], 0.01, tmp_path / "x", progress=False, block_rows=ROWS, executor=LocalExecutor(), shards="mock://g")
 
 
 def test_shard_filesystems(tmp_path: Path) -> None:
@@ -124,15 +123,15 @@ def test_without_ray_the_ray_executor_is_one_clear_error(monkeypatch: pytest.Mon
 
 
 def test_src_for_actors_loads_nothing_on_the_driver(toy_pipeline: dict) -> None:
-    """SRC.build(load=False) only checks the manifest; its recipe rebuilds, in any process, the method that
+    """SRC.load(load=False) only checks the manifest; its recipe rebuilds, in any process, the method that
     build() loads, with the same utilities."""
     import torch
 
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods import SRC
 
-    lazy = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False, load=False)
-    full = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    lazy = SRC.load(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], load=False)
+    full = SRC.load(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"])
     assert lazy.adjacency is None and lazy.n_entities == full.n_entities and lazy.label == full.label
     queries = read_query_set(toy_pipeline["test"]).queries()[:3]
     with pytest.raises(PipelineError, match="did not load its export"):
@@ -140,4 +139,4 @@ def test_src_for_actors_loads_nothing_on_the_driver(toy_pipeline: dict) -> None:
     build, args = lazy.portable()
     assert torch.equal(build(*args).utilities(queries), full.utilities(queries))
     with pytest.raises(ArtifactError, match="an export of data set 'toy', not 'ppi5k'"):
-        SRC.build(toy_pipeline["export"], "ppi5k", kg=toy_pipeline["kg"], progress=False, load=False)
+        SRC.load(toy_pipeline["export"], "ppi5k", kg=toy_pipeline["kg"], load=False)

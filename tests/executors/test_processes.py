@@ -30,23 +30,28 @@ class TestProcessExecutor(ExecutorCase):
         return ProcessExecutor(workers=2)
 
     def test_refuses_cluster_options(self) -> None:
-        with pytest.raises(PipelineError, match="--address names a Ray cluster"):
+        with pytest.raises(PipelineError, match="address= names a Ray cluster"):
             ProcessExecutor(address="ray://h:10001")
-        with pytest.raises(PipelineError, match="--workers must be at least 1"):
+        with pytest.raises(PipelineError, match="workers=0: must be at least 1"):
             ProcessExecutor(workers=0)
 
 
 def test_answer_uses_every_core_by_default() -> None:
-    assert isinstance(answer_executor("local", None, 1), LocalExecutor)
-    two = answer_executor("local", None, 2)
+    """The answering stage's default executor is named for what it is: processes, one per core; one worker
+    (or ``local``) answers in this process."""
+    from pipeline.stages.options import AnswerOptions
+
+    assert AnswerOptions().executor == "processes" and AnswerOptions().workers is None
+    assert isinstance(answer_executor("processes", None, 1), LocalExecutor)
+    two = answer_executor("processes", None, 2)
     assert isinstance(two, ProcessExecutor) and two.workers == 2
-    default = answer_executor("local", None, None)
+    default = answer_executor()
     assert default.workers == cores() and isinstance(
         default, ProcessExecutor if cores() > 1 else LocalExecutor
     )
-    assert isinstance(answer_executor("processes", None, 3), ProcessExecutor)
-    with pytest.raises(PipelineError, match="--workers must be at least 1"):
-        answer_executor("local", None, 0)
+    assert isinstance(answer_executor("local", None, None), LocalExecutor)
+    with pytest.raises(PipelineError, match="workers=0: must be at least 1"):
+        answer_executor("processes", None, 0)
 
 
 @pytest.mark.parametrize("calibration", ["none", "D", "D+L"])
@@ -92,7 +97,7 @@ def test_cli_workers(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.Mon
     from pipeline.formats.answers import read_answers
 
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "pairs"))
-    monkeypatch.setattr("pipeline.methods.src._registered_sizes", lambda *_: (None, None))
+    monkeypatch.setattr("pipeline.methods.src.method._registered_sizes", lambda *_: (None, None))
     args = ["answer", str(toy_pipeline["test"]), "--adjacency", str(toy_pipeline["export"]), "--json"]
     runner = CliRunner()
     frames = []
@@ -103,7 +108,7 @@ def test_cli_workers(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.Mon
     pd.testing.assert_frame_equal(*frames)
     bad = runner.invoke(cli, [*args, "--workers", "0", "--out", str(tmp_path / "0")])
     assert (
-        bad.exit_code != 0 and "--workers must be at least 1" in bad.output and "Traceback" not in bad.output
+        bad.exit_code != 0 and "--workers 0: must be at least 1" in bad.output and "Traceback" not in bad.output
     )
 
 
@@ -135,7 +140,7 @@ def test_batches_cut_within_types_merge_in_order(toy_pipeline: dict) -> None:
     from pipeline.methods import SRC
     from pipeline.stages.answer import answer_query_set
 
-    method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    method = SRC.load(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"])
     qs = read_query_set(toy_pipeline["test"])
     one, _ = answer_query_set(qs, method, batch_size=3, progress=False)
     four, stats = answer_query_set(qs, method, batch_size=3, progress=False, executor=ProcessExecutor(workers=4))
@@ -151,7 +156,7 @@ def test_a_type_cut_across_workers_answers_as_one_process(toy_pipeline: dict) ->
     from pipeline.methods import SRC
     from pipeline.stages.answer import answer_query_set
 
-    method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    method = SRC.load(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"])
     full = read_query_set(toy_pipeline["test"])
     # the type with the most queries, in reverse order (a file need not be sorted)
     top = full.frame["type"].value_counts().index[0]

@@ -144,7 +144,7 @@ def test_local_executor_is_the_default(toy_pipeline: dict, tmp_path: Path) -> No
     from pipeline.methods import SRC
     from pipeline.stages.answer import answer_query_set
 
-    method = SRC.build(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"], progress=False)
+    method = SRC.load(toy_pipeline["export"], "toy", kg=toy_pipeline["kg"])
     qs = read_query_set(toy_pipeline["test"])
     pd.testing.assert_frame_equal(answer_query_set(qs, method, progress=False)[0],
                                   answer_query_set(qs, method, progress=False, executor=LocalExecutor())[0])

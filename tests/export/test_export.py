@@ -55,7 +55,7 @@ def brute_force(run_dir: Path, threshold: float) -> dict[int, tuple[np.ndarray, 
 @pytest.mark.parametrize("block_rows", [None, 7])
 def test_export_equals_dense_brute_force(runs, model: str, block_rows: int | None, tmp_path: Path) -> None:
     threshold = THRESHOLD
-    man = export_adjacency(runs[model], threshold, tmp_path / "exp", progress=False, block_rows=block_rows)
+    man = export_adjacency(runs[model], threshold=threshold, out=tmp_path / "exp", progress=False, block_rows=block_rows)
     graph, meta = load_adjacency(tmp_path / "exp", dataset="toy")
     ref = brute_force(runs[model], threshold)
     assert graph.nnz == sum(len(v[0]) for v in ref.values()) == man["nnz"]
@@ -69,7 +69,7 @@ def test_export_equals_dense_brute_force(runs, model: str, block_rows: int | Non
 
 
 def test_files_sorted_with_metadata(runs, tmp_path: Path) -> None:
-    man = export_adjacency(runs["beurre"], THRESHOLD, tmp_path / "exp", progress=False, block_rows=4)
+    man = export_adjacency(runs["beurre"], threshold=THRESHOLD, out=tmp_path / "exp", progress=False, block_rows=4)
     for rel in man["relations"]:
         with pa.memory_map(str(tmp_path / "exp" / rel["file"])) as src:
             reader = pa.ipc.open_file(src)
@@ -88,32 +88,32 @@ def test_files_sorted_with_metadata(runs, tmp_path: Path) -> None:
 
 def test_cache_reused_for_same_model_and_threshold_only(tmp_path: Path) -> None:
     run = _train(tmp_path / "run", "ukge_rect", seed=0)
-    first = export_adjacency(run, THRESHOLD, progress=False)  # default dir under PIPELINE_HOME, named by hash
+    first = export_adjacency(run, threshold=THRESHOLD, progress=False)  # default dir under PIPELINE_HOME, named by hash
     assert not first["cached"] and first["model_hash"][:16] in first["path"]
     stamp = os.stat(Path(first["path"]) / relation_file(0)).st_mtime_ns
-    again = export_adjacency(run, THRESHOLD, progress=False)
+    again = export_adjacency(run, threshold=THRESHOLD, progress=False)
     assert again["cached"] and again["path"] == first["path"]
     assert os.stat(Path(first["path"]) / relation_file(0)).st_mtime_ns == stamp
-    assert not export_adjacency(run, 0.5, progress=False)["cached"]  # another threshold
+    assert not export_adjacency(run, threshold=0.5, progress=False)["cached"]  # another threshold
     # retrain into the SAME run directory with another seed: a new hash, never the stale cache
     _train(run, "ukge_rect", seed=1)
-    other = export_adjacency(run, THRESHOLD, progress=False)
+    other = export_adjacency(run, threshold=THRESHOLD, progress=False)
     assert (
         not other["cached"] and other["model_hash"] != first["model_hash"] and other["path"] != first["path"]
     )
     # an explicit --out holding another model's export is replaced, not reused
     out = tmp_path / "fixed"
-    export_adjacency(tmp_path / "run", THRESHOLD, out, progress=False)
+    export_adjacency(tmp_path / "run", threshold=THRESHOLD, out=out, progress=False)
     _train(run, "ukge_rect", seed=2)
-    replaced = export_adjacency(run, THRESHOLD, out, progress=False)
+    replaced = export_adjacency(run, threshold=THRESHOLD, out=out, progress=False)
     assert not replaced["cached"]
     assert load_adjacency(out)[1]["model_hash"] == load_run(run).content_hash()
-    assert export_adjacency(run, THRESHOLD, out, progress=False)["cached"]
+    assert export_adjacency(run, threshold=THRESHOLD, out=out, progress=False)["cached"]
 
 
 def test_truncated_and_foreign_files(runs, tmp_path: Path) -> None:
     out = tmp_path / "exp"
-    export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
+    export_adjacency(runs["beurre"], threshold=THRESHOLD, out=out, progress=False)
     with pytest.raises(ArtifactError, match="export of data set 'toy', not 'cn15k'"):
         load_adjacency(out, dataset="cn15k")
     f = out / relation_file(1)
@@ -125,7 +125,7 @@ def test_truncated_and_foreign_files(runs, tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match=r"rel-0001\.arrow: not a readable Arrow IPC file"):
         load_adjacency(out, verify=False)
     # a truncated file is never taken for a cached export either
-    assert not export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)["cached"]
+    assert not export_adjacency(runs["beurre"], threshold=THRESHOLD, out=out, progress=False)["cached"]
     # a valid Arrow file of another kind in its place
     table = pa.table({"a": pa.array([1, 2], pa.int64())})
     with pa.OSFile(str(f), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
@@ -139,7 +139,7 @@ def test_truncated_and_foreign_files(runs, tmp_path: Path) -> None:
 
 def test_tampered_manifest_and_unsorted_rows(runs, tmp_path: Path) -> None:
     out = tmp_path / "exp"
-    man = export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
+    man = export_adjacency(runs["beurre"], threshold=THRESHOLD, out=out, progress=False)
     doc = json.loads((out / MANIFEST).read_text())
     doc["model_hash"] = "0" * 64
     (out / MANIFEST).write_text(json.dumps(doc))
@@ -153,7 +153,7 @@ def test_tampered_manifest_and_unsorted_rows(runs, tmp_path: Path) -> None:
     out2 = tmp_path / "exp2"
     busiest = max(man["relations"], key=lambda x: x["nnz"])
     assert busiest["nnz"] > 1
-    export_adjacency(runs["beurre"], THRESHOLD, out2, progress=False)
+    export_adjacency(runs["beurre"], threshold=THRESHOLD, out=out2, progress=False)
     f = out2 / busiest["file"]
     with pa.memory_map(str(f)) as src:
         reader = pa.ipc.open_file(src)
@@ -169,16 +169,14 @@ def test_tampered_manifest_and_unsorted_rows(runs, tmp_path: Path) -> None:
 
 def test_threshold_validation_and_dense_guard(runs, tmp_path: Path) -> None:
     with pytest.raises(PipelineError, match=r"in \(0, 1\]"):
-        export_adjacency(runs["beurre"], 0.0, tmp_path / "a", progress=False)
+        export_adjacency(runs["beurre"], threshold=0.0, out=tmp_path / "a", progress=False)
     with pytest.raises(PipelineError, match="choose a higher --threshold"):
-        export_adjacency(
-            runs["beurre"], 0.01, tmp_path / "b", progress=False, max_fraction=0.01
-        )
+        export_adjacency(runs["beurre"], threshold=0.01, out=tmp_path / "b", progress=False, max_fraction=0.01)
     assert not (tmp_path / "b").exists()  # nothing half-written
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "notes.txt").write_text("mine")
     with pytest.raises(ArtifactError, match="not an export directory"):
-        export_adjacency(runs["beurre"], THRESHOLD, tmp_path / "c", progress=False)
+        export_adjacency(runs["beurre"], threshold=THRESHOLD, out=tmp_path / "c", progress=False)
     assert (tmp_path / "c" / "notes.txt").read_text() == "mine"  # never deleted
 
 
@@ -198,8 +196,8 @@ def test_cli_export(runs, tmp_path: Path) -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_export_matches_cpu(runs, tmp_path: Path) -> None:
-    a = export_adjacency(runs["beurre"], THRESHOLD, tmp_path / "cpu", device="cpu", progress=False)
-    b = export_adjacency(runs["beurre"], THRESHOLD, tmp_path / "gpu", device="cuda", progress=False)
+    a = export_adjacency(runs["beurre"], threshold=THRESHOLD, out=tmp_path / "cpu", device="cpu", progress=False)
+    b = export_adjacency(runs["beurre"], threshold=THRESHOLD, out=tmp_path / "gpu", device="cuda", progress=False)
     ga, gb = load_adjacency(tmp_path / "cpu")[0], load_adjacency(tmp_path / "gpu")[0]
     assert a["model_hash"] == b["model_hash"]
     # facts within float rounding of the threshold may differ; everything else agrees
@@ -210,7 +208,7 @@ def test_edited_threshold_and_wrong_sizes_are_refused(runs, tmp_path: Path) -> N
     """Provenance that lies: an export whose manifest claims another threshold or entity count is refused,
     never recorded (both with the manifest's digest and, removed, by the files' own metadata)."""
     out = tmp_path / "exp"
-    man = export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
+    man = export_adjacency(runs["beurre"], threshold=THRESHOLD, out=out, progress=False)
     graph, back = load_adjacency(out, n_entities=man["n_entities"], n_relations=man["n_relations"])
     assert back["threshold"] == THRESHOLD and graph.n_entities == man["n_entities"]
     with pytest.raises(ArtifactError, match=f"an export of {man['n_entities']} entities, but .* has {man['n_entities'] + 1}"):
@@ -226,7 +224,7 @@ def test_edited_threshold_and_wrong_sizes_are_refused(runs, tmp_path: Path) -> N
     with pytest.raises(ArtifactError, match="threshold .* differs from the manifest"):
         load_adjacency(out)
     # an edited manifest is never taken for a cached export of that threshold either
-    assert not export_adjacency(runs["beurre"], 0.05, out, progress=False, max_fraction=1.0)["cached"]
+    assert not export_adjacency(runs["beurre"], threshold=0.05, out=out, progress=False, max_fraction=1.0)["cached"]
 
 
 def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: Path) -> None:
@@ -235,7 +233,7 @@ def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: 
     stale = tmp_path / ".exp.abc123.part"  # what a kill -9 mid-export leaves (atomic.temp_dir's naming)
     stale.mkdir()
     (stale / "rel-0000.arrow").write_bytes(b"half")
-    export_adjacency(runs["beurre"], THRESHOLD, out, progress=False)
+    export_adjacency(runs["beurre"], threshold=THRESHOLD, out=out, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
 
 
@@ -250,14 +248,14 @@ def test_dense_guard_holds_on_a_small_graph_unless_allowed_plainly(runs, tmp_pat
     scores = np.concatenate([s for _, _, s in brute_force(runs["beurre"], 1e-9).values()])
     t = float(np.quantile(scores, 0.4))
     with pytest.raises(PipelineError, match="not selective at this threshold"):
-        export_adjacency(runs["beurre"], t, tmp_path / "a", progress=False, max_fraction=MAX_FRACTION)  # the default
+        export_adjacency(runs["beurre"], threshold=t, out=tmp_path / "a", progress=False, max_fraction=MAX_FRACTION)  # the default
     args = ["export", str(runs["beurre"]), "--threshold", str(t), "--out", str(tmp_path / "b")]
     refused = CliRunner().invoke(cli, args)
     assert refused.exit_code != 0 and "choose a higher --threshold" in refused.output
     assert not (tmp_path / "b").exists()
     out = CliRunner().invoke(cli, [*args, "--allow-dense"])
     assert out.exit_code == 0, out.output
-    man = export_adjacency(runs["beurre"], t, tmp_path / "b", progress=False, max_fraction=1.0)
+    man = export_adjacency(runs["beurre"], threshold=t, out=tmp_path / "b", progress=False, max_fraction=1.0)
     assert man["cached"]
     pairs = man["n_entities"] ** 2 * man["n_relations"]
     assert man["nnz"] > pairs / 3

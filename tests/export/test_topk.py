@@ -63,7 +63,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("k,block_rows", [(1, None), (3, 7), (1000, None)])
 def test_export_top_k_equals_dense(run: Path, k: int, block_rows: int | None, tmp_path: Path) -> None:
     threshold = 0.2
-    man = export_adjacency(run, threshold, tmp_path / "e", progress=False, block_rows=block_rows, top_k=k)
+    man = export_adjacency(run, threshold=threshold, out=tmp_path / "e", progress=False, block_rows=block_rows, top_k=k)
     graph, meta = load_adjacency(tmp_path / "e", dataset="toy")
     model = load_run(run)
     n = model.n_entities
@@ -79,12 +79,12 @@ def test_export_top_k_equals_dense(run: Path, k: int, block_rows: int | None, tm
 
 
 def test_top_k_is_part_of_the_cache_key_and_validated(run: Path, tmp_path: Path) -> None:
-    a = export_adjacency(run, 0.2, tmp_path / "e", progress=False, top_k=1)
-    b = export_adjacency(run, 0.2, tmp_path / "e", progress=False)  # same folder, no cap: recomputed
+    a = export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False, top_k=1)
+    b = export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False)  # same folder, no cap: recomputed
     assert not b["cached"] and b["nnz"] > a["nnz"] and b["top_k"] is None
-    assert export_adjacency(run, 0.2, tmp_path / "e", progress=False)["cached"]
-    with pytest.raises(PipelineError, match="--top-k"):
-        export_adjacency(run, 0.2, tmp_path / "f", progress=False, top_k=0)
+    assert export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False)["cached"]
+    with pytest.raises(PipelineError, match="top_k="):
+        export_adjacency(run, threshold=0.2, out=tmp_path / "f", progress=False, top_k=0)
 
 
 def test_cli_top_k(run: Path, tmp_path: Path) -> None:
@@ -95,4 +95,4 @@ def test_cli_top_k(run: Path, tmp_path: Path) -> None:
     man = load_adjacency(tmp_path / "c")[1]
     assert man["top_k"] == 2 and man["nnz"] <= 2 * man["n_entities"] * man["n_relations"]
     bad = CliRunner().invoke(cli, ["export", str(run), "--top-k", "0", "--out", str(tmp_path / "d")])
-    assert bad.exit_code != 0 and "--top-k must be at least 1" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code != 0 and "--top-k 0: must be at least 1" in bad.output and "Traceback" not in bad.output

@@ -208,7 +208,7 @@ def test_files_without_checksums_still_read(tmp_path: Path) -> None:
 
 
 def test_a_flipped_byte_in_a_saved_calibration_is_refused(tmp_path: Path) -> None:
-    from pipeline.methods.calibration import AffineCalibration, load_affine, save_affine
+    from pipeline.methods.src.affine import AffineCalibration, load_affine, save_affine
 
     calib = AffineCalibration(64, 32)
     save_affine(calib, tmp_path, {"key": "k"})
@@ -244,12 +244,12 @@ def test_a_damaged_export_is_exported_again_not_reused(run: Path, tmp_path: Path
 
 
 def test_a_damaged_checksum_list_is_refused_on_read_and_replaced_on_write(run: Path) -> None:
-    from pipeline.models.runs import read_json, write_json
+    from pipeline.models.runs import read_json, write_run_json
 
     flip(run / "checksums.json", 0.5)
     with pytest.raises(CorruptArtifactError, match="checksums.json"):
         read_run(run)
-    write_json(run / "config.json", json.loads((run / "config.json").read_text()))  # e.g. train --resume
+    write_run_json(run / "config.json", json.loads((run / "config.json").read_text()))  # e.g. train --resume
     assert set(json.loads((run / "checksums.json").read_text())["files"]) == {"config.json"}
     assert read_json(run / "config.json")["dataset"] == "toy"
 

@@ -20,9 +20,9 @@ from pipeline.llm.items import (
     readable_name,
     write_items,
 )
-from pipeline.llm.stage import _utility_fn, build_items_file
 from pipeline.softquery import parse
 from pipeline.softquery.vocab import Vocabulary
+from pipeline.stages.llm import _utility_fn, build_items_file
 
 NEG = -np.inf
 #             0     1    2    3     4    5    6    7

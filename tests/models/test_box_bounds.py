@@ -171,7 +171,7 @@ def test_staged_cut_keeps_every_pair_at_or_above_the_threshold(
     tlo, tw = m.boxes(torch.arange(30), 0, "tail")
     cut = float(np.log(threshold))
     stages = tuple(range(1, d))  # a cut after every dimension: the most partial sums a pair can meet
-    staged = bb.StagedPairs.build(hlo, hw, tlo, tw, m.gumbel_beta, condition, cut, stages, sample=64, judge=False)
+    staged = bb.StagedPairs.build((hlo, hw), (tlo, tw), m.gumbel_beta, condition, cut, stages, sample=64, judge=False)
     assert len(staged.slices) == d - 1
     tails = torch.arange(30).repeat(30, 1)
     stats = bb.PruneStats()
@@ -209,7 +209,7 @@ def test_partial_sums_are_skipped_where_they_cannot_pay() -> None:
     m = spread_model(300, 16, 1, seed=3, spread=1.0)
     hlo, hw = m.boxes(torch.arange(300), 0, "head")
     tlo, tw = m.boxes(torch.arange(300), 0, "tail")
-    build = lambda t: bb.StagedPairs.build(hlo, hw, tlo, tw, m.gumbel_beta, "head", float(np.log(t)), (2, 4, 8, 12))  # noqa: E731
+    build = lambda t: bb.StagedPairs.build((hlo, hw), (tlo, tw), m.gumbel_beta, "head", float(np.log(t)), (2, 4, 8, 12))  # noqa: E731
     assert build(0.3).slices  # most pairs fall below log 0.3 within a few dimensions
     assert not build(1e-30).slices  # every pair passes: partial sums would only add work
     stats = bb.PruneStats()

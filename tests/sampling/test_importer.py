@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.formats.queryset import read_query_set
-from pipeline.squk.importer import import_squk
+from pipeline.stages.import_squk import import_squk
 
 
 def test_import_keeps_published_answers_and_adds_ours(tiny_kg, tmp_path):

@@ -11,12 +11,13 @@ from click.testing import CliRunner
 
 from pipeline.cli import cli
 from pipeline.formats.queryset import read_query_set
-from pipeline.sampling.run import sample_to_dir
+from pipeline.stages.options import SampleOptions
+from pipeline.stages.sample import sample_to_dir
 from pipeline.stages.writeback import set_id
 
 
 def test_sample_to_dir_writes_the_set_and_browsable_queries(tiny_kg, tiny_store, tmp_path):
-    res = sample_to_dir(tiny_kg, tiny_store, tmp_path, split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=4, progress=False)
+    res = sample_to_dir(tiny_kg, tiny_store, SampleOptions(out=tmp_path, split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=4, progress=False))
     qs = read_query_set(res["file"])
     assert res["file"].endswith("tiny_test_zero_equal.parquet") and len(qs) == 3 == res["browsable"]
     assert qs.meta["dataset"] == "tiny" and qs.meta["types"] == ["1p"] and set(qs.frame["seed"]) == {4}
@@ -25,7 +26,7 @@ def test_sample_to_dir_writes_the_set_and_browsable_queries(tiny_kg, tiny_store,
     assert [(r["text"], r["eid"], r["pos"]) for r in rows] == [
         (t, q.anchors()[0], 0) for t, q in zip(qs.frame["text"], qs.queries(), strict=True)
     ]
-    sample_to_dir(tiny_kg, tiny_store, tmp_path, split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=4, progress=False)
+    sample_to_dir(tiny_kg, tiny_store, SampleOptions(out=tmp_path, split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=4, progress=False))
     assert tiny_store.run(count, {"set": set_id(qs)}) == rows  # MERGE: a re-run adds nothing
 
 
@@ -38,11 +39,11 @@ def test_resampling_makes_a_new_set_and_never_mixes_anchors_or_answers(tiny_kg, 
     from pipeline.stages.answer import answer_query_set
     from pipeline.stages.writeback import write_back
 
-    first = read_query_set(sample_to_dir(tiny_kg, tiny_store, tmp_path / "a", split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=1, progress=False)["file"])
+    first = read_query_set(sample_to_dir(tiny_kg, tiny_store, SampleOptions(out=tmp_path / "a", split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=1, progress=False))["file"])
     frame, _ = answer_query_set(first, SRC.over(observed_graph(tiny_kg, "test"), "tiny", backbone="m"), progress=False)
     meta = {"dataset": "tiny", "method": "m SRC", "query_set": str(first.path)}
     write_back(tiny_store, read_answers(write_answers(frame, tmp_path / "ans.parquet", meta)), first)
-    second = read_query_set(sample_to_dir(tiny_kg, tiny_store, tmp_path / "b", split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=2, progress=False)["file"])
+    second = read_query_set(sample_to_dir(tiny_kg, tiny_store, SampleOptions(out=tmp_path / "b", split="test", types=["1p"], per_type=3, alpha="zero", beta="equal", seed=2, progress=False))["file"])
     assert Path(first.path).name == Path(second.path).name and set_id(first) != set_id(second)
     per_position = tiny_store.run(
         "MATCH (q:Query {dataset: 'tiny'})-[a:ANCHOR]->() RETURN q.set AS set, q.qid AS qid, a.position AS pos, "
@@ -62,7 +63,7 @@ def test_cli_errors_are_one_line(tmp_path):
     res = runner.invoke(cli, ["sample", "ppi5k", "--out", str(tmp_path), "--types", "1p,3p"])
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "unknown query type '3p'" in res.output
     res = runner.invoke(cli, ["sample", "ppi5k", "--out", str(tmp_path), "--per-type", "-3"])
-    assert res.exit_code == 2 and res.output == "error: --per-type must be at least 1, got -3\n"
+    assert res.exit_code == 2 and res.output == "error: --per-type -3: must be at least 1\n"
     bad = tmp_path / "test_type0001_soft_efo1_qaa.json"
     bad.write_text('{"(r1(s1,e1))&(r2(e1,f1))": [[{"r1": 0}, {"f1_answers": []}, {"f1_values": []}]]}')
     res = runner.invoke(cli, ["import-squk", "ppi5k", str(bad), "--out", str(tmp_path)])

@@ -25,7 +25,7 @@ from pipeline.baselines.losses import LOSSES, compute_loss
 from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
 from pipeline.baselines.plan import Plan, PlanParams, group_by_plan
 from pipeline.core.errors import ArtifactError, PipelineError
-from pipeline.models.runs import read_json, run_metadata, torch_load, torch_save, write_json
+from pipeline.models.runs import read_json, run_metadata, torch_load, torch_save, write_run_json
 
 
 @dataclass(frozen=True)
@@ -211,13 +211,13 @@ def epoch_batches(
     return [batches[i] for i in order]
 
 
-def valid_score(model: QueryEmbeddingModel, valid: Any) -> float:
-    """The selection score (pipeline.stages.answer.selection_score) of the model's answers to the valid queries."""
+def qe_valid_score(model: QueryEmbeddingModel, valid: Any) -> float:
+    """The answering stage's selection score (:func:`pipeline.stages.answer.valid_score`) of the model's
+    answers to the valid queries."""
     from pipeline.methods.qe import QueryEmbedding
-    from pipeline.stages.answer import answer_query_set, selection_score
+    from pipeline.stages.answer import valid_score
 
-    method = QueryEmbedding(model, {"dataset": valid.meta["dataset"], "model": model.name}, "")
-    return selection_score(answer_query_set(valid, method, progress=False)[0])
+    return valid_score(valid)(QueryEmbedding(model, {"dataset": valid.meta["dataset"], "model": model.name}, ""))
 
 
 def _check_config(cfg: QEConfig) -> None:
@@ -279,10 +279,10 @@ def train_qe(
         opt.load_state_dict(state["optimizer"])
         start, best, history = int(state["epoch"]) + 1, state["best"], list(state["history"])
         log(f"resuming {out} after epoch {start}")
-    write_json(out / runs.CONFIG_FILE, doc)
+    write_run_json(out / runs.CONFIG_FILE, doc)
     # the data checksums each query set was sampled from, so a run can be traced to its data
     checksums = {str(qs.path): qs.meta.get("checksums") for qs in [*train_sets, valid]}
-    write_json(
+    write_run_json(
         out / runs.METADATA_FILE,
         {**run_metadata(checksums, cfg.seed, str(dev)), "model_config": model.config()},
     )
@@ -323,7 +323,7 @@ def train_qe(
         }
         if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
             t1 = time.perf_counter()
-            row["valid_score"] = valid_score(model, valid)
+            row["valid_score"] = qe_valid_score(model, valid)
             row["valid_seconds"] = time.perf_counter() - t1
             if row["valid_score"] > best["score"]:
                 best = {"score": row["valid_score"], "epoch": epoch + 1}
@@ -340,12 +340,12 @@ def train_qe(
                 "history": history,
             },
         )
-        write_json(out / runs.RESULTS_FILE, _results(history, best, n_train, sizes))
+        write_run_json(out / runs.RESULTS_FILE, _results(history, best, n_train, sizes))
     if not (out / runs.MODEL_FILE).exists():  # e.g. epochs 0: keep the initial model so the run answers
         runs.save_qe_model(out / runs.MODEL_FILE, model)
     results = _results(history, best, n_train, sizes)
     results["seconds_this_call"] = time.perf_counter() - t_start
-    write_json(out / runs.RESULTS_FILE, results)
+    write_run_json(out / runs.RESULTS_FILE, results)
     return results
 
 

@@ -1,23 +1,19 @@
-"""Calibration of predicted confidences for SRC (design section 2): D, L and D+L.
-
-- ``D``: every atom's alpha becomes ``max(0, alpha - delta)`` when answering on predicted confidences; delta
-  is chosen on the valid query set from a small grid (0 included, so D never does worse there than none).
-- ``L``: ``P_c = min(1, relu(P * (1 + rho) + lambda))`` with ``[rho, lambda] = W_h e_h + W_r e_r + W_t e_t + b``
-  over the frozen backbone's feature vectors (``model.features``). Trained to minimise the squared error
-  between predicted and true utilities of training queries with alpha = 0 (answers plus sampled
-  non-answers), the state kept is the best on the valid queries. The engine is differentiable through
-  every step (anchors, max-plus elimination, DNF max), so every train shape (2p, 2il included) is used,
-  in batches that mix shapes. The cap at 1 keeps ``1 - P_c`` (negation)
-  a confidence. Only the stored exceptions of the exported adjacency are calibrated: a fact below the
-  export threshold stays absent (confidence 0), exactly as SRC sees it without calibration.
-- ``D+L``: L first (trained with alpha = 0, so D does not change it), then delta chosen with L applied.
+"""Calibration L (design section 2): ``P_c = min(1, relu(P * (1 + rho) + lambda))`` with
+``[rho, lambda] = W_h e_h + W_r e_r + W_t e_t + b`` over the frozen backbone's feature vectors
+(``model.features``). Trained to minimise the squared error between predicted and true utilities of
+training queries with alpha = 0 (answers plus sampled non-answers); the state kept is the best on the valid
+queries. The engine is differentiable through every step (anchors, max-plus elimination, DNF max), so every
+train shape (2p, 2il included) is used, in batches that mix shapes. The cap at 1 keeps ``1 - P_c``
+(negation) a confidence. Only the stored exceptions of the exported adjacency are calibrated: a fact below
+the export threshold stays absent (confidence 0), exactly as SRC sees it without calibration.
 
 Because the features are separable (e_h depends on h only, ...), the linear map is applied as per-entity and
 per-relation projections ``(n_entities, 2)``, ``(n_relations, 2)``: no (nnz, feature) matrix is ever built.
 A training step calibrates the batch's relations without autograd (:func:`training_adjacency`) and recomputes
 with autograd only the facts the engine reads with it (anchor rows, the max-plus winners): the values are
 those of autograd over every fact bit for bit, the gradients equal to 1e-6 (summation order), at ~1/4 of
-the time of a CN15k batch (docs/benchmarks.md, issue 14, third round).
+the time of a CN15k batch (docs/benchmarks.md, issue 14, third round). Fitting for a method and reusing saved
+fits: :mod:`pipeline.methods.src.fitting`.
 """
 
 from __future__ import annotations
@@ -34,75 +30,11 @@ from tqdm import tqdm
 from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.core.kg import GraphTensors
-from pipeline.core.registry import Registry
-from pipeline.softquery.model import Conjunction, Query
+from pipeline.methods.src.delta import zero_alphas
+from pipeline.softquery.model import Query
 
-
-@dataclass(frozen=True)
-class Calibration:
-    """A calibration of SRC: its name (``--calibration``), table label and which corrections it applies."""
-
-    name: str
-    label: str
-    uses_delta: bool
-    uses_l: bool
-    description: str
-
-
-CALIBRATIONS: Registry[Calibration] = Registry(
-    "calibration",
-    (
-        Calibration("none", "SRC", False, False, "predicted confidences as exported"),
-        Calibration("D", "SRC(D)", True, False, "alpha - delta, delta chosen on the valid queries"),
-        Calibration("L", "SRC(L)", False, True, "learned affine correction, fitted on alpha-0 train queries"),
-        Calibration("D+L", "SRC(D+L)", True, True, "L, then delta chosen with L applied"),
-    ),
-    row=lambda c: {"name": c.name, "label": c.label, "description": c.description},
-)
-DELTA_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
-# Bumped whenever L's training changes what it learns, so saved calibrations of older code are never reused.
-L_VERSION = 2
-
-# (queries, graph) -> (B, n_entities) utilities; the engine's search_batch.
-Evaluator = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
-
-
-def method_label(calibration: str) -> str:
-    """The table name of a calibration: none -> SRC, D -> SRC(D), ..."""
-    return CALIBRATIONS[calibration].label
-
-
-# ---------------------------------------------------------------------------------------------------- D
-
-
-def lower_alphas(query: Query, delta: float) -> Query:
-    """The query with every atom's alpha lowered by delta (never below 0)."""
-    if delta == 0.0:
-        return query
-    return Query(
-        tuple(
-            Conjunction(tuple(replace(a, alpha=max(0.0, float(a.alpha) - delta)) for a in c.atoms))
-            for c in query.conjunctions
-        )
-    )
-
-
-def zero_alphas(query: Query) -> Query:
-    """The query with alpha = 0 on every atom (L trains on these: no atom can fail)."""
-    return Query(
-        tuple(Conjunction(tuple(replace(a, alpha=0.0) for a in c.atoms)) for c in query.conjunctions)
-    )
-
-
-def choose_delta(
-    score: Callable[[float], float], grid: Sequence[float] = DELTA_GRID, progress: bool = False
-) -> tuple[float, dict[float, float]]:
-    """The delta of the grid with the highest score (the first on ties, so smaller deltas win); also every
-    score, for the record."""
-    bar = tqdm(grid, desc="calibration D", unit="delta", disable=not progress, dynamic_ncols=True)
-    scores = {float(d): float(score(float(d))) for d in bar}
-    best = max(scores, key=lambda d: (scores[d], -d))
-    return best, scores
+# (queries, graph) -> (B, n_entities) utilities: the engine's search_batch
+SearchFn = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
 
 
 # ---------------------------------------------------------------------------------------------------- L
@@ -392,7 +324,7 @@ def _loss_entities(true_u: torch.Tensor, negatives: int, gen: torch.Generator) -
 
 
 def _batch_loss(
-    evaluate: Evaluator,
+    search: SearchFn,
     queries: list[Query],
     adj: Any,
     true_u: torch.Tensor,
@@ -400,7 +332,7 @@ def _batch_loss(
     gen: torch.Generator,
     negative_weight: float = 1.0,
 ) -> torch.Tensor:
-    pred_u = evaluate(queries, adj)
+    pred_u = search(queries, adj)
     mask = _loss_entities(true_u, negatives, gen)
     answers = torch.isfinite(true_u) & (true_u > 0)
     # alpha = 0: no atom fails, so both utilities are finite on every entity of the mask. Answers and
@@ -419,7 +351,7 @@ def fit_affine(
     adj: Any,
     train_queries: list[Query],
     truth: Any,
-    evaluate: Evaluator,
+    search: SearchFn,
     valid_score: Callable[[Any], float] | None = None,
     cfg: LConfig = LConfig(),
     progress: bool = True,
@@ -427,7 +359,7 @@ def fit_affine(
     """Train L on train_queries (alphas set to 0) against their true utilities on the truth graph.
 
     adj: the engine's index of the exported neural adjacency (predicted confidences); truth: the observed
-    train graph (GraphTensors or Adjacency); evaluate: the engine's search_batch. valid_score(adjacency)
+    train graph (GraphTensors or Adjacency); search: the engine's search_batch. valid_score(adjacency)
     -> higher is better, computed after every epoch; the best epoch (epoch 0 = identity) is kept.
     Shapes the engine cannot differentiate through are left out and named in the history.
     Returns the calibration and the history {epochs: {n: {loss, valid}}, shapes_used, shapes_skipped}."""
@@ -453,12 +385,12 @@ def fit_affine(
         with torch.no_grad():
             for s in range(0, len(idx), 256):
                 chunk = idx[s : s + 256]
-                for i, u in zip(chunk, evaluate([queries[i] for i in chunk], truth), strict=True):
+                for i, u in zip(chunk, search([queries[i] for i in chunk], truth), strict=True):
                     true_u[i] = u
         trial = idx[: cfg.batch_size]
         try:  # one trial step without updating: does the engine's computation carry gradients here?
             _batch_loss(
-                evaluate,
+                search,
                 [queries[i] for i in trial],
                 training_adjacency(adj, calib, tables, query_relations(queries[i] for i in trial)),
                 torch.stack([true_u[i] for i in trial]),
@@ -505,7 +437,7 @@ def fit_affine(
         for lo in range(0, len(order), cfg.batch_size):
             batch = order[lo : lo + cfg.batch_size]
             loss = _batch_loss(
-                evaluate,
+                search,
                 [queries[i] for i in batch],
                 training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch), buffers),
                 torch.stack([true_u[i] for i in batch]),
@@ -559,108 +491,3 @@ def load_affine(
         raise ArtifactError(f"{f}: not a readable calibration ({type(exc).__name__}: {str(exc)[:120]})") from None
     calib.load_state_dict(checksums.verify_object(state, f))
     return calib.to(device)
-
-
-# ------------------------------------------------------------------------- fitting for a method (SRC)
-# These take the selection score as an argument (``score(method) -> float``: the valid score of a built
-# method, made by the answering stage), so calibration never imports the stage that answers with it.
-# ``method`` is SRC's dataclass (adjacency, manifest, calibration, delta, info, with_delta), read by
-# duck typing: calibration imports no method either.
-
-
-@dataclass(frozen=True, kw_only=True)
-class FitSettings:
-    """What fitting L / choosing delta reads besides the method: run_path (the backbone's run, L's
-    features), calib_dir (where fits are saved; None: not saved), key_parts (the content key's inputs so
-    far: model hash, threshold, valid checksum), device, seed, l_epochs, progress, kg (the loaded data set
-    whose train graph gives L its targets; None: loaded by name)."""
-
-    run_path: Path
-    calib_dir: Path | None
-    key_parts: dict[str, Any]
-    device: str = "cpu"
-    seed: int = 0
-    l_epochs: int = 20
-    progress: bool = True
-    kg: Any = None
-
-
-def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | None, fit: FitSettings) -> Any:
-    """Apply calibration L to the method's adjacency: a saved fit with the same key, else a new fit on the
-    ``train`` query set, selected by ``score`` on the valid queries (max over the delta grid under D+L).
-    Returns the method with the calibrated adjacency and L's key/dir/run in its info."""
-    from pipeline.core.provenance import stable_key
-    from pipeline.engine import as_adjacency, search_batch
-    from pipeline.formats.queryset import checksum
-    from pipeline.models import load_run
-
-    run_path, calib_dir = fit.run_path, fit.calib_dir
-    assert calib_dir is not None
-    if not (run_path / "config.json").exists():
-        raise PipelineError(f"calibration L needs the backbone's run directory; {run_path} is not one (use --run)")
-    model = load_run(run_path, device=fit.device)
-    if model.content_hash() != method.manifest["model_hash"]:
-        raise ArtifactError(
-            f"{run_path}: its model is not the one exported to {method.manifest['path']} (content hash differs)"
-        )
-    lcfg = LConfig(epochs=fit.l_epochs, seed=fit.seed)
-    uses_delta = CALIBRATIONS[method.calibration].uses_delta
-    # L alone is selected on the valid score at delta 0; under D+L on the best valid score over the delta
-    # grid (L and delta are chosen together: an L that lowers confidences is only useful with a delta that
-    # lowers the thresholds with them). Two selections, two saved calibrations.
-    fit.key_parts.update(
-        train=checksum(train.frame),
-        l_config=lcfg.__dict__,
-        l_select="max-over-delta-grid" if uses_delta else "delta-0",
-        l_version=L_VERSION,
-    )
-    l_key = stable_key(**fit.key_parts)
-    adj = method.adjacency
-    tables = feature_tables(model, adj.device)
-    calib = load_affine(calib_dir / f"L-{l_key}", tables[0].shape[1], tables[1].shape[1], adj.device)
-    if calib is None:
-        from loaders import load
-        from pipeline.core.kg import observed_graph
-
-        kg = fit.kg if fit.kg is not None else load(method.dataset)
-        truth = as_adjacency(observed_graph(kg, "train", device=fit.device))
-        deltas = DELTA_GRID if uses_delta else (0.0,)
-
-        def valid_score(a: Any) -> float:
-            assert score is not None
-            trial = replace(method, adjacency=a, delta=0.0, info={})
-            return max(score(trial.with_delta(d)) for d in deltas)
-
-        calib, history = fit_affine(
-            model, adj, train.queries(), truth, search_batch, valid_score if score is not None else None, lcfg,
-            fit.progress,
-        )
-        save_affine(calib, calib_dir / f"L-{l_key}", {"key": l_key, "inputs": fit.key_parts, "history": history})
-    with torch.no_grad():
-        adj = calibrated_adjacency(adj, calib, tables)
-    from pipeline.formats.pair_cache import for_calibrated
-
-    adj.use_pair_cache(for_calibrated(method.manifest["path"], calib_dir / f"L-{l_key}"))
-    info = {**method.info, "l_key": l_key, "l_dir": str(calib_dir / f"L-{l_key}"), "l_run": str(run_path)}
-    return replace(method, adjacency=adj, info=info)
-
-
-def choose_saved_delta(method: Any, score: Callable[[Any], float], fit: FitSettings) -> Any:
-    """Calibration D: the method with the delta of the grid whose ``score`` (on the valid queries) is best,
-    saved under ``fit.calib_dir`` and reused by content key."""
-    import json
-
-    from pipeline.core.provenance import stable_key
-
-    d_key = stable_key(**{**fit.key_parts, "l_key": method.info.get("l_key"), "grid": DELTA_GRID})
-    d_file = fit.calib_dir / f"D-{d_key}.json" if fit.calib_dir is not None else None
-    if d_file is not None and d_file.exists():
-        try:
-            delta = float(json.loads(d_file.read_text())["delta"])
-        except (ValueError, KeyError) as exc:
-            raise ArtifactError(f"{d_file}: unreadable saved delta ({exc}); delete it to choose again") from None
-    else:
-        delta, scores = choose_delta(lambda d: score(method.with_delta(d)), progress=fit.progress)
-        if d_file is not None:
-            atomic.write_json(d_file, {"delta": delta, "scores": scores, "inputs": fit.key_parts})
-    return method.with_delta(delta)

@@ -84,7 +84,7 @@ def build_items_file(
         tensors, _meta = load_adjacency(adjacency, kg.name, "cpu", kg.n_entities, kg.n_relations)
         src_choice(items, _utility_fn(tensors), [parse(it["query_ids"], vocab) for it in items])
     path = write_items(items, out)
-    from pipeline.stages.evaluate import ordered_types
+    from pipeline.softquery.types import ordered_types
 
     kept_sorted = {t: kept[t] for t in ordered_types(set(kept))}
     return {

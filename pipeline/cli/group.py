@@ -1,0 +1,102 @@
+"""The ``pipeline`` command group and what every command shares: one clear line and exit code 2 for every
+:class:`~pipeline.core.errors.PipelineError` (never a traceback), plain tables, ``--json`` documents, and
+the options a stage declares (:mod:`pipeline.stages.options`, turned into click options by
+:func:`pipeline.core.options.click_options`). Stage modules are imported inside the commands, so
+``pipeline ls`` stays instant and the store never pulls in torch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import click
+
+from pipeline.core.errors import PathError, PipelineError, use_front_end
+from pipeline.core.options import registry_choice
+
+
+def _path_error(exc: OSError) -> str | None:
+    """The one line for an OSError about a path the user gave (``--out`` under a file or in a folder they
+    cannot write, ``--plot`` likewise): every command that writes gets it here, not one by one. None for
+    an OSError that names no file (not the user's path: left as it is)."""
+    err = PathError.of(exc)
+    return None if err is None else f"error: {err}"
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn typed errors into one clear line and exit code 2 (never a traceback)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PipelineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except OSError as exc:
+            line = _path_error(exc)
+            if line is None:
+                raise
+            click.echo(line, err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    """A plain aligned text table on stdout."""
+    if not rows:
+        click.echo("(none)")
+        return
+    columns = columns or list(rows[0])
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for row in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def echo_json(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, sort_keys=False, default=str))
+
+
+def json_option(help: str = "Print one JSON document.") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--json``: the command prints one JSON document on stdout and nothing else there."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def RegistryChoice(kind: str, extra: tuple[str, ...] = ()) -> Any:  # noqa: N802 (a click type, used like a class)
+    """A click option type taking the names of registry ``kind`` (:func:`pipeline.core.options.registry_choice`)."""
+    return registry_choice(kind, extra)
+
+
+class FriendlyGroup(click.Group):
+    """The command group: a PipelineError raised while an option is converted (e.g. an unknown registry
+    name) is one line and exit code 2, as inside the commands; messages name options as flags."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            with use_front_end("cli"):  # messages name options as flags (pipeline.core.errors.option)
+                return super().invoke(ctx)
+        except PipelineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except OSError as exc:  # a command not wrapped by friendly
+            line = _path_error(exc)
+            if line is None:
+                raise
+            click.echo(line, err=True)
+            sys.exit(2)
+
+
+@click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="soft-queries")
+def cli() -> None:
+    """Soft queries over uncertain knowledge graphs: ingest, sample, train, export, answer, evaluate."""

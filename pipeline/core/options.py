@@ -1,0 +1,336 @@
+"""Options declared once. A stage's options are the fields of one frozen dataclass, each declared with
+:func:`setting` (default, help text, range, registry); from that one declaration come
+
+- the command line's options (:func:`click_options`: flag, type, default, help, choices),
+- the Python API's keyword-only signature (:func:`signature_of`: what ``help(pl.answer)`` and a notebook's
+  completion show) and its unknown-keyword check with close matches (:func:`split_options`),
+- the checks every value passes whichever door it came through (:func:`check`, called by the dataclass's
+  ``__post_init__``): a wrong type, a value out of range or an unknown registry name is one
+  :class:`~pipeline.core.errors.PipelineError` naming the option as the caller spells it (``--workers 0`` on
+  the command line, ``workers=0`` in Python), never a traceback and never a silent clamp.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True, kw_only=True)
+... class Toy:
+...     top: int = setting(20, help="answers shown", low=1)
+...     def __post_init__(self) -> None:
+...         check(self)
+>>> Toy(top=0)
+Traceback (most recent call last):
+...
+pipeline.core.errors.PipelineError: top=0: must be at least 1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pipeline.core.errors import PipelineError, close_matches, option, register_flag
+
+T = TypeVar("T")
+_MISSING: Any = dataclasses.MISSING
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one field is offered. flag: the command line's spelling when it is not ``--keyword-with-dashes``
+    (``"--browse/--no-browse"`` for a flag pair); registry: a ``pipeline ls`` kind whose names the value takes
+    (converted to the canonical name); choices: the accepted strings; low/high: the inclusive range of a
+    number; cli/api: offered on the command line / as a keyword of the Python API; kind: the value's kind when
+    the annotation does not say it plainly ("int", "float", "bool", "str", "path", "strs"); instance_of: a
+    registry option that also takes an object already built (one with this attribute: an open executor)."""
+
+    help: str
+    flag: str | None = None
+    registry: str | None = None
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    cli: bool = True
+    api: bool = True
+    kind: str | None = None
+    metavar: str | None = None
+    instance_of: str | None = None  # a registry option that also takes a built object having this attribute
+
+
+def setting(default: Any = _MISSING, *, help: str, default_factory: Any = _MISSING, **how: Any) -> Any:
+    """A dataclass field declared as an option (see :class:`Option` for ``how``)."""
+    meta = {"option": Option(help=help, **how)}
+    if default_factory is not _MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One option of a dataclass: its field name (the Python keyword), declaration, kind and whether None
+    is accepted."""
+
+    name: str
+    option: Option
+    kind: str
+    optional: bool
+    default: Any
+
+    @property
+    def flag(self) -> str:
+        return self.option.flag or "--" + self.name.replace("_", "-")
+
+
+def _kind(annotation: Any) -> tuple[str, bool]:
+    """The value kind and optionality of an annotation (a string under ``from __future__ import
+    annotations``): ``int | None`` -> ("int", True); ``str | Path`` -> ("path", False)."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    alts = [a.strip() for a in text.split("|")]
+    optional = "None" in alts or alts == ["Any"]
+    alts = [a for a in alts if a != "None"]
+    for kind in ("bool", "int", "float"):
+        if alts == [kind]:
+            return kind, optional
+    if any(a.startswith(("tuple[", "Sequence[", "list[")) for a in alts):
+        return "strs", optional
+    if any(a in ("Path", "os.PathLike") for a in alts):
+        return "path", optional
+    return "str", optional
+
+
+_CACHE: dict[type, list[Declared]] = {}
+
+
+def declared(cls: type) -> list[Declared]:
+    """The options of a dataclass, in field order."""
+    if cls not in _CACHE:
+        out = []
+        for f in dataclasses.fields(cls):
+            opt = f.metadata.get("option")
+            if opt is None:
+                continue
+            kind, optional = _kind(f.type)
+            default = f.default if f.default is not _MISSING else (
+                f.default_factory() if f.default_factory is not _MISSING else _MISSING)  # type: ignore[misc]
+            d = Declared(f.name, opt, opt.kind or kind, optional, default)
+            if opt.flag and "/" not in opt.flag:
+                register_flag(f.name, opt.flag)
+            out.append(d)
+        _CACHE[cls] = out
+    return _CACHE[cls]
+
+
+# ------------------------------------------------------------------------------------------------ checks
+
+
+def _fail(name: str, value: Any, why: str) -> PipelineError:
+    shown = value if not isinstance(value, str) or len(value) <= 80 else value[:77] + "..."
+    return PipelineError(f"{option(name, shown)}: {why}")
+
+
+def _checked(d: Declared, value: Any) -> Any:
+    """The value of one option, checked (and canonicalised: registry names, numbers); PipelineError else."""
+    if value is None:
+        if d.optional:
+            return None
+        raise _fail(d.name, value, "a value is required")
+    o = d.option
+    if d.kind == "bool":
+        if not isinstance(value, bool):
+            raise _fail(d.name, value, "expected True or False")
+        return value
+    if d.kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (d.kind == "int" and not float(value).is_integer()):
+            raise _fail(d.name, value, f"expected {'an integer' if d.kind == 'int' else 'a number'}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _fail(d.name, value, "must be a finite number")
+        value = int(value) if d.kind == "int" else float(value)
+        if o.low is not None and value < o.low:
+            raise _fail(d.name, value, f"must be at least {o.low:g}")
+        if o.high is not None and value > o.high:
+            raise _fail(d.name, value, f"must be at most {o.high:g}")
+        return value
+    if d.kind == "strs":
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, Iterable) or not all(isinstance(v, (str, os.PathLike)) for v in value):
+            raise _fail(d.name, value, "expected names (a list of strings, or one string of names joined by commas)")
+        return tuple(str(v) for v in value)
+    if d.kind == "path":
+        if not isinstance(value, (str, os.PathLike)) and not hasattr(value, "path"):
+            raise _fail(d.name, value, "expected a path")
+        return value
+    if o.instance_of is not None and not isinstance(value, str) and hasattr(value, o.instance_of):
+        return value
+    if not isinstance(value, str):
+        raise _fail(d.name, value, "expected a string")
+    if o.registry is not None:
+        from pipeline.core.registry import registry
+
+        try:
+            return registry(o.registry).canonical(value)
+        except PipelineError as exc:
+            raise PipelineError(f"{option(d.name, value)}: {exc}") from None
+    if o.choices and value not in o.choices:
+        raise _fail(d.name, value, f"expected one of {', '.join(o.choices)}")
+    return value
+
+
+def check(obj: Any) -> None:
+    """Check every declared option of a frozen dataclass instance (call it from ``__post_init__``); values
+    are canonicalised in place (a registry name's canonical spelling, ``"1p,2p"`` as a tuple)."""
+    for d in declared(type(obj)):
+        value = getattr(obj, d.name)
+        fixed = _checked(d, value)
+        if fixed is not value:
+            object.__setattr__(obj, d.name, fixed)
+
+
+# ------------------------------------------------------------------------------------- the Python door
+
+
+def split_options(given: dict[str, Any], *classes: type, what: str, extra: Sequence[str] = ()) -> list[Any]:
+    """One instance of each class from the keywords a Python caller gave (each class takes the keywords it
+    declares; absent ones keep their defaults). A keyword no class declares, other than ``extra``, is one
+    PipelineError with the close names."""
+    known = [d.name for cls in classes for d in declared(cls) if d.option.api]
+    for name in given:
+        if name not in known and name not in extra:
+            hint = close_matches(name, known)
+            raise PipelineError(f"{what}: unknown option {name!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else "")
+                                + f"; known: {', '.join(sorted(known))}")
+    missing = [d.name for cls in classes for d in declared(cls) if d.default is _MISSING and d.name not in given]
+    if missing:
+        raise PipelineError(f"{what}: give {', '.join(option(m) for m in missing)}")
+    return [cls(**{d.name: given[d.name] for d in declared(cls) if d.name in given}) for cls in classes]
+
+
+def signature_of(fn: Callable[..., Any], *classes: type, leading: Sequence[inspect.Parameter] = ()) -> inspect.Signature:
+    """The keyword-only signature of an API function whose options are the classes' fields (what ``help``
+    and a notebook's completion show), after its ``leading`` parameters."""
+    params = list(leading)
+    for cls in classes:
+        for d in declared(cls):
+            if d.option.api:
+                default = None if d.default is _MISSING else d.default
+                params.append(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                                annotation=_annotation(cls, d.name)))
+    ret = inspect.signature(fn).return_annotation
+    return inspect.Signature(params, return_annotation=ret)
+
+
+def _annotation(cls: type, name: str) -> Any:
+    return next(f.type for f in dataclasses.fields(cls) if f.name == name)
+
+
+def options_doc(*classes: type) -> str:
+    """The options of the classes as docstring lines: ``name (default): help``."""
+    lines = []
+    for cls in classes:
+        for d in declared(cls):
+            if d.option.api:
+                default = "" if d.default is _MISSING else f" (default {d.default!r})"
+                lines.append(f"    {d.name}{default}: {d.option.help}")
+    return "\n".join(lines)
+
+
+def api_function(*classes: type, leading: Sequence[str] = ()) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorate an API function taking ``**options``: its signature and the options part of its docstring
+    come from the classes' declarations (one declaration, two doors)."""
+
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        own = inspect.signature(fn)
+        lead = [p for n, p in own.parameters.items() if n in leading or p.kind is p.POSITIONAL_ONLY
+                or (p.kind is p.POSITIONAL_OR_KEYWORD)]
+        fn.__signature__ = signature_of(fn, *classes, leading=lead)  # type: ignore[attr-defined]
+        fn.__doc__ = (fn.__doc__ or "").replace("{options}", options_doc(*classes).strip())
+        return fn
+
+    return wrap
+
+
+# ------------------------------------------------------------------------------------ the command line
+
+
+def click_options(*classes: type, exclude: Sequence[str] = ()) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorate a click command with one option per declared field of the classes (``cli=True``), in field
+    order: flag, type, default, help and choices from the declaration. The command receives them under
+    their field names."""
+    import click
+
+    def decorate(fn: Callable[..., T]) -> Callable[..., T]:
+        items = [d for cls in classes for d in declared(cls) if d.option.cli and d.name not in exclude]
+        for d in reversed(items):  # click applies decorators bottom-up
+            fn = _click_option(click, d)(fn)
+        return fn
+
+    return decorate
+
+
+def _click_option(click: Any, d: Declared) -> Callable[..., Any]:
+    o = d.option
+    default = None if d.default is _MISSING else d.default
+    kw: dict[str, Any] = {"help": o.help}
+    if d.kind == "bool":
+        if o.flag and "/" in o.flag:
+            return click.option(o.flag, d.name, default=bool(default), show_default=True, help=o.help)
+        return click.option(d.flag, d.name, is_flag=True, default=bool(default), help=o.help)
+    if o.registry is not None:
+        kw["type"] = registry_choice(o.registry)
+    elif o.choices:
+        kw["type"] = click.Choice(list(o.choices))
+    elif d.kind == "int":
+        kw["type"] = int
+    elif d.kind == "float":
+        kw["type"] = float
+    elif d.kind in ("path",):
+        kw["type"] = click.Path(path_type=str)
+    if d.kind == "strs":
+        kw["help"] = o.help + " (comma-separated)"
+        kw["type"] = str
+        default = None if not default else ",".join(default)
+    if o.metavar:
+        kw["metavar"] = o.metavar
+    if d.default is _MISSING:
+        kw["required"] = True
+    show = default is not None and default != ()
+    return click.option(d.flag, d.name, default=default, show_default=show, **kw)
+
+
+def from_command(given: dict[str, Any], cls: type[T]) -> T:
+    """An instance of ``cls`` from a click command's keyword arguments (the fields it declares)."""
+    return cls(**{d.name: given[d.name] for d in declared(cls) if d.name in given})
+
+
+_CHOICE_TYPES: dict[str, Any] = {}
+
+
+def registry_choice(kind: str, extra: tuple[str, ...] = ()) -> Any:
+    """A click parameter type whose values are the names of registry ``kind``: the same lookup (case,
+    synonyms) and "did you mean" as everywhere else, converted to the canonical name (click is imported
+    only when a command line is built)."""
+    import click
+
+    from pipeline.core.registry import registry
+
+    if "class" not in _CHOICE_TYPES:
+
+        class RegistryChoice(click.ParamType):
+            def __init__(self, kind: str, extra: tuple[str, ...]) -> None:
+                self.kind, self.extra, self.name = kind, extra, kind
+
+            def _names(self) -> list[str]:
+                return [*registry(self.kind).names(), *self.extra]
+
+            def get_metavar(self, param: Any, ctx: Any = None) -> str:
+                return "[" + "|".join(self._names()) + "]"
+
+            def convert(self, value: Any, param: Any, ctx: Any) -> str:
+                if value in self.extra:
+                    return str(value)
+                return registry(self.kind).canonical(str(value))  # UnknownNameError: one line, close matches
+
+        _CHOICE_TYPES["class"] = RegistryChoice
+    return _CHOICE_TYPES["class"](kind, extra)
