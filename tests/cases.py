@@ -1,9 +1,14 @@
-"""Base classes of the per-component test cases (as PyKEEN's ``tests/cases.py``).
+"""Base classes of the per-component test cases (as PyKEEN's ``tests/cases.py``): every case base lives here.
 
-Every registered component (a data set, model, method, calibration, query type, metric, alpha or beta mode)
-has a test class deriving from one of these, naming the component in ``name``; the class inherits the
-checks every component of its kind must pass and adds its own. ``tests/test_meta.py`` compares the set of
-these classes with the registries, so a component registered without a test class fails the suite.
+Every registered component (a data set, backbone, answering method, query-embedding baseline, calibration,
+query type, metric, alpha or beta mode, executor, store: the kinds of ``pipeline.core.registry.REGISTRIES``)
+has a test class deriving from the base of its kind, named ``Test*`` and naming the component in ``name``;
+the class inherits the checks every component of its kind must pass and adds its own. The concrete classes
+live in the test modules of their area; docs/architecture.md's "How to add a component" table says which.
+``tests/test_meta.py`` compares the set of these classes with the registries, so a component registered
+without a test class fails the suite, naming the base and the table row.
+
+Imports go inside the checks: importing this module (every test module does) loads no stage.
 """
 
 from __future__ import annotations
