@@ -3,8 +3,9 @@
 Prints a table: the lines of ``pipeline/cli.py``; for one ``pipeline answer`` on a toy export (calibration
 none and D) a run-time trace (``sys.setprofile``) of the distinct ``pipeline`` modules entered while the
 command runs and the call hops (pipeline frames on the stack) from the command to the first call into the
-max-plus search; and the files each of four extensions touches (a backbone, a query type, a store, a
-column of the answers file), counted from the lists below (kept by hand; each path is checked to exist).
+max-plus search; and the files each extension touches: each kind of component as docs/architecture.md's
+"How to add a component" table lists them (read through tests/how_to_add.py; tests/test_meta.py checks the
+table against the code), and a column of the answers file (the modules that spell a column name).
 
     PYTHONPATH=. python benchmarks/stage_layout.py [--json]
 
@@ -26,26 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = str(ROOT / "pipeline")
 SEARCH = str(ROOT / "pipeline" / "engine" / "search.py")
 
-# What a newcomer edits to add each kind of thing (files, tests included), as the code reads today. Update
-# these lists when the layout changes; a missing path fails the script.
-HOW_TO_ADD = {
-    "a backbone": [
-        "pipeline/models/NEW.py",  # the model class
-        "pipeline/models/registry.py",  # the backbones' registry
-        "pipeline/models/config.py",  # its default hyper-parameters
-        "tests/cases.py",  # its test case (the meta-test fails without one)
-    ],
-    "a query type": [
-        "pipeline/softquery/types.py",  # QUERY_TYPES (shape, SQUK number)
-        "pipeline/baselines/plan.py",  # the baselines' operator plan per shape
-        "tests/softquery/test_types_graph.py",
-    ],
-    "a store": [
-        "pipeline/store/NEW.py",  # the GraphStore implementation
-        "pipeline/store/__init__.py",  # open_store: the URI scheme
-        "tests/store/NEW.py",
-    ],
-}
 # a column of the answers file: its format module, plus every module that spells a column name itself
 COLUMN_NAMES = ("truth_rank", "rank_first", "truth_utility", "entity_name")
 
@@ -53,10 +34,6 @@ COLUMN_NAMES = ("truth_rank", "rank_first", "truth_utility", "entity_name")
 def _column_files() -> list[str]:
     pat = re.compile("|".join(rf"[\"']{c}[\"']" for c in COLUMN_NAMES))
     return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pipeline").rglob("*.py") if pat.search(p.read_text()))
-
-
-def _exists(rel: str) -> bool:
-    return "NEW" in rel or (ROOT / rel).exists()
 
 
 def _toy(root: Path) -> dict[str, Path]:
@@ -103,7 +80,9 @@ def trace_answer(args: list[str]) -> dict[str, Any]:
                     stack.append(f"{Path(f.f_code.co_filename).relative_to(ROOT)}:{f.f_code.co_name}")
                 f = f.f_back
             stack.reverse()
-            start = next(i for i, s in enumerate(stack) if s.endswith("answer_cmd"))
+            start = next((i for i, s in enumerate(stack) if s.endswith("answer_cmd")), None)
+            if start is None:  # a frame of search.py outside the command (its class bodies while imported)
+                return
             if any(s.endswith(":<module>") for s in stack[start:]):  # a module (or a class body in it) being imported
                 return
             hops.append(len(stack) - start - 1)
@@ -139,15 +118,20 @@ def main() -> None:
     if a.trace is not None:
         print(json.dumps(trace_answer(a.trace)))
         return
-    missing = [p for ps in HOW_TO_ADD.values() for p in ps if not _exists(p)]
-    assert not missing, f"HOW_TO_ADD names missing files: {missing}"
+    sys.path.insert(0, str(ROOT))
+    from tests.how_to_add import missing_files, read_table
+
+    how_to_add = read_table()
+    missing = [p for row in how_to_add for p in missing_files(row)]
+    assert not missing, f"docs/architecture.md's 'How to add a component' names missing files: {missing}"
     doc: dict[str, Any] = {"cli_lines": len((ROOT / "pipeline" / "cli.py").read_text().splitlines())}
     with tempfile.TemporaryDirectory() as tmp:
         toy = _toy(Path(tmp))
-        base = [str(toy["test"]), "--adjacency", str(toy["export"]), "--device", "cpu", "--out", f"{tmp}/a"]
+        # --workers 1: the default answers in forked workers (issue 31), where this process's profiler sees no search
+        base = [str(toy["test"]), "--adjacency", str(toy["export"]), "--device", "cpu", "--out", f"{tmp}/a", "--workers", "1"]
         doc["answer none"] = _fresh(base)
         doc["answer D"] = _fresh([*base, "--calibration", "D", "--valid-queries", str(toy["valid"])])
-    doc["how_to_add"] = {k: len(v) for k, v in HOW_TO_ADD.items()}
+    doc["how_to_add"] = {row.what: len(row.files) for row in how_to_add}
     doc["column_files"] = _column_files()
     doc["how_to_add"]["a column of the answers file"] = len(doc["column_files"])
     if a.json:

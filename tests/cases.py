@@ -1,14 +1,21 @@
-"""Base classes of the per-component test cases (as PyKEEN's ``tests/cases.py``).
+"""Base classes of the per-component test cases (as PyKEEN's ``tests/cases.py``): every case base lives here.
 
-Every registered component (a data set, model, method, calibration, query type, metric, alpha or beta mode)
-has a test class deriving from one of these, naming the component in ``name``; the class inherits the
-checks every component of its kind must pass and adds its own. ``tests/test_meta.py`` compares the set of
-these classes with the registries, so a component registered without a test class fails the suite.
+Every registered component (a data set, backbone, answering method, query-embedding baseline, calibration,
+query type, metric, alpha or beta mode, executor, store: the kinds of ``pipeline.core.registry.REGISTRIES``)
+has a test class deriving from the base of its kind, named ``Test*`` and naming the component in ``name``;
+the class inherits the checks every component of its kind must pass and adds its own. The concrete classes
+live in the test modules of their area; docs/architecture.md's "How to add a component" table says which.
+``tests/test_meta.py`` compares the set of these classes with the registries, so a component registered
+without a test class fails the suite, naming the base and the table row.
+
+Imports go inside the checks: importing this module (every test module does) loads no stage.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+import pytest
 
 
 class ComponentCase:
@@ -32,6 +39,82 @@ class ComponentCase:
         assert _registry(self.kind).get(self.name.upper()) is self.component()
 
 
+# ------------------------------------------------------------------------------------------ data sets
+
+
+class DatasetCase(ComponentCase):
+    """One shared case: the data set loaded from the mirror has exactly the statistics its spec declares."""
+
+    kind = "datasets"
+
+    def test_matches_its_spec(self) -> None:
+        import pytest
+
+        from loaders import load
+        from tests.conftest import SHARED_DATA
+
+        spec = self.component()
+        if not (SHARED_DATA / self.name).is_dir():
+            pytest.skip(f"{self.name} is not mirrored in {SHARED_DATA} (see its README)")
+        kg = load(self.name)  # verifies every md5
+        assert kg.n_entities == spec.n_entities
+        assert kg.n_relations == spec.n_relations
+        per_split = kg.rows.groupby("split", observed=True).size().to_dict()
+        assert per_split == spec.facts
+        for f in spec.files:
+            if f.lines is not None and f.filename in kg.checksums:
+                text = (SHARED_DATA / self.name / f.filename).read_bytes()
+                assert text.count(b"\n") == f.lines, f.filename
+                assert kg.checksums[f.filename] == f.md5
+
+
+# ------------------------------------------------------------------------------------------ backbones
+
+
+class ModelCase(ComponentCase):
+    """What every backbone satisfies: block scoring equals triple scoring, confidences in [0, 1], a content
+    hash that a seed reproduces and any parameter change alters, and a config that rebuilds it."""
+
+    kind = "models"
+
+    def make(self, seed: int = 3) -> Any:
+        import torch
+
+        m = self.component()(7, 3, dim=5, seed=seed).eval()
+        with torch.no_grad():  # move parameters off their init so confidences vary
+            for p in m.parameters():
+                p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(seed)))
+        return m
+
+    def test_block_scores_equal_triple_scores_in_unit_interval(self) -> None:
+        import torch
+
+        m = self.make()
+        heads, tails = torch.tensor([0, 4, 6]), torch.arange(7)
+        for r in range(3):
+            with torch.no_grad():
+                block = m.score_block(heads, r, tails)
+                hh, tt = torch.meshgrid(heads, tails, indexing="ij")
+                ref = m.score(hh.reshape(-1), torch.full((21,), r), tt.reshape(-1)).reshape(3, 7)
+            torch.testing.assert_close(block, ref, atol=1e-6, rtol=1e-5)
+            assert ((block >= 0) & (block <= 1)).all()
+
+    def test_content_hash_and_config_round_trip(self) -> None:
+        import torch
+
+        a, b = self.make(seed=3), self.make(seed=3)
+        assert a.content_hash() == b.content_hash() != self.make(seed=4).content_hash()
+        with torch.no_grad():
+            next(iter(b.parameters())).add_(1e-3)
+        assert a.content_hash() != b.content_hash()
+        rebuilt = type(a).from_config(a.config())
+        rebuilt.load_state_dict(a.state_dict())
+        assert rebuilt.content_hash() == a.content_hash()
+
+
+# ------------------------------------------------------------------------------------------ methods
+
+
 class MethodCase(ComponentCase):
     """What every answering method satisfies: one finite-or--inf utility per entity and query, a table label,
     and an answers file that evaluates. Each subclass provides the fixture ``built`` = (a built method,
@@ -52,6 +135,234 @@ class MethodCase(ComponentCase):
         assert method.label and method.dataset == qs.meta["dataset"]
         report = evaluate_file(run_answer(qs, method, tmp_path, progress=False)["path"])
         assert report["method"] == method.label and set(report["summary"]) == {"tau", "rho", "map", "ndcg"}
+
+
+class BaselineMethodCase(MethodCase):
+    """MethodCase for a query-embedding baseline's answering method: ``built`` trains a 2-epoch run of the
+    model of the same name on the toy query sets of ``tests/baselines/toy.py`` (fixture ``toy``, in
+    ``tests/baselines/conftest.py``) and answers its valid set."""
+
+    @pytest.fixture()
+    def built(self, toy: tuple[Any, Any], tmp_path: Any) -> tuple[Any, Any]:
+        from pipeline.methods import METHODS
+        from pipeline.stages.train_qe import train_qe
+        from tests.baselines.toy import toy_config
+
+        train_qe(toy_config(toy, self.name, 2), tmp_path / "run", device="cpu", progress=False)
+        return METHODS[self.name].build(tmp_path / "run", "cpu"), toy[1]
+
+
+# ------------------------------------------------------------------------------------------ baselines
+
+
+class BaselineCase(ComponentCase):
+    """What every query-embedding baseline satisfies: two independent scoring paths (all entities in chunks,
+    gathered candidates) agree on every plan, and its answering method is registered under the same name."""
+
+    kind = "baselines"
+
+    def test_scoring_paths_agree(self) -> None:
+        import torch
+
+        from pipeline.baselines.plan import group_by_plan
+        from pipeline.softquery.model import Atom, Const, Query, Var
+
+        X, Y = Var("x"), Var("y")
+        torch.manual_seed(0)
+        model = self.component()(n_entities=23, n_relations=3, dim=6, hidden=8)
+        qs = [
+            Query.of([Atom(Const(1), 0, Y, 0.3, 0.7, negated=True), Atom(Const(5), 2, Y)]),
+            Query.of([Atom(Const(2), 1, Y)], [Atom(Const(4), 0, X), Atom(X, 1, Y)]),
+            Query.of([Atom(Const(3), 0, X), Atom(X, 1, Y), Atom(X, 2, Y)]),
+        ]
+        for plan, (_, params) in group_by_plan(qs).items():
+            full = model.logits(plan, params)
+            cand = torch.arange(23).expand(params.batch_size, 23)
+            assert full.shape == (params.batch_size, 23) and torch.isfinite(full).all()
+            assert torch.allclose(full, model.logits(plan, params, cand), atol=1e-5)
+
+    def test_is_an_answering_method(self) -> None:
+        from pipeline.methods import METHODS
+
+        assert METHODS[self.name].name == self.name
+
+
+# ------------------------------------------------------------------------------------------ calibrations
+
+
+class CalibrationCase(ComponentCase):
+    """What every calibration does on the toy pipeline: its label names the answers, it records delta
+    exactly when it chooses one and an L fit exactly when it fits one, and the answers equal the engine's
+    on the export with what it recorded applied. Needs the fixture ``toy_pipeline``
+    (``tests/calibration/conftest.py``)."""
+
+    kind = "calibrations"
+
+    def test_answers_record_what_was_applied(self, toy_pipeline: dict, tmp_path: Any) -> None:
+        from pathlib import Path
+
+        import torch
+
+        from pipeline.engine import Adjacency
+        from pipeline.formats.adjacency import load_adjacency
+        from pipeline.formats.answers import read_answers
+        from pipeline.formats.queryset import read_query_set
+        from pipeline.methods import SRC
+        from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.models import load_run
+        from pipeline.stages.answer import answer_query_set
+        from tests.answer.src_entry import answer_src as run_answer
+
+        p, calib = toy_pipeline, self.component()
+        rep = run_answer(
+            p["test"], p["export"], self.name, tmp_path, p["valid"], p["train"], seed=0, l_epochs=1,
+            progress=False, kg=p["kg"],
+        )
+        ans = read_answers(rep["path"])
+        assert ans.label == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
+        assert ("delta" in ans.meta) == calib.uses_delta and ("l_dir" in ans.meta) == calib.uses_l
+        graph, _ = load_adjacency(p["export"])
+        adj = Adjacency.from_graph(graph)
+        if calib.uses_l:
+            model = load_run(p["run"])
+            tables = feature_tables(model, "cpu")
+            fitted = load_affine(Path(ans.meta["l_dir"]), tables[0].shape[1], tables[1].shape[1])
+            with torch.no_grad():
+                adj = calibrated_adjacency(adj, fitted, tables)
+        test = read_query_set(p["test"])
+        frame, _ = answer_query_set(test, SRC.over(adj, "toy", ans.meta.get("delta", 0.0)), progress=False)
+        assert frame.equals(ans.frame)
+
+
+# ------------------------------------------------------------------------------------------ query types
+
+# The hand-written structure of each query type's template: name -> (atoms, anchors, conjunctions, negated
+# atoms), in the paper's column order (tests/softquery/test_types_graph.py checks QUERY_TYPES against it too).
+QUERY_TYPE_STRUCTURE: dict[str, tuple[int, int, int, int]] = {
+    "1p": (1, 1, 1, 0),
+    "2p": (2, 1, 1, 0),
+    "2i": (2, 2, 1, 0),
+    "2in": (2, 2, 1, 1),
+    "2il": (2, 1, 1, 0),
+    "2m": (3, 1, 1, 0),
+    "2u": (2, 2, 2, 0),
+    "3in": (3, 3, 1, 1),
+    "ip": (3, 2, 1, 0),
+    "im": (4, 2, 1, 0),
+    "inp": (3, 2, 1, 1),
+    "up": (3, 2, 2, 0),
+}
+
+
+class QueryTypeCase(ComponentCase):
+    """What every query type satisfies: its template's structure (QUERY_TYPE_STRUCTURE), recognition of its
+    instances after a text round trip, and SRC equal to the brute-force oracle on random instances over
+    random KGs."""
+
+    kind = "query-types"
+
+    def test_structure_and_recognition(self) -> None:
+        from pipeline.softquery import parse, to_text, type_of
+
+        qt = self.component()
+        atoms, anchors, conjs, negs = QUERY_TYPE_STRUCTURE[self.name]
+        assert (qt.n_atoms, qt.n_anchors, len(qt.template.conjunctions), sum(qt.negated)) == (atoms, anchors, conjs, negs)
+        q = qt.build(list(range(qt.n_atoms)), list(range(10, 10 + qt.n_anchors)))
+        assert type_of(q) == self.name and type_of(parse(to_text(q))) == self.name
+
+    def test_engine_equals_oracle(self) -> None:
+        """25 seeded random instances over random tiny KGs (alphas that fail some atoms, betas != 1)."""
+        import numpy as np
+
+        from pipeline.engine import search_query
+        from tests.engine.oracle import dense_conf, oracle
+        from tests.engine.test_oracle import assert_same, graph_of
+
+        qt = self.component()
+        rng = np.random.default_rng(sum(map(ord, self.name)))
+        for _ in range(25):
+            n, r = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+            cells = [(h, rr, t) for h in range(n) for rr in range(r) for t in range(n)]
+            picked = rng.choice(len(cells), size=int(rng.integers(0, len(cells) + 1)), replace=False)
+            facts = [(*cells[i], float(rng.choice([0.25, 0.5, 0.75, 1.0]))) for i in picked]
+            q = qt.build(
+                rng.integers(0, r, qt.n_atoms).tolist(),
+                rng.integers(0, n, qt.n_anchors).tolist(),
+                rng.choice([0.0, 0.3, 0.6], qt.n_atoms).tolist(),
+                rng.choice([0.2, 1.0, 2.5], qt.n_atoms).tolist(),
+            )
+            assert_same(search_query(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+
+class MetricCase(ComponentCase):
+    """What every metric satisfies: over every placement of distinct predictions, the true order gives
+    the upper bound and the maximum, and every value lies in [lower, upper]."""
+
+    kind = "metrics"
+
+    @pytest.mark.parametrize(("n_entities", "n_answers"), [(5, 2), (5, 3), (6, 3)])
+    def test_extremes_over_all_rankings(self, n_entities: int, n_answers: int) -> None:
+        import itertools
+
+        import numpy as np
+
+        from pipeline.core.metrics import Ranked
+
+        m = self.component()
+        t = np.r_[np.arange(n_answers, 0, -1), np.zeros(n_entities - n_answers)].astype(np.float64)
+        answers = np.arange(n_answers)
+        vals = []
+        for perm in itertools.permutations(range(n_entities)):
+            p = -np.asarray(perm, dtype=np.float64)  # entity e predicted at rank perm[e] + 1
+            vals.append(m(Ranked.from_utilities(t, p, answers)))
+        vals = np.array(vals)
+        perfect = m(Ranked.from_utilities(t, t, answers))
+        assert perfect == pytest.approx(m.upper)
+        assert vals.max() == pytest.approx(perfect)
+        assert m.lower - 1e-12 <= vals.min() and vals.max() <= m.upper + 1e-12
+
+
+# ------------------------------------------------------------------------------------------ alpha / beta modes
+
+
+class AlphaModeCase(ComponentCase):
+    """Every alpha mode draws levels whose alphas come from the relation's row of the level table.
+    A subclass names the ``levels`` its mode draws."""
+
+    kind = "alpha-modes"
+    levels: ClassVar[frozenset[str]]
+
+    @staticmethod
+    def table() -> Any:
+        """The level table the checks read: two relations whose percentiles all differ."""
+        from pipeline.sampling.requirements import alpha_table
+
+        return alpha_table({0: (0.2, 0.4, 0.8), 1: (0.1, 0.5, 0.9)}, 2)
+
+    def test_draws_its_levels(self) -> None:
+        import numpy as np
+
+        from pipeline.sampling.requirements import ALPHA_LEVELS, alpha_for, draw_level
+
+        table = self.table()
+        rng = np.random.default_rng(3)
+        drawn = {draw_level(rng, self.name) for _ in range(200)}
+        assert drawn == self.levels
+        for level in drawn:
+            col = ALPHA_LEVELS.index(level)
+            assert alpha_for(table, [1, 0], level) == [table[1, col], table[0, col]]
+
+
+class BetaModeCase(ComponentCase):
+    """A beta mode (its checks are its own: each draws differently)."""
+
+    kind = "beta-modes"
+
+
+# ------------------------------------------------------------------------------------------ executors
 
 
 class ExecutorCase(ComponentCase):

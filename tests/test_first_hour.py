@@ -14,8 +14,6 @@ from click.testing import CliRunner
 
 from pipeline.cli import cli
 
-nx = pytest.importorskip("networkx")
-
 
 def _run(*args: str, ok: bool = True):
     res = CliRunner().invoke(cli, list(args), catch_exceptions=False)
@@ -26,6 +24,8 @@ def _run(*args: str, ok: bool = True):
 
 def lesmis_file(folder: Path) -> tuple[Path, dict[tuple[str, str], float]]:
     """A user KG file of Les Miserables: head, relation, tail, confidence (weight / max weight, 4 decimals)."""
+    # skipped here, not at import: every test module imports without optional packages (tests/test_meta.py)
+    nx = pytest.importorskip("networkx")
     g = nx.les_miserables_graph()
     top = max(w for _, _, w in g.edges(data="weight"))
     conf = {}

@@ -12,7 +12,7 @@ from pipeline.baselines.models import QE_MODELS, ConENEModel, LogicENEModel, get
 from pipeline.baselines.plan import PlanParams, UnsupportedQuery, group_by_plan, query_plan
 from pipeline.core.errors import UnknownNameError
 from pipeline.softquery.model import Atom, Const, Query, Var
-from tests.cases import ComponentCase
+from tests.cases import BaselineCase
 
 X, Y = Var("x"), Var("y")
 
@@ -149,32 +149,6 @@ def test_losses_hand_values() -> None:
     assert good < bad
     with pytest.raises(ValueError):
         compute_loss("hinge", pos, util, mask, z, ones)
-
-
-class BaselineCase(ComponentCase):
-    """What every query-embedding baseline satisfies: two independent scoring paths (all entities in chunks,
-    gathered candidates) agree on every plan, and its answering method is registered under the same name."""
-
-    kind = "baselines"
-
-    def test_scoring_paths_agree(self) -> None:
-        torch.manual_seed(0)
-        model = self.component()(n_entities=23, n_relations=3, dim=6, hidden=8)
-        qs = [
-            Query.of([Atom(Const(1), 0, Y, 0.3, 0.7, negated=True), Atom(Const(5), 2, Y)]),
-            Query.of([Atom(Const(2), 1, Y)], [Atom(Const(4), 0, X), Atom(X, 1, Y)]),
-            Query.of([Atom(Const(3), 0, X), Atom(X, 1, Y), Atom(X, 2, Y)]),
-        ]
-        for plan, (_, params) in group_by_plan(qs).items():
-            full = model.logits(plan, params)
-            cand = torch.arange(23).expand(params.batch_size, 23)
-            assert full.shape == (params.batch_size, 23) and torch.isfinite(full).all()
-            assert torch.allclose(full, model.logits(plan, params, cand), atol=1e-5)
-
-    def test_is_an_answering_method(self) -> None:
-        from pipeline.methods import METHODS
-
-        assert METHODS[self.name].name == self.name
 
 
 class TestLogicENE(BaselineCase):

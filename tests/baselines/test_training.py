@@ -13,69 +13,17 @@ from click.testing import CliRunner
 
 from pipeline.baselines.plan import group_by_plan
 from pipeline.baselines.runs import load_qe_run
-from pipeline.formats.queryset import query_to_records, write_query_set
 from pipeline.softquery.model import Atom, Const, Query, Var
-from pipeline.stages.train_qe import QEConfig, train_qe
-from tests.cases import MethodCase
+from pipeline.stages.train_qe import train_qe
+from tests.baselines.toy import toy_config
+from tests.cases import BaselineMethodCase
 
 Y, X = Var("y"), Var("x")
 
 
-def _toy_set(path: Path, split: str) -> Path:
-    """1p and 2i queries over the first entities of ppi5k's id space with hand-made answers: anchor e
-    answers e+1 (utility 1.0) then e+2 (0.5) through relation 0, and e+3 (0.8) through relation 1."""
-    rows = []
-    for e in range(8):
-        for q, answers, utils, qtype in (
-            (Query.of([Atom(Const(e), 0, Y)]), [e + 1, e + 2], [1.0, 0.5], "1p"),
-            (Query.of([Atom(Const(e), 1, Y, 0.2, 0.8)]), [e + 3], [0.8], "1p"),
-            (Query.of([Atom(Const(e), 0, Y), Atom(Const(e + 1), 0, Y)]), [e + 2], [1.5], "2i"),
-        ):
-            rows.append(
-                {
-                    "id": f"{split}-{qtype}-{len(rows):05d}",
-                    "type": qtype,
-                    "text": "",
-                    "atoms": query_to_records(q),
-                    "answers_easy": answers,
-                    "utilities_easy": utils,
-                    "answers_hard": answers,
-                    "utilities_hard": utils,
-                    "seed": 0,
-                }
-            )
-    return write_query_set(
-        rows, path, {"dataset": "ppi5k", "split": split, "alpha": "zero", "beta": "equal", "source": "toy"}
-    )
-
-
-@pytest.fixture(scope="module")
-def toy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("toyq")
-    return _toy_set(root / "train.parquet", "train"), _toy_set(root / "valid.parquet", "valid")
-
-
-def _cfg(toy: tuple[Path, Path], model: str, epochs: int, loss: str = "weighted") -> QEConfig:
-    return QEConfig(
-        dataset="ppi5k",
-        model=model,
-        train_queries=(str(toy[0]),),
-        valid_queries=str(toy[1]),
-        dim=8,
-        hidden=16,
-        lr=0.05,
-        epochs=epochs,
-        batch_size=8,
-        negatives=16,
-        loss=loss,
-        eval_every=4,
-        seed=3,
-    )
-
-
 @pytest.mark.parametrize(("model", "loss"), [("logice_ne", "weighted"), ("cone_ne", "listwise")])
 def test_a_few_epochs_reduce_the_loss(toy: tuple[Path, Path], tmp_path: Path, model: str, loss: str) -> None:
-    res = train_qe(_cfg(toy, model, 12, loss), tmp_path / "run", device="cpu", progress=False)
+    res = train_qe(toy_config(toy, model, 12, loss), tmp_path / "run", device="cpu", progress=False)
     losses = [h["loss"] for h in res["history"]]
     assert losses[-1] < 0.7 * losses[0]
     for name in ("config.json", "metadata.json", "results.json", "model.pt", "checkpoint.pt"):
@@ -84,14 +32,14 @@ def test_a_few_epochs_reduce_the_loss(toy: tuple[Path, Path], tmp_path: Path, mo
 
 
 def test_resume_equals_an_uninterrupted_run(toy: tuple[Path, Path], tmp_path: Path) -> None:
-    train_qe(_cfg(toy, "cone_ne", 2), tmp_path / "a", device="cpu", progress=False)
-    resumed = train_qe(_cfg(toy, "cone_ne", 4), tmp_path / "a", device="cpu", progress=False)
-    straight = train_qe(_cfg(toy, "cone_ne", 4), tmp_path / "b", device="cpu", progress=False)
+    train_qe(toy_config(toy, "cone_ne", 2), tmp_path / "a", device="cpu", progress=False)
+    resumed = train_qe(toy_config(toy, "cone_ne", 4), tmp_path / "a", device="cpu", progress=False)
+    straight = train_qe(toy_config(toy, "cone_ne", 4), tmp_path / "b", device="cpu", progress=False)
     assert [h["loss"] for h in resumed["history"]] == pytest.approx([h["loss"] for h in straight["history"]])
     a = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model"]
     b = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
-    other = _cfg(toy, "cone_ne", 4, loss="listwise")
+    other = toy_config(toy, "cone_ne", 4, loss="listwise")
     from pipeline.core.errors import ArtifactError
 
     with pytest.raises(ArtifactError, match="another configuration"):
@@ -105,7 +53,7 @@ def test_baseline_answers_evaluate_like_src(toy: tuple[Path, Path], tmp_path: Pa
     from pipeline.formats.queryset import read_query_set
     from pipeline.stages.evaluate import evaluate_answers
 
-    train_qe(_cfg(toy, "logice_ne", 10), tmp_path / "run", device="cpu", progress=False)
+    train_qe(toy_config(toy, "logice_ne", 10), tmp_path / "run", device="cpu", progress=False)
     result = CliRunner().invoke(
         cli,
         [
@@ -185,7 +133,7 @@ def test_union_mode_is_chosen_when_answering(toy: tuple[Path, Path], tmp_path: P
     from pipeline.cli import cli
     from pipeline.methods import METHODS
 
-    train_qe(_cfg(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
+    train_qe(toy_config(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
     assert METHODS["logice_ne"].build(tmp_path / "run", "cpu").label == "LogicE+NE"
     conorm = METHODS["logice_ne"].build(tmp_path / "run", "cpu", union="conorm")
     assert conorm.label == "LogicE+NE conorm" and conorm.settings()["union"] == "conorm"
@@ -197,34 +145,25 @@ def test_union_mode_is_chosen_when_answering(toy: tuple[Path, Path], tmp_path: P
         "valid.LogicE+NE.conorm.parquet",
         "valid.LogicE+NE.parquet",
     ]
-    train_qe(_cfg(toy, "cone_ne", 1), tmp_path / "cone", device="cpu", progress=False)
+    train_qe(toy_config(toy, "cone_ne", 1), tmp_path / "cone", device="cpu", progress=False)
     res = CliRunner().invoke(
         cli, ["answer", str(toy[1]), "--model", str(tmp_path / "cone"), "--union", "conorm"]
     )
     assert res.exit_code == 2 and "--union conorm: ConE+NE has no 'conorm' union" in res.output
 
 
-class _BaselineMethodCase(MethodCase):
-    @pytest.fixture()
-    def built(self, toy: tuple[Path, Path], tmp_path: Path) -> tuple[Any, Path]:
-        from pipeline.methods import METHODS
-
-        train_qe(_cfg(toy, self.name, 2), tmp_path / "run", device="cpu", progress=False)
-        return METHODS[self.name].build(tmp_path / "run", "cpu"), toy[1]
-
-
-class TestLogicENEMethod(_BaselineMethodCase):
+class TestLogicENEMethod(BaselineMethodCase):
     name = "logice_ne"
 
 
-class TestConENEMethod(_BaselineMethodCase):
+class TestConENEMethod(BaselineMethodCase):
     name = "cone_ne"
 
     def test_a_run_of_another_model_is_refused(self, toy: tuple[Path, Path], tmp_path: Path) -> None:
         from pipeline.core.errors import ArtifactError
         from pipeline.methods import METHODS
 
-        train_qe(_cfg(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
+        train_qe(toy_config(toy, "logice_ne", 1), tmp_path / "run", device="cpu", progress=False)
         with pytest.raises(ArtifactError, match="a logice_ne run, not cone_ne"):
             METHODS["cone_ne"].build(tmp_path / "run", "cpu")
 
@@ -281,12 +220,12 @@ def test_training_with_batch_negatives_and_resuming_an_older_run(
 
     from pipeline.core.errors import ArtifactError
 
-    cfg = dataclasses.replace(_cfg(toy, "logice_ne", 12, "listwise"), batch_negatives=8)
+    cfg = dataclasses.replace(toy_config(toy, "logice_ne", 12, "listwise"), batch_negatives=8)
     res = train_qe(cfg, tmp_path / "run", device="cpu", progress=False)
     losses = [h["loss"] for h in res["history"]]
     assert losses[-1] < 0.8 * losses[0]
     # a run made before the setting existed has no batch_negatives in its config: it resumes at the default
-    old = _cfg(toy, "logice_ne", 1, "listwise")
+    old = toy_config(toy, "logice_ne", 1, "listwise")
     train_qe(old, tmp_path / "old", device="cpu", progress=False)
     doc = json.loads((tmp_path / "old" / "config.json").read_text())
     assert "batch_negatives" not in doc  # written as before the setting existed

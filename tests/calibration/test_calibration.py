@@ -26,7 +26,7 @@ from pipeline.methods.src.affine import (
 from pipeline.models import load_run
 from pipeline.softquery.parser import parse
 from tests.answer.src_entry import answer_src as run_answer
-from tests.cases import ComponentCase, MethodCase
+from tests.cases import CalibrationCase, MethodCase
 
 
 def test_affine_formula_by_hand() -> None:
@@ -353,41 +353,6 @@ def test_out_naming_an_existing_file_is_one_line(toy_pipeline: dict, tmp_path: P
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and res.output == f"error: --out {taken}: an existing file, not a folder\n", args
     assert taken.read_text() == "x"  # untouched
-
-
-class CalibrationCase(ComponentCase):
-    """What every calibration does on the toy pipeline: its label names the answers, it records delta
-    exactly when it chooses one and an L fit exactly when it fits one, and the answers equal the engine's
-    on the export with what it recorded applied."""
-
-    kind = "calibrations"
-
-    def test_answers_record_what_was_applied(self, toy_pipeline: dict, tmp_path: Path) -> None:
-        from pipeline.formats.queryset import read_query_set
-        from pipeline.methods import SRC
-        from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_affine
-        from pipeline.models import load_run
-        from pipeline.stages.answer import answer_query_set
-
-        p, calib = toy_pipeline, self.component()
-        rep = run_answer(
-            p["test"], p["export"], self.name, tmp_path, p["valid"], p["train"], seed=0, l_epochs=1,
-            progress=False, kg=p["kg"],
-        )
-        ans = read_answers(rep["path"])
-        assert ans.label == f"ukge_logi {calib.label}" and ans.meta["calibration"] == self.name
-        assert ("delta" in ans.meta) == calib.uses_delta and ("l_dir" in ans.meta) == calib.uses_l
-        graph, _ = load_adjacency(p["export"])
-        adj = Adjacency.from_graph(graph)
-        if calib.uses_l:
-            model = load_run(p["run"])
-            tables = feature_tables(model, "cpu")
-            fitted = load_affine(Path(ans.meta["l_dir"]), tables[0].shape[1], tables[1].shape[1])
-            with torch.no_grad():
-                adj = calibrated_adjacency(adj, fitted, tables)
-        test = read_query_set(p["test"])
-        frame, _ = answer_query_set(test, SRC.over(adj, "toy", ans.meta.get("delta", 0.0)), progress=False)
-        assert frame.equals(ans.frame)
 
 
 class TestNoCalibration(CalibrationCase):

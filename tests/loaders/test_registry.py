@@ -4,31 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from loaders import REGISTRY, get_spec, load
+from loaders import REGISTRY, get_spec
 from pipeline.core.errors import UnknownNameError
-from tests.cases import ComponentCase
-from tests.conftest import SHARED_DATA
-
-
-class DatasetCase(ComponentCase):
-    """One shared case: the data set loaded from the mirror has exactly the statistics its spec declares."""
-
-    kind = "datasets"
-
-    def test_matches_its_spec(self) -> None:
-        spec = self.component()
-        if not (SHARED_DATA / self.name).is_dir():
-            pytest.skip(f"{self.name} is not mirrored in {SHARED_DATA} (see its README)")
-        kg = load(self.name)  # verifies every md5
-        assert kg.n_entities == spec.n_entities
-        assert kg.n_relations == spec.n_relations
-        per_split = kg.rows.groupby("split", observed=True).size().to_dict()
-        assert per_split == spec.facts
-        for f in spec.files:
-            if f.lines is not None and f.filename in kg.checksums:
-                text = (SHARED_DATA / self.name / f.filename).read_bytes()
-                assert text.count(b"\n") == f.lines, f.filename
-                assert kg.checksums[f.filename] == f.md5
+from tests.cases import DatasetCase
 
 
 class TestCN15k(DatasetCase):

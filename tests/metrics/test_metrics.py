@@ -38,7 +38,7 @@ from pipeline.core.metrics import (
     truth_discounts,
 )
 from pipeline.sampling.truth import cut_answers
-from tests.cases import ComponentCase
+from tests.cases import MetricCase
 
 L3 = math.log2(3)
 L5 = math.log2(5)
@@ -335,28 +335,6 @@ def test_paper_protocol_hand_example() -> None:
 
 
 # ------------------------------------------------------------------------------------- metric classes
-
-
-class MetricCase(ComponentCase):
-    """What every metric satisfies: over every placement of distinct predictions, the true order gives
-    the upper bound and the maximum, and every value lies in [lower, upper]."""
-
-    kind = "metrics"
-
-    @pytest.mark.parametrize(("n_entities", "n_answers"), [(5, 2), (5, 3), (6, 3)])
-    def test_extremes_over_all_rankings(self, n_entities: int, n_answers: int) -> None:
-        m = self.component()
-        t = np.r_[np.arange(n_answers, 0, -1), np.zeros(n_entities - n_answers)].astype(np.float64)
-        answers = np.arange(n_answers)
-        vals = []
-        for perm in itertools.permutations(range(n_entities)):
-            p = -np.asarray(perm, dtype=np.float64)  # entity e predicted at rank perm[e] + 1
-            vals.append(m(Ranked.from_utilities(t, p, answers)))
-        vals = np.array(vals)
-        perfect = m(Ranked.from_utilities(t, t, answers))
-        assert perfect == pytest.approx(m.upper)
-        assert vals.max() == pytest.approx(perfect)
-        assert m.lower - 1e-12 <= vals.min() and vals.max() <= m.upper + 1e-12
 
 
 class TestKendallTau(MetricCase):

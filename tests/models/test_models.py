@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 import torch
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 from pipeline.core.errors import UnknownNameError
 from pipeline.models import BACKBONES, BEUrRE, UKGELogi, UKGERect, get_model_class
 from pipeline.models.beurre import EULER_GAMMA, gumbel_intersection, log_volume
-from tests.cases import ComponentCase
+from tests.cases import ModelCase
 
 
 def test_registry_names_and_descriptions() -> None:
@@ -148,41 +147,6 @@ def test_seeded_init_and_content_hash() -> None:
     # the config is part of the identity: same weights, different mapping
     d = UKGERect(10, 2, dim=4, seed=5)
     assert d.content_hash() != a.content_hash()
-
-
-class ModelCase(ComponentCase):
-    """What every backbone satisfies: block scoring equals triple scoring, confidences in [0, 1], a content
-    hash that a seed reproduces and any parameter change alters, and a config that rebuilds it."""
-
-    kind = "models"
-
-    def make(self, seed: int = 3) -> Any:
-        m = self.component()(7, 3, dim=5, seed=seed).eval()
-        with torch.no_grad():  # move parameters off their init so confidences vary
-            for p in m.parameters():
-                p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(seed)))
-        return m
-
-    def test_block_scores_equal_triple_scores_in_unit_interval(self) -> None:
-        m = self.make()
-        heads, tails = torch.tensor([0, 4, 6]), torch.arange(7)
-        for r in range(3):
-            with torch.no_grad():
-                block = m.score_block(heads, r, tails)
-                hh, tt = torch.meshgrid(heads, tails, indexing="ij")
-                ref = m.score(hh.reshape(-1), torch.full((21,), r), tt.reshape(-1)).reshape(3, 7)
-            torch.testing.assert_close(block, ref, atol=1e-6, rtol=1e-5)
-            assert ((block >= 0) & (block <= 1)).all()
-
-    def test_content_hash_and_config_round_trip(self) -> None:
-        a, b = self.make(seed=3), self.make(seed=3)
-        assert a.content_hash() == b.content_hash() != self.make(seed=4).content_hash()
-        with torch.no_grad():
-            next(iter(b.parameters())).add_(1e-3)
-        assert a.content_hash() != b.content_hash()
-        rebuilt = type(a).from_config(a.config())
-        rebuilt.load_state_dict(a.state_dict())
-        assert rebuilt.content_hash() == a.content_hash()
 
 
 class TestUKGELogi(ModelCase):

@@ -16,7 +16,7 @@ from pipeline.sampling.requirements import (
     draw_betas,
     draw_level,
 )
-from tests.cases import ComponentCase
+from tests.cases import AlphaModeCase, BetaModeCase
 
 
 def test_percentiles_hand_computed():
@@ -77,22 +77,7 @@ def test_random_betas_are_tenths_in_range(seed, n):
     assert draw_betas(np.random.default_rng(seed), "random", n) == betas  # seeded: reproducible
 
 
-TABLE = alpha_table({0: (0.2, 0.4, 0.8), 1: (0.1, 0.5, 0.9)}, 2)
-
-
-class AlphaModeCase(ComponentCase):
-    """Every alpha mode draws levels whose alphas come from the relation's row of the level table."""
-
-    kind = "alpha-modes"
-    levels: frozenset[str]
-
-    def test_draws_its_levels(self) -> None:
-        rng = np.random.default_rng(3)
-        drawn = {draw_level(rng, self.name) for _ in range(200)}
-        assert drawn == self.levels
-        for level in drawn:
-            col = ALPHA_LEVELS.index(level)
-            assert alpha_for(TABLE, [1, 0], level) == [TABLE[1, col], TABLE[0, col]]
+TABLE = AlphaModeCase.table()
 
 
 class TestAlphaZero(AlphaModeCase):
@@ -116,10 +101,6 @@ class TestAlphaHigh(AlphaModeCase):
 
 class TestAlphaHybrid(AlphaModeCase):
     name, levels = "hybrid", frozenset(ALPHA_LEVELS)
-
-
-class BetaModeCase(ComponentCase):
-    kind = "beta-modes"
 
 
 class TestBetaEqual(BetaModeCase):

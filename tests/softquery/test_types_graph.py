@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from pipeline.core.errors import PipelineError, UnknownNameError
 from pipeline.core.registry import registry_rows
-from pipeline.engine import search_query
 from pipeline.softquery import (
     QUERY_TYPES,
     TRAIN_TYPES,
@@ -20,24 +18,9 @@ from pipeline.softquery import (
     to_text,
     type_of,
 )
-from tests.cases import ComponentCase
-from tests.engine.oracle import dense_conf, oracle
-from tests.engine.test_oracle import assert_same, graph_of
+from tests.cases import QUERY_TYPE_STRUCTURE, QueryTypeCase
 
-EXPECTED = {  # name: (atoms, anchors, conjunctions, negated atoms)
-    "1p": (1, 1, 1, 0),
-    "2p": (2, 1, 1, 0),
-    "2i": (2, 2, 1, 0),
-    "2in": (2, 2, 1, 1),
-    "2il": (2, 1, 1, 0),
-    "2m": (3, 1, 1, 0),
-    "2u": (2, 2, 2, 0),
-    "3in": (3, 3, 1, 1),
-    "ip": (3, 2, 1, 0),
-    "im": (4, 2, 1, 0),
-    "inp": (3, 2, 1, 1),
-    "up": (3, 2, 2, 0),
-}
+EXPECTED = QUERY_TYPE_STRUCTURE  # name: (atoms, anchors, conjunctions, negated atoms)
 
 
 def test_the_twelve_types():
@@ -98,37 +81,6 @@ def test_query_graph():
     tri = QueryGraph(parse("#0(?y, ?x) & #0(?x, ?z) & #0(?z, ?y) & #0(?z, ?w)").conjunctions[0])
     assert tri.has_cycle and tri.cycle_variables() == (x, z, y)
     assert Atom(Const(1), 0, Var("y")).variables() == (Var("y"),)
-
-
-class QueryTypeCase(ComponentCase):
-    """What every query type satisfies: its template's structure (EXPECTED), recognition of its instances
-    after a text round trip, and SRC equal to the brute-force oracle on random instances over random KGs."""
-
-    kind = "query-types"
-
-    def test_structure_and_recognition(self) -> None:
-        qt = self.component()
-        atoms, anchors, conjs, negs = EXPECTED[self.name]
-        assert (qt.n_atoms, qt.n_anchors, len(qt.template.conjunctions), sum(qt.negated)) == (atoms, anchors, conjs, negs)
-        q = qt.build(list(range(qt.n_atoms)), list(range(10, 10 + qt.n_anchors)))
-        assert type_of(q) == self.name and type_of(parse(to_text(q))) == self.name
-
-    def test_engine_equals_oracle(self) -> None:
-        """25 seeded random instances over random tiny KGs (alphas that fail some atoms, betas != 1)."""
-        qt = self.component()
-        rng = np.random.default_rng(sum(map(ord, self.name)))
-        for _ in range(25):
-            n, r = int(rng.integers(2, 6)), int(rng.integers(1, 4))
-            cells = [(h, rr, t) for h in range(n) for rr in range(r) for t in range(n)]
-            picked = rng.choice(len(cells), size=int(rng.integers(0, len(cells) + 1)), replace=False)
-            facts = [(*cells[i], float(rng.choice([0.25, 0.5, 0.75, 1.0]))) for i in picked]
-            q = qt.build(
-                rng.integers(0, r, qt.n_atoms).tolist(),
-                rng.integers(0, n, qt.n_anchors).tolist(),
-                rng.choice([0.0, 0.3, 0.6], qt.n_atoms).tolist(),
-                rng.choice([0.2, 1.0, 2.5], qt.n_atoms).tolist(),
-            )
-            assert_same(search_query(q, graph_of(n, r, facts)), oracle(q, dense_conf(n, r, facts)))
 
 
 class Test1p(QueryTypeCase):
