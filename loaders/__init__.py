@@ -109,3 +109,8 @@ def stage_user_files(name: str, path: str | Path, **options: Any) -> user.Staged
 def stage_user_rows(name: str, rows: Any, source: str, **options: Any) -> user.Staged:
     """Validate and stage a user data set from named rows pulled from a store."""
     return user.stage_from_rows(name, rows, source, BENCHMARKS, **options)
+
+
+def stage_user_frame(name: str, frame: Any, **options: Any) -> user.Staged:
+    """Validate and stage a user data set from a pandas DataFrame of named facts (:func:`loaders.user.stage_from_frame`)."""
+    return user.stage_from_frame(name, frame, BENCHMARKS, **options)

@@ -316,3 +316,74 @@ def stage_from_rows(
     tables = split_rows(valid, fractions, seed)
     full = {"layout": "store", "split": list(fractions), "seed": seed, **(settings or {})}
     return stage(name, tables, source, sha256_rows(valid), full, {})
+
+
+SPLIT_VALUES = {"train": "train", "valid": "val", "val": "val", "dev": "val", "test": "test"}
+
+
+def frame_columns(frame: pd.DataFrame, columns: str | None, label: str) -> pd.DataFrame:
+    """A DataFrame's four fact columns (and its ``split`` column when it has one) under the file reader's
+    names, found case-insensitively (``columns`` maps other names, as ``--columns`` does); ``line`` is the
+    1-based row number, so an error names the row as a file's names its line."""
+    from pipeline.core.errors import option
+
+    cols = Columns.parse(columns)
+    have = {str(c).lower(): c for c in frame.columns}
+    out: dict[str, Any] = {}
+    for fld, want in zip(("head", "relation", "tail", "confidence"), cols.names(), strict=True):
+        if want.lower() not in have:
+            raise DataFormatError(label, None, fld, f"missing column {want!r}; the frame has {list(frame.columns)} "
+                                                     f"(map others with {option('columns', 'h,r,t,c')})")
+        out[fld] = frame[have[want.lower()]].to_numpy()
+    if "split" in have:
+        out["split"] = frame[have["split"]].to_numpy()
+    out["line"] = np.arange(1, len(frame) + 1, dtype=np.int64)
+    return pd.DataFrame(out)
+
+
+def stage_from_frame(
+    name: str,
+    frame: pd.DataFrame,
+    reserved: Registry,
+    split: str = "0.8,0.1,0.1",
+    seed: int = 0,
+    columns: str | None = None,
+) -> Staged:
+    """Validate and stage a user data set from a pandas DataFrame of named facts (head, relation, tail,
+    confidence; optionally ``split``: train|valid|test per row, which then decides the split, each
+    relation and entity of valid/test occurring in train), through the same validation and record as a
+    file. Errors name the row (1-based) and the column."""
+    check_name(name, reserved)
+    label = f"DataFrame for '{name}'"
+    if not isinstance(frame, pd.DataFrame):
+        raise PipelineError(f"{label}: expected a pandas DataFrame, not {type(frame).__name__}")
+    if frame.empty:
+        raise DataFormatError(label, None, None, "empty: no facts")
+    raw = frame_columns(frame, columns, label)
+    try:
+        valid = validate_rows(label, raw[["head", "relation", "tail", "confidence", "line"]].copy())
+    except DataFormatError as exc:  # a row of a frame, not a line of a file
+        raise DataFormatError(label, exc.line, exc.field, exc.detail, unit="row") from None
+    cols = Columns.parse(columns)
+    if "split" in raw:
+        roles = raw["split"].map(lambda v: SPLIT_VALUES.get(str(v).strip().lower()) if isinstance(v, str) else None)
+        bad = roles.isna().to_numpy()
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise DataFormatError(label, j + 1, "split", f"{raw['split'].iloc[j]!r} is not train, valid or test",
+                                  unit="row")
+        tables = {role: valid[(roles == role).to_numpy()].reset_index(drop=True) for role in RECORDED}
+        if tables["train"].empty:
+            raise DataFormatError(label, None, "split", "no row of the train split")
+        try:
+            check_seen(tables, {role: label for role in RECORDED})
+        except DataFormatError as exc:
+            raise DataFormatError(label, exc.line, exc.field, exc.detail, unit="row") from None
+        settings: dict[str, Any] = {"layout": "frame", "split": "column", "columns": list(cols.names())}
+        checksum = sha256_rows(valid.assign(relation=valid["relation"] + "\x1f" + roles.to_numpy()))
+    else:
+        fractions = parse_fractions(split)
+        tables = split_rows(valid, fractions, seed)
+        settings = {"layout": "frame", "split": list(fractions), "seed": seed, "columns": list(cols.names())}
+        checksum = sha256_rows(valid)
+    return stage(name, tables, "a pandas DataFrame", checksum, settings, {})

@@ -72,13 +72,16 @@ def _path(x: Any) -> str:
 # ------------------------------------------------------------------------------------------ data sets
 @_one_line
 @api_function(IngestOptions)
-def ingest(name: str, source: str | Path | None = None, *, from_store: str | None = None, **options: Any) -> Dataset:
+def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_store: str | None = None,
+           **options: Any) -> Dataset:
     r"""Load a data set into the graph store, like ``pipeline ingest``; returns it as a :class:`Dataset`.
 
     A benchmark by name (``source``: a local folder of its files, as ``--source``), or your own uncertain KG
-    from ``source``, a file (TSV, CSV or Parquet with head, relation, tail, confidence) or a folder of
-    train/valid/test files (as ``--from``), or ``from_store``, a graph store URI (as ``--from-store``).
-    Re-ingesting unchanged input changes nothing. Options:
+    from ``source``: a pandas DataFrame (columns head, relation, tail, confidence, by name in any case;
+    optionally split: train|valid|test per row), a file (TSV, CSV or Parquet with those columns) or a folder
+    of train/valid/test files (as ``--from``); or ``from_store``, a graph store URI (as ``--from-store``). A
+    DataFrame goes through the same validation (errors name its row and column), record and store load as a
+    file. Re-ingesting unchanged input changes nothing. Options:
 
     {options}
 
@@ -89,6 +92,11 @@ def ingest(name: str, source: str | Path | None = None, *, from_store: str | Non
     >>> toy = pl.ingest("toy", source=tsv, progress=False)
     >>> toy.name, len(toy.entities), list(toy.relations["name"])
     ('toy', 4, ['knows', 'likes'])
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"head": ["ann", "bob"], "relation": ["knows", "knows"], "tail": ["bob", "cid"],
+    ...                       "confidence": [0.9, 0.6], "split": ["train", "train"]})
+    >>> len(pl.ingest("toy_frame", frame, progress=False).entities)
+    3
     """
     from loaders import BENCHMARKS
     from pipeline.stages.user_ingest import ingest_benchmark, ingest_user
@@ -107,7 +115,10 @@ def ingest(name: str, source: str | Path | None = None, *, from_store: str | Non
 
         get_spec(name)  # an unknown name: one line with the close ones
         raise PipelineError(f"ingest {name}: give source=FILE_OR_FOLDER (your own KG) or from_store=URI")
-    ingest_user(name, from_path=None if source is None else str(source), from_store=from_store, options=o)
+    if isinstance(source, pd.DataFrame):
+        ingest_user(name, from_frame=source, options=o)
+    else:
+        ingest_user(name, from_path=None if source is None else str(source), from_store=from_store, options=o)
     return Dataset(name, o.store)
 
 

@@ -61,13 +61,14 @@ class PipelineError(Exception):
 
 
 class DataFormatError(PipelineError):
-    """A data file is malformed: names the file, the 1-based line and the field."""
+    """A data file is malformed: names the file, the 1-based line and the field (``unit`` "row" for the rows
+    of an in-memory table)."""
 
-    def __init__(self, path: object, line: int | None, field: str | None, message: str) -> None:
-        self.path, self.line, self.field = str(path), line, field
+    def __init__(self, path: object, line: int | None, field: str | None, message: str, unit: str = "line") -> None:
+        self.path, self.line, self.field, self.detail = str(path), line, field, message
         where = self.path
         if line is not None:
-            where += f", line {line}"
+            where += f", {unit} {line}"
         if field is not None:
             where += f", field '{field}'"
         super().__init__(f"{where}: {message}")

@@ -29,17 +29,20 @@ def ingest_user(
     *,
     from_path: str | None = None,
     from_store: str | None = None,
+    from_frame: Any = None,
     options: IngestOptions | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
-    """Stage, load into the store, commit: your KG from files (``from_path``) or from a graph store
-    (``from_store``). options: an :class:`~pipeline.stages.options.IngestOptions`, or its fields as keywords.
-    Returns the report (counts, source, checksum, store report)."""
-    if bool(from_path) == bool(from_store):
+    """Stage, load into the store, commit: your KG from files (``from_path``), from a graph store
+    (``from_store``) or from a pandas DataFrame (``from_frame``: head, relation, tail, confidence and an
+    optional split column). options: an :class:`~pipeline.stages.options.IngestOptions`, or its fields as
+    keywords. Returns the report (counts, source, checksum, store report)."""
+    if sum(x is not None and x is not False and not (isinstance(x, str) and not x)
+           for x in (from_path, from_store, from_frame)) != 1:
         raise PipelineError(f"give exactly one of {option('from', 'PATH')} and {option('from_store', 'URI')}")
     o = options if options is not None else IngestOptions(**settings)
     with _one_at_a_time(name):
-        return _ingest(name, from_path, from_store, o)
+        return _ingest(name, from_path, from_store, o, from_frame)
 
 
 def _one_at_a_time(name: str) -> AbstractContextManager[None]:
@@ -52,9 +55,9 @@ def _one_at_a_time(name: str) -> AbstractContextManager[None]:
     return exclusive(datasets_root() / f".{name}.lock", f"another ingest of '{name}'")
 
 
-def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestOptions) -> dict[str, Any]:
+def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestOptions, from_frame: Any = None) -> dict[str, Any]:
     """:func:`ingest_user` under its lock."""
-    from loaders import stage_user_files, stage_user_rows
+    from loaders import stage_user_files, stage_user_frame, stage_user_rows
     from pipeline.store import open_store
     from pipeline.store.ingest import ingest
 
@@ -71,6 +74,8 @@ def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestO
             where = src.uri
         settings = {"confidence_property": o.confidence_property, "rel_types": types, "name_property": name_property}
         staged = stage_user_rows(name, rows, where, split=split, seed=seed, settings=settings)
+    elif from_frame is not None:
+        staged = stage_user_frame(name, from_frame, split=split, seed=seed, columns=o.columns)
     else:
         assert from_path is not None
         staged = stage_user_files(name, from_path, split=split, seed=seed, columns=o.columns)

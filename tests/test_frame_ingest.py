@@ -1,0 +1,80 @@
+"""A pandas DataFrame in (issue 44): `pl.ingest(name, frame)` goes through the same validation, recording and
+store load as a file of the same rows; errors name the row and the column; a split column decides the split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import pipeline as pl
+
+
+@pytest.fixture
+def store_env(fresh_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PIPELINE_STORE", fresh_store.uri)
+    return fresh_store.uri
+
+
+def _frame(n: int = 30) -> pd.DataFrame:
+    """A ring of n people, each knowing the next, and every third helping the one after next."""
+    rows = [(f"p{i}", "knows", f"p{(i + 1) % n}", round(0.3 + 0.02 * i, 3)) for i in range(n)]
+    rows += [(f"p{i}", "helps", f"p{(i + 2) % n}", 0.8) for i in range(0, n, 3)]
+    return pd.DataFrame(rows, columns=["head", "relation", "tail", "confidence"])
+
+
+def test_a_frame_and_a_file_of_the_same_rows_make_the_same_data_set(store_env: str, tmp_path: Path) -> None:
+    frame = _frame()
+    tsv = tmp_path / "same.tsv"
+    frame.to_csv(tsv, sep="\t", index=False)
+    from_frame = pl.ingest("from_frame", frame, progress=False)
+    from_file = pl.ingest("from_file", source=tsv, progress=False)
+    a = from_frame.facts.sort_values(["head", "relation", "tail"]).reset_index(drop=True)
+    b = from_file.facts.sort_values(["head", "relation", "tail"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)  # the same rows in the same splits (same seed, same split rule)
+    assert from_frame.stats()[["train", "valid", "test"]].equals(from_file.stats()[["train", "valid", "test"]])
+    # the same frame again: nothing changes (no new record, the store's copy kept)
+    again = pl.ingest("from_frame", frame.sample(frac=1.0, random_state=1), progress=False)
+    pd.testing.assert_frame_equal(again.facts.sort_values(["head", "relation", "tail"]).reset_index(drop=True), a)
+
+
+def test_a_split_column_decides_the_split(store_env: str) -> None:
+    frame = _frame().assign(split="train")
+    frame.loc[[0, 5], "split"] = "test"
+    frame.loc[7, "split"] = "valid"
+    ds = pl.ingest("split_col", frame, progress=False)
+    got = ds.facts.groupby("split", observed=True).size().to_dict()
+    assert got == {"train": len(frame) - 3, "val": 1, "test": 2}
+    assert set(ds.facts[ds.facts["split"] == "test"]["head"]) == {"p0", "p5"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda f: f.assign(confidence=[*f["confidence"][:3], 1.5, *f["confidence"][4:]]),
+         "DataFrame for 'bad', row 4, field 'confidence': 1.5 is outside [0, 1]"),
+        (lambda f: f.assign(head=[*f["head"][:1], "a\tb", *f["head"][2:]]),
+         "DataFrame for 'bad', row 2, field 'head': the name contains a tab"),
+        (lambda f: f.rename(columns={"tail": "object"}), "DataFrame for 'bad', field 'tail': missing column 'tail'"),
+        (lambda f: f.assign(split=["train"] * (len(f) - 1) + ["later"]),
+         f"DataFrame for 'bad', row {len(_frame())}, field 'split': 'later' is not train, valid or test"),
+        (lambda f: pd.concat([f.assign(split="train"), pd.DataFrame([{"head": "zed", "relation": "knows", "tail": "p1",
+                                                                      "confidence": 0.5, "split": "test"}])]),
+         f"DataFrame for 'bad', row {len(_frame()) + 1}, field 'head': entity 'zed' does not occur in train"),
+        (lambda f: f.iloc[:0], "DataFrame for 'bad': empty: no facts"),
+    ],
+)
+def test_a_bad_frame_names_the_row_and_column_and_records_nothing(store_env: str, change, message: str) -> None:
+    with pytest.raises(pl.PipelineError) as info:
+        pl.ingest("bad", change(_frame()), progress=False)
+    assert str(info.value).startswith(message), str(info.value)
+    with pytest.raises(pl.PipelineError, match="unknown data set 'bad'"):
+        pl.dataset("bad").facts  # nothing recorded
+
+
+def test_columns_map_other_names(store_env: str) -> None:
+    frame = _frame().rename(columns={"head": "s", "relation": "p", "tail": "o", "confidence": "w"})
+    ds = pl.ingest("mapped", frame, columns="s,p,o,w", progress=False)
+    assert len(ds.facts) == len(frame)
