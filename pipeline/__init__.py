@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Answers",
     "Dataset",
+    "Experiment",
     "Explanation",
     "Export",
     "PipelineError",
@@ -29,6 +30,7 @@ __all__ = [
     "export",
     "ingest",
     "query",
+    "run",
     "sample",
     "train",
 ]

@@ -30,6 +30,7 @@ from pipeline.methods.options import MethodOptions
 from pipeline.models.runs import Run
 from pipeline.stages.ask import Ranking
 from pipeline.stages.options import AnswerOptions, ExportOptions, IngestOptions, SampleOptions, TrainOptions
+from pipeline.stages.reproduce import Experiment, ReproduceConfig
 from pipeline.stages.witness_records import Explanation, WitnessAtom  # noqa: F401 (re-exported: pl.Explanation, ...)
 
 __all__ = list(_package.__all__)  # the public names, listed once in pipeline/__init__.py
@@ -355,6 +356,53 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     )
     frame.index.name, frame.columns.name = "metric", "type"
     return frame
+
+
+# ------------------------------------------------------------------------------------- one experiment
+@_one_line
+@api_function(ReproduceConfig)
+def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | None = None,
+        runs: dict[str, str | Path] | None = None, docs: str | Path | None = None, progress: bool = True,
+        **options: Any) -> Experiment:
+    r"""One experiment in one call, like ``pipeline reproduce``: ingest (a benchmark; your own KG after
+    ``pl.ingest``), sample the train/valid/test query sets, train each backbone, export it, answer the test
+    set with SRC and each calibration (and the baselines), evaluate; returns an :class:`Experiment` (the
+    table, each artifact's path, each stage's seconds). Resumable: the same call again skips every stage
+    whose inputs are unchanged (``out``: the work folder, default PIPELINE_HOME/reproduce/DATASET-sSEED;
+    ``runs``: {backbone: run directory} already trained; ``docs``: a folder whose results.md gets the tables).
+    Options:
+
+    {options}
+
+    >>> import pathlib, tempfile, pipeline as pl
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\n" + "".join(
+    ...     f"p{i}\tknows\tp{(i + 1) % 12}\t0.9\np{i}\thelps\tp{(i + 1) % 12}\t0.6\np{i}\thelps\tp{(i + 3) % 12}\t0.5\n"
+    ...     for i in range(12)))
+    >>> kg = pl.ingest("toy_run", source=tmp / "toy.tsv", progress=False)
+    >>> exp = pl.run(kg, out=tmp / "exp", epochs=2, dim=8, per_type=2, train_per_type=2, calibrations="none", threshold=0.95,
+    ...              device="cpu", progress=False)
+    >>> list(exp.table.columns), list(exp.table.index)
+    (['tau', 'rho', 'MAP', 'NDCG'], ['ukge_logi SRC'])
+    >>> again = pl.run(kg, out=tmp / "exp", epochs=2, dim=8, per_type=2, train_per_type=2, calibrations="none", threshold=0.95,
+    ...                device="cpu", progress=False)
+    >>> bool(again.stages["skipped"].all()), again.table.equals(exp.table)
+    (True, True)
+    """
+    import sys
+
+    from pipeline.core import config
+    from pipeline.stages.reproduce import reproduce
+
+    split_options(options, what="run", known=ReproduceConfig)  # an unknown keyword: one line, close matches
+    cfg = ReproduceConfig(_name(dataset), **options)
+    if store is None and isinstance(dataset, Dataset):
+        store = dataset.store
+    work = Path(out) if out is not None else config.home() / "reproduce" / f"{cfg.dataset}-s{cfg.seed}"
+    log = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
+    summary = reproduce(cfg, work, docs, store, log=log, progress=progress,
+                        runs={m: str(p) for m, p in (runs or {}).items()})
+    return Experiment.of(summary)
 
 
 # ------------------------------------------------------------------------------------------- the store

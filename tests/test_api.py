@@ -42,8 +42,8 @@ def test_all_lists_exactly_the_public_names() -> None:
     import pipeline.api
 
     assert pl.__all__ == pipeline.api.__all__
-    functions = {"ingest", "dataset", "query", "train", "export", "sample", "answer", "evaluate", "cypher"}
-    values = {"Dataset", "Ranking", "Explanation", "WitnessAtom", "Run", "Export", "QuerySet", "Answers"}
+    functions = {"ingest", "dataset", "query", "train", "export", "sample", "answer", "evaluate", "cypher", "run"}
+    values = {"Dataset", "Ranking", "Explanation", "WitnessAtom", "Run", "Export", "QuerySet", "Answers", "Experiment"}
     assert set(pl.__all__) == functions | values | {"PipelineError"}
     assert len(pl.__all__) == len(set(pl.__all__))
     for name in pl.__all__:

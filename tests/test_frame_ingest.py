@@ -71,7 +71,7 @@ def test_a_bad_frame_names_the_row_and_column_and_records_nothing(store_env: str
         pl.ingest("bad", change(_frame()), progress=False)
     assert str(info.value).startswith(message), str(info.value)
     with pytest.raises(pl.PipelineError, match="unknown data set 'bad'"):
-        pl.dataset("bad").facts  # nothing recorded
+        _ = pl.dataset("bad").facts  # nothing recorded
 
 
 def test_columns_map_other_names(store_env: str) -> None:

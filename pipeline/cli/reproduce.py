@@ -9,36 +9,23 @@ from typing import Any
 
 import click
 
-from pipeline.cli.group import RegistryChoice, cli, echo_json, friendly, print_table
+from pipeline.cli.group import cli, echo_json, friendly, print_table
 from pipeline.core.errors import PipelineError
+from pipeline.core.options import click_options
+from pipeline.stages.reproduce import ReproduceConfig
 
 
 @cli.command("reproduce")
 @click.argument("dataset")
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None,
               help="Work directory (default PIPELINE_HOME/reproduce/DATASET-sSEED); re-running resumes there.")
-@click.option("--models", default="ukge_logi", show_default=True, help="Comma-separated backbones, e.g. ukge_logi,beurre.")
-@click.option("--epochs", type=int, default=None, help="Training epochs (default: the backbone's).")
-@click.option("--dim", type=int, default=None, help="Embedding dimension (default: the backbone's).")
-@click.option("--select-on", type=click.Choice(["valid_pos_neg", "valid_pos", "last"]), default=None,
-              help="Training epoch selection (default valid_pos_neg early stopping; last keeps the final epoch).")
-@click.option("--per-type", type=int, default=100, show_default=True, help="Valid and test queries per type.")
-@click.option("--train-per-type", type=int, default=200, show_default=True, help="Train queries per type (for L).")
-@click.option("--alpha", type=RegistryChoice("alpha-modes"), default="hybrid", show_default=True, help="Alpha mode of the valid/test queries.")
-@click.option("--beta", type=RegistryChoice("beta-modes"), default="random", show_default=True, help="Beta mode of all queries.")
-@click.option("--threshold", type=float, default=0.1, show_default=True, help="Export threshold.")
-@click.option("--l-epochs", type=int, default=20, show_default=True, help="Epochs of calibration L.")
-@click.option("--calibrations", default="none,D,L,D+L", show_default=True, help="Comma-separated SRC variants.")
+@click_options(ReproduceConfig)
 @click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
               help="Update DIR/results.json and DIR/results.md (e.g. docs).")
 @click.option("--store", "store_uri", default=None, help="Store URI (default: PIPELINE_STORE or embedded).")
 @click.option("--run", "runs", multiple=True, help="MODEL=RUN_DIR: use this trained run instead of training MODEL.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--device", default=None)
 @click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
               help="Replay a reproduction: its reproduce.json (or a JSON of these settings); options given besides override it.")
-@click.option("--baselines", default="", help="Comma-separated query-embedding baselines to train and answer beside SRC "
-              "(logice_ne,cone_ne; `pipeline ls baselines`).")
 @click.option("--qe", "qe_settings", multiple=True,
               help="A baseline setting KEY=VALUE (MODEL.KEY=VALUE for one model), e.g. train_per_type=2000, epochs=4, "
                    "cone_ne.lr=3e-3 (defaults in docs/baselines.md).")
@@ -47,24 +34,23 @@ from pipeline.core.errors import PipelineError
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_context
 @friendly
-def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None,
-                  select_on: str | None, per_type: int,
-                  train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
-                  docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
-                  study: str, as_json: bool, baselines: str = "", qe_settings: tuple[str, ...] = ()) -> None:
+def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, docs_dir: str | None,
+                  store_uri: str | None, runs: tuple[str, ...], config_file: str | None, qe_settings: tuple[str, ...],
+                  study: str, as_json: bool, **given: Any) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline.core import config
     from pipeline.stages.evaluate import text_table
-    from pipeline.stages.reproduce import ReproduceConfig, reproduce
+    from pipeline.stages.reproduce import reproduce
 
     if study == "soft-requirements":
         from pipeline.studies.soft_requirements import run_study
 
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
+        seed = given["seed"]
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type=per_type, threshold=threshold, seed=seed,
+                        runs[0].partition("=")[2], per_type=given["per_type"], threshold=given["threshold"], seed=seed,
                         store=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
                         progress=not as_json)
         if as_json:
@@ -73,12 +59,7 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
             click.echo(doc["table"])
         return
 
-    given = dict(dataset=dataset, models=tuple(m.strip() for m in models.split(",") if m.strip()), epochs=epochs,
-                 dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
-                 threshold=threshold, l_epochs=l_epochs,
-                 calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
-                 device=device, select_on=select_on,
-                 baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()), qe=_qe_overrides(qe_settings))
+    given = {**given, "qe": _qe_overrides(qe_settings)}
     if config_file:
         from click.core import ParameterSource
 
@@ -86,15 +67,14 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
         typed = {k for k in given if click_ctx.get_parameter_source(param.get(k, k)) == ParameterSource.COMMANDLINE}
         cfg = ReproduceConfig.from_file(config_file, dataset, {k: v for k, v in given.items() if k in typed})
     else:
-        cfg = ReproduceConfig(**given)
-    seed = cfg.seed
+        cfg = ReproduceConfig(dataset, **given)
     pretrained = {}
     for item in runs:
         model, sep, path = item.partition("=")
         if not sep or not path:
             raise PipelineError(f"--run {item!r}: expected MODEL=RUN_DIR")
         pretrained[model.strip()] = path
-    out = out_dir or str(config.home() / "reproduce" / f"{dataset}-s{seed}")
+    out = out_dir or str(config.home() / "reproduce" / f"{dataset}-s{cfg.seed}")
     summary = reproduce(cfg, out, docs_dir, store_uri, log=lambda m: click.echo(m, err=True), progress=True,
                         runs=pretrained)
     if as_json:
@@ -106,25 +86,6 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
         click.echo(f"\n{r['dataset']}  {r['method']}")
         click.echo(text_table(r["summary"]))
     click.echo(f"\ntotal {summary['seconds']:.1f} s; work directory {summary['out']}")
-
-
-# ----------------------------------------------------------------------------- query-embedding baselines (issue 13)
-
-
-def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
-    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise PipelineError(f"--qe {item!r}: expected KEY=VALUE or MODEL.KEY=VALUE")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        model, dot, name = key.strip().rpartition(".")
-        (out.setdefault(model, {}) if dot else out)[name] = value
-    return out
 
 
 def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:

@@ -43,7 +43,8 @@ class Option:
     (``"--browse/--no-browse"`` for a flag pair); registry: a ``pipeline ls`` kind whose names the value takes
     (converted to the canonical name); choices: the accepted strings; low/high: the inclusive range of a
     number; cli/api: offered on the command line / as a keyword of the Python API; kind: the value's kind when
-    the annotation does not say it plainly ("int", "float", "bool", "str", "path", "strs"); instance_of: a
+    the annotation does not say it plainly ("int", "float", "bool", "str", "path", "strs", "any": not checked
+    here); instance_of: a
     registry option that also takes an object already built (one with this attribute: an open executor)."""
 
     help: str
@@ -137,6 +138,8 @@ def _checked(d: Declared, value: Any) -> Any:
             return None
         raise _fail(d.name, value, "a value is required")
     o = d.option
+    if d.kind == "any":  # checked where it is read (e.g. a mapping of settings)
+        return value
     if d.kind == "bool":
         if not isinstance(value, bool):
             raise _fail(d.name, value, "expected True or False")
@@ -191,16 +194,18 @@ def check(obj: Any) -> None:
 # ------------------------------------------------------------------------------------- the Python door
 
 
-def split_options(given: dict[str, Any], *classes: type, what: str, extra: Sequence[str] = ()) -> list[Any]:
+def split_options(
+    given: dict[str, Any], *classes: type, what: str, extra: Sequence[str] = (), known: type | None = None
+) -> list[Any]:
     """One instance of each class from the keywords a Python caller gave (each class takes the keywords it
-    declares; absent ones keep their defaults). A keyword no class declares, other than ``extra``, is one
-    PipelineError with the close names."""
-    known = [d.name for cls in classes for d in declared(cls) if d.option.api]
+    declares; absent ones keep their defaults). A keyword no class (nor ``known``, a class only checked
+    against) declares, other than ``extra``, is one PipelineError with the close names."""
+    names = [d.name for cls in (*classes, *([known] if known else [])) for d in declared(cls) if d.option.api]
     for name in given:
-        if name not in known and name not in extra:
-            hint = close_matches(name, known)
+        if name not in names and name not in extra:
+            hint = close_matches(name, names)
             raise PipelineError(f"{what}: unknown option {name!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else "")
-                                + f"; known: {', '.join(sorted(known))}")
+                                + f"; known: {', '.join(sorted(names))}")
     missing = [d.name for cls in classes for d in declared(cls) if d.default is _MISSING and d.name not in given]
     if missing:
         raise PipelineError(f"{what}: give {', '.join(option(m) for m in missing)}")
@@ -242,8 +247,7 @@ def api_function(*classes: type, leading: Sequence[str] = ()) -> Callable[[Calla
 
     def wrap(fn: Callable[..., T]) -> Callable[..., T]:
         own = inspect.signature(fn)
-        lead = [p for n, p in own.parameters.items() if n in leading or p.kind is p.POSITIONAL_ONLY
-                or (p.kind is p.POSITIONAL_OR_KEYWORD)]
+        lead = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
         fn.__signature__ = signature_of(fn, *classes, leading=lead)  # type: ignore[attr-defined]
         fn.__doc__ = (fn.__doc__ or "").replace("{options}", options_doc(*classes).strip())
         return fn

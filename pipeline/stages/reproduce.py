@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core import atomic
+from pipeline.core.options import check, setting
 from pipeline.core.provenance import stable_key
 from pipeline.methods.src.calibrations import CALIBRATIONS, L_VERSION
 from pipeline.sampling import SAMPLING_VERSION
@@ -28,28 +29,36 @@ STAGES_FILE = "stages.json"
 
 @dataclass(frozen=True)
 class ReproduceConfig:
-    """Everything the reproduction depends on besides the data (all part of the stage keys)."""
+    """Everything the reproduction depends on besides the data (all part of the stage keys). Its fields are
+    ``pipeline reproduce``'s options and ``pl.run``'s keywords (declared once, :mod:`pipeline.core.options`)."""
 
     dataset: str
-    models: tuple[str, ...] = ("ukge_logi",)
-    epochs: int | None = None  # None: the backbone's default
-    dim: int | None = None
-    per_type: int = 100  # valid and test queries per type
-    train_per_type: int = 200
-    alpha: str = "hybrid"
-    beta: str = "random"
-    threshold: float = 0.1
-    l_epochs: int = 20
-    calibrations: tuple[str, ...] = tuple(CALIBRATIONS)
-    seed: int = 0
-    device: str | None = None
-    psl: bool = False
-    select_on: str | None = None  # None: the trainer's default (valid_pos_neg early stopping)
+    models: tuple[str, ...] = setting(("ukge_logi",), help="Backbones to train and answer with, e.g. ukge_logi,beurre.")
+    epochs: int | None = setting(None, low=1, help="Training epochs (default: the backbone's).")
+    dim: int | None = setting(None, low=1, help="Embedding dimension (default: the backbone's).")
+    per_type: int = setting(100, low=1, help="Valid and test queries per type.")
+    train_per_type: int = setting(200, low=1, help="Train queries per type (for calibration L).")
+    alpha: str = setting("hybrid", registry="alpha-modes", help="Alpha mode of the valid/test queries.")
+    beta: str = setting("random", registry="beta-modes", help="Beta mode of all queries.")
+    threshold: float = setting(0.1, low=0.0, high=1.0, help="Export threshold.")
+    l_epochs: int = setting(20, low=0, help="Epochs of calibration L.")
+    calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
+    seed: int = setting(0, low=0, help="Seed of every stage.")
+    device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
+    psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
+    select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),
+                                    help="Training epoch selection (default valid_pos_neg early stopping; last keeps "
+                                         "the final epoch).")
     extra: dict[str, Any] = field(default_factory=dict)
     # query-embedding baselines trained and answered beside SRC (pipeline.stages.reproduce_baselines), and their
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
-    baselines: tuple[str, ...] = ()
-    qe: dict[str, Any] = field(default_factory=dict)
+    baselines: tuple[str, ...] = setting((), help="Query-embedding baselines to train and answer beside SRC "
+                                                  "(logice_ne,cone_ne; `pipeline ls baselines`).")
+    qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False,
+                                 help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
+
+    def __post_init__(self) -> None:
+        check(self)
 
     @classmethod
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
@@ -343,6 +352,67 @@ def reproduce(
     }
     atomic.write_json(out / "reproduce.json", summary)
     return summary
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment run end to end (``pl.run``, ``pipeline reproduce``): ``table`` (one row per method, the
+    metrics x100 averaged over the query types: tau, rho, MAP, NDCG), ``per_type`` (method label -> the
+    metrics per query type, ``pl.evaluate``'s table), ``paths`` (each artifact: the query sets, runs,
+    exports, answers files), ``stages`` (stage, skipped, seconds), ``seconds`` and the work folder ``out``;
+    ``summary`` is ``reproduce.json``. Run it again with the same settings and every stage is skipped.
+
+    >>> import dataclasses, pipeline as pl
+    >>> [f.name for f in dataclasses.fields(pl.Experiment)]
+    ['table', 'per_type', 'paths', 'stages', 'seconds', 'out', 'summary']
+    """
+
+    table: Any = field(repr=False)  # pandas.DataFrame
+    per_type: dict[str, Any] = field(repr=False)
+    paths: dict[str, Any]
+    stages: Any = field(repr=False)  # pandas.DataFrame
+    seconds: float
+    out: Path
+    summary: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def of(cls, summary: dict[str, Any]) -> Experiment:
+        """The experiment a reproduction's summary (``reproduce``'s return, ``reproduce.json``) describes."""
+        import pandas as pd
+
+        from pipeline.core.metrics import METRICS
+        from pipeline.softquery.types import ordered_types
+        from pipeline.stages.evaluate import method_order
+
+        reports = {r["method"]: r for r in summary["reports"]}
+        metrics = [m for m in ("tau", "rho", "map", "ndcg")]
+        labels = {m: METRICS[m].label if m in METRICS else m for m in metrics}
+        rows = []
+        per_type = {}
+        for method in method_order(reports):
+            summ = reports[method]["summary"]
+            rows.append({"method": method, **{labels[m]: summ.get(m, {}).get("avg", float("nan")) for m in metrics}})
+            types = ordered_types({t for by in summ.values() for t in by if t != "avg"})
+            per_type[method] = pd.DataFrame(
+                [[summ.get(m, {}).get(t, float("nan")) for t in [*types, "avg"]] for m in metrics],
+                index=[labels[m] for m in metrics], columns=[*types, "avg"],
+            )
+        table = pd.DataFrame(rows, columns=["method", *labels.values()]).set_index("method")
+        ledger = _read_ledger(Path(summary["out"]))
+        paths = {
+            "queries": {n.split(" ", 1)[1]: e["outputs"]["file"] for n, e in ledger.items() if n.startswith("sample ")},
+            "runs": {**{n.split(" ", 1)[1]: e["outputs"]["run"] for n, e in ledger.items() if n.startswith("train ")},
+                     **summary.get("runs", {})},
+            "exports": {n.split(" ", 1)[1]: e["outputs"]["path"] for n, e in ledger.items() if n.startswith("export ")},
+            "answers": {r["method"]: r["file"] for r in summary["reports"]},
+        }
+        stages = pd.DataFrame(summary["stages"], columns=["stage", "skipped", "seconds"])
+        return cls(table, per_type, paths, stages, float(summary["seconds"]), Path(summary["out"]), summary)
+
+
+def _read_ledger(out: Path) -> dict[str, Any]:
+    path = out / STAGES_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 _STAGE_ORDER = ("ingest", "sample", "train", "train-qe", "export", "answer", "evaluate")
