@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from pipeline.core.errors import option
+from pipeline.core.progress import Output
 from pipeline.formats.queryset import read_query_set, write_query_set
 from pipeline.stages.writeback import write_queries
 
@@ -29,10 +31,11 @@ def sample_to_dir(
     beta: str = "equal",
     seed: int = 0,
     browse: bool = True,
-    progress: bool = True,
+    progress: bool | Output = True,
 ) -> dict:
     """Sample, write out_dir/<dataset>_<split>_<alpha>_<beta>.parquet and (browse) MERGE the queries into
-    the store. Returns a summary: the file, per-type reports and timings."""
+    the store. Returns a summary: the file, per-type reports and timings. types: None = the split's
+    defaults, which skip the types the graph cannot hold (:func:`pipeline.sampling.sampler.sample_queries`)."""
     from pipeline.sampling.levels import store_alpha_table
     from pipeline.sampling.sampler import sample_queries
     from pipeline.store.ingest import content_key
@@ -51,7 +54,7 @@ def sample_to_dir(
         "source": "sampled",
         "seed": int(seed),
         "per_type": per_type,
-        "types": [r.type for r in reports],
+        "types": [r.type for r in reports if r.kept],
         "checksums": kg.checksums,
         # the graph it was sampled from (the store's load marker key): answering or writing it back
         # against another version of the data set is refused (pipeline.stages.writeback.check_version)
@@ -81,7 +84,7 @@ def sample_dataset(
     store_uri: str | None = None,
     source: str | None = None,
     browse: bool = True,
-    progress: bool = True,
+    progress: bool | Output = True,
 ) -> dict:
     """``pipeline sample DATASET``: check the options before the data and the store are touched, load the
     data set, sample over the store (:func:`sample_to_dir`). types: None = the split's defaults."""
@@ -90,10 +93,10 @@ def sample_dataset(
     from pipeline.sampling.sampler import SamplingError, resolve_types
     from pipeline.store import open_store
 
-    check_folder(out_dir, "--out")
-    names = resolve_types(types, split)
+    check_folder(out_dir, "out")
+    names = resolve_types(types, split) if types else None  # None: the defaults, skipping what cannot exist
     if per_type is not None and per_type < 1:
-        raise SamplingError(f"--per-type must be at least 1, got {per_type}")
+        raise SamplingError(f"{option('per_type', per_type)}: must be at least 1")
     kg = load(dataset, source=source)
     with open_store(store_uri) as store:
         return sample_to_dir(kg, store, out_dir, split=split, types=names, per_type=per_type, alpha=alpha, beta=beta, seed=seed, browse=browse, progress=progress)

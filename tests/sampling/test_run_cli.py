@@ -62,7 +62,7 @@ def test_cli_errors_are_one_line(tmp_path):
     res = runner.invoke(cli, ["sample", "ppi5k", "--out", str(tmp_path), "--types", "1p,3p"])
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "unknown query type '3p'" in res.output
     res = runner.invoke(cli, ["sample", "ppi5k", "--out", str(tmp_path), "--per-type", "-3"])
-    assert res.exit_code == 2 and res.output == "error: --per-type must be at least 1, got -3\n"
+    assert res.exit_code == 2 and res.output == "error: --per-type -3: must be at least 1\n"
     bad = tmp_path / "test_type0001_soft_efo1_qaa.json"
     bad.write_text('{"(r1(s1,e1))&(r2(e1,f1))": [[{"r1": 0}, {"f1_answers": []}, {"f1_values": []}]]}')
     res = runner.invoke(cli, ["import-squk", "ppi5k", str(bad), "--out", str(tmp_path)])
