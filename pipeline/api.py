@@ -231,11 +231,14 @@ def export(
     out: str | Path | None,
     device: str | None = None,
     allow_dense: bool = False,
+    overwrite: bool = False,
     progress: bool = True,
 ) -> Export:
     r"""Write a trained run's neural adjacency, like ``pipeline export``: every (h, r, t) predicted at or
     above ``threshold`` (default 0.1), or only each (head, relation)'s ``top_k`` best tails among them. An
-    export keeping more than a third of all pairs is refused unless ``allow_dense``.
+    export keeping more than a third of all pairs is refused unless ``allow_dense``. An ``out`` folder
+    holding an export of another run, model or threshold is replaced only with ``overwrite=True``; the same
+    export is reused.
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -250,7 +253,8 @@ def export(
     from pipeline.stages.export import MAX_FRACTION, export_adjacency
 
     man = export_adjacency(_path(run), 0.1 if threshold is None else threshold, out, device=device,
-                           progress=progress, top_k=top_k, max_fraction=1.0 if allow_dense else MAX_FRACTION)
+                           progress=progress, top_k=top_k, max_fraction=1.0 if allow_dense else MAX_FRACTION,
+                           overwrite=overwrite)
     return Export(Path(man["path"]), man)
 
 

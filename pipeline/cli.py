@@ -505,8 +505,9 @@ def train_cmd(
 ) -> None:
     """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE.
 
-    A run directory that already holds a run is never started over silently: --resume continues it,
-    --overwrite deletes it first."""
+    A run directory that already holds a run is never started over silently: the same settings on the
+    same data reuse a finished run and resume an unfinished one; other settings are refused (--resume
+    continues a run with another epoch budget, --overwrite deletes it first)."""
     from pipeline.models.config import steps_per_epoch
     from pipeline.models.stage import train_dataset
 
@@ -519,6 +520,8 @@ def train_cmd(
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
+    if res.get("reused"):
+        click.echo(f"{out} holds the finished run of these settings and data: reused (--overwrite trains again)")
     # what was chosen: a small graph's batch size is not the model's default
     click.echo(
         f"trained {cfg.model} on {done.dataset}: {n_train} train facts, batch size {cfg.batch_size} "
@@ -584,20 +587,22 @@ def _against_mean(res: dict) -> str:
               help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
 @click.option("--allow-dense", is_flag=True,
               help="Keep the export even when it holds more than a third of all (h, r, t) pairs (refused otherwise).")
+@click.option("--overwrite", is_flag=True, help="Replace an export of another run, model or threshold in --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
 @_executor_options
 @_friendly
 def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | None, as_json: bool,
                top_k: int | None = None, executor_name: str = "local", address: str | None = None,
                workers: int | None = None, shards: str | None = None, shard_heads: int | None = None,
-               allow_dense: bool = False) -> None:
+               allow_dense: bool = False, overwrite: bool = False) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
     from pipeline.executors import make_executor
     from pipeline.stages.export import MAX_FRACTION, export_adjacency
 
     with make_executor(executor_name, address, workers) as executor:
         man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
-                               shard_heads=shard_heads, max_fraction=1.0 if allow_dense else MAX_FRACTION)
+                               shard_heads=shard_heads, max_fraction=1.0 if allow_dense else MAX_FRACTION,
+                               overwrite=overwrite)
     # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
     # graph's dense matrix, which read "0 facts = 134% of dense"
     frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])

@@ -23,7 +23,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from pipeline.core.config import select_device
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
 from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor
@@ -206,15 +206,18 @@ def _train(
         "best_state": None,
         "stopped": False,
     }
+    held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists()]
+    if held and not resume and not overwrite:
+        # the same call again (a notebook cell re-run): the same run is reused or resumed, never retrained
+        if rerun(run_dir, cfg, kg) == "reuse":
+            from pipeline.models.runs import load_run
+
+            load_run(run_dir)  # the model file is the one results.json describes (else CorruptArtifactError)
+            return {**read_json(run_dir / RESULTS_FILE), "reused": True}
+        resume = True
     if resume:
-        state = _load_checkpoint(run_dir, cfg, model, opt)
+        state = _load_checkpoint(run_dir, cfg, model, opt, kg)
     else:
-        held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists()]
-        if held and not overwrite:
-            raise PipelineError(
-                f"{run_dir} holds a run ({', '.join(held)}): --resume continues it, --overwrite starts over "
-                "(deleting it), or give another --out"
-            )
         # a fresh run: no file of an earlier run in this directory may outlive it
         for name in (CHECKPOINT_FILE, MODEL_FILE, RESULTS_FILE):
             (run_dir / name).unlink(missing_ok=True)
@@ -302,8 +305,10 @@ def train(
     run directory (config.json, metadata.json, checkpoint.pt each epoch, model.pt and results.json at the end).
 
     kg: loaders.KGData. With resume=True, continues from RUN_DIR/checkpoint.pt (same config up to epochs
-    and device); a fresh run into a RUN_DIR that holds a run (checkpoint or model) is refused unless
-    overwrite=True, which deletes that run first. Returns the results document. Runs with deterministic kernels: multi-threaded embedding
+    and device, same data); overwrite=True deletes a run RUN_DIR holds and starts over. With neither, a
+    RUN_DIR holding a run of the same config and data (a re-run of the same call) is reused when finished
+    (its results.json, plus ``"reused": True``; nothing trained) and resumed when not; another config or
+    changed data is refused with the settings that differ (:func:`rerun`). Returns the results document. Runs with deterministic kernels: multi-threaded embedding
     gradients (index_put with accumulate) otherwise sum in a varying order, and the same seed would not
     give the same weights twice.
     """
@@ -321,6 +326,65 @@ def train(
     finally:
         torch.use_deterministic_algorithms(before, warn_only=before_warn)
         torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+def rerun(run_dir: Path, cfg: TrainConfig, kg) -> str:
+    """What training ``cfg`` on ``kg`` into ``run_dir``, which holds a run, does without resume/overwrite:
+    ``"reuse"`` (a finished run of the same config on the same data: its results, no training) or
+    ``"resume"`` (an unfinished one); PipelineError saying which setting differs (or that the data changed)
+    and how to start over otherwise."""
+    held = ", ".join(name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists())
+    try:
+        saved = read_json(run_dir / CONFIG_FILE) if (run_dir / CONFIG_FILE).exists() else None
+    except ArtifactError:
+        saved = None
+    if not isinstance(saved, dict):
+        raise PipelineError(
+            f"{run_dir} holds a run ({held}) without a readable {CONFIG_FILE}: {option('overwrite', True)} starts "
+            f"over (deleting it), or give another {option('out')}"
+        )
+    old = TrainConfig.from_dict(saved)
+    if old != cfg:
+        raise PipelineError(_other_settings(run_dir, cfg, old))
+    _check_same_data(run_dir, kg)
+    finished = (run_dir / MODEL_FILE).exists() and (run_dir / RESULTS_FILE).exists()
+    if not finished and not (run_dir / CHECKPOINT_FILE).exists():
+        raise PipelineError(
+            f"{run_dir} holds an unfinished run without its {CHECKPOINT_FILE}: {option('overwrite', True)} starts "
+            f"over (deleting it), or give another {option('out')}"
+        )
+    return "reuse" if finished else "resume"
+
+
+def _other_settings(run_dir: Path, cfg: TrainConfig, old: TrainConfig) -> str:
+    """The line for a run directory holding a run of another config: each differing setting, this call's
+    value and the saved one, and what to do."""
+    new_d, old_d = cfg.to_dict(), old.to_dict()
+    differ = [k for k in new_d if new_d[k] != old_d.get(k)]
+    said = []
+    for k in differ:
+        if k == "dataset":
+            said.append(f"data set '{new_d[k]}' here, '{old_d[k]}' there")
+        else:
+            said.append(f"{option(k, new_d[k])} here, {old_d.get(k)!r} there")
+    fix = f"{option('overwrite', True)} starts over (deleting it), or give another {option('out')}"
+    if set(differ) <= {"epochs", "device"} and (run_dir / CHECKPOINT_FILE).exists():
+        fix = f"{option('resume', True)} continues it with these settings; " + fix
+    return f"{run_dir} holds a run with other settings ({'; '.join(said)}): {fix}"
+
+
+def _check_same_data(run_dir: Path, kg) -> None:
+    """The run in run_dir was trained on kg's files (the data checksums in its metadata.json)."""
+    meta = read_json(run_dir / METADATA_FILE) if (run_dir / METADATA_FILE).exists() else {}
+    saved = dict(meta.get("data_checksums") or {}) if isinstance(meta, dict) else {}
+    now = dict(kg.checksums or {})
+    if saved != now:
+        changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+        raise PipelineError(
+            f"{run_dir} holds a run trained on other data: data set '{kg.name}' changed since "
+            f"({', '.join(changed)}); {option('overwrite', True)} trains again on the current data, or give another "
+            f"{option('out')}"
+        )
 
 
 def can_resume(run_dir: str | Path, cfg: TrainConfig) -> bool:
@@ -348,9 +412,11 @@ def _check_resumable(run_dir: Path, cfg: TrainConfig) -> Path:
 
 
 def _load_checkpoint(
-    run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer
+    run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer, kg=None
 ) -> dict:
     path = _check_resumable(run_dir, cfg)
+    if kg is not None:
+        _check_same_data(run_dir, kg)
     ck = torch_load(path)
     try:
         model.load_state_dict(ck["model"])

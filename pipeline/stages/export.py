@@ -32,13 +32,14 @@ import torch
 from tqdm import tqdm
 
 from pipeline.core import atomic, config
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
 from pipeline.core.provenance import provenance
 from pipeline.executors.base import Executor, Task
 from pipeline.formats.adjacency import (
     FORMAT,
     MANIFEST,
     SCHEMA,
+    read_manifest,
     read_shard,
     relation_file,
     reusable,
@@ -74,6 +75,7 @@ def export_adjacency(
     executor: Executor | None = None,
     shards: str | Path | None = None,
     shard_heads: int | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
@@ -92,6 +94,8 @@ def export_adjacency(
     ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export), reusing shards a
     killed run left; the same relation files result. shard_heads: heads per shard (rounded to whole scoring
     blocks so shards hold the same batches; default one block; a box model's pruned export: one relation).
+    overwrite: replace an export of another model, threshold or top-k at ``out`` (refused otherwise, naming
+    what differs); an export of the same ones is reused, or written again where its files are damaged.
     """
     from pipeline.models import load_run, read_run
 
@@ -116,9 +120,11 @@ def export_adjacency(
             )
         return {**cached, "path": str(out), "cached": True}
     if out.exists() and not out.is_dir():
-        raise ArtifactError(f"{out}: exists and is not a directory; choose another --out")
+        raise ArtifactError(f"{out}: exists and is not a directory; choose another {option('out')}")
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
-        raise ArtifactError(f"{out}: exists and is not an export directory; choose another --out")
+        raise ArtifactError(f"{out}: exists and is not an export directory; choose another {option('out')}")
+    if not overwrite:
+        check_replaceable(out, model_hash, threshold, top_k, run.path)
 
     n = model.n_entities
     tails = torch.arange(n, device=dev)
@@ -225,6 +231,31 @@ def export_adjacency(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {**manifest, "path": str(out), "cached": False}
+
+
+def check_replaceable(out: Path, model_hash: str, threshold: float, top_k: int | None, run_path: Path) -> None:
+    """An export folder that holds an export of another model, threshold or top-k (or one whose manifest
+    cannot be read) is not replaced unless asked: ArtifactError naming what differs and the option. An
+    export of the same model and settings whose files are damaged may be written again."""
+    if not (out / MANIFEST).exists():
+        return
+    try:
+        held = read_manifest(out)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{exc}; {option('overwrite', True)} replaces it, or choose another {option('out')}") from None
+    differ = []
+    if held.get("model_hash") != model_hash:
+        differ.append(f"another model (run {held.get('run_dir', '?')}, model hash {str(held.get('model_hash'))[:12]}…; "
+                      f"this one {run_path}, {model_hash[:12]}…)")
+    if float(held.get("threshold", -1)) != float(threshold):
+        differ.append(f"threshold {held.get('threshold')} (this one {threshold})")
+    if held.get("top_k") != top_k:
+        differ.append(f"top_k {held.get('top_k')} (this one {top_k})")
+    if differ:
+        raise ArtifactError(
+            f"{out} holds an export of {', '.join(differ)}: {option('overwrite', True)} replaces it, or choose "
+            f"another {option('out')}"
+        )
 
 
 def _pruned_relation(

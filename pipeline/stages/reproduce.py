@@ -214,7 +214,7 @@ def export_stage(ctx: Context, model: str, run_dir: Path, model_hash: str) -> di
 
         man = export_adjacency(
             run_dir, ctx.cfg.threshold, ctx.out / "exports" / run_dir.name, device=ctx.cfg.device,
-            progress=ctx.progress,
+            progress=ctx.progress, overwrite=True,  # the ledger's key (model hash, threshold) decides
         )
         return {"path": man["path"], "model_hash": man["model_hash"], "nnz": man["nnz"], "_paths": [man["path"]]}
 

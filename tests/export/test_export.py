@@ -101,11 +101,20 @@ def test_cache_reused_for_same_model_and_threshold_only(tmp_path: Path) -> None:
     assert (
         not other["cached"] and other["model_hash"] != first["model_hash"] and other["path"] != first["path"]
     )
-    # an explicit --out holding another model's export is replaced, not reused
+    # an explicit --out holding another model's export is neither reused nor replaced unless asked (issue 44)
     out = tmp_path / "fixed"
     export_adjacency(tmp_path / "run", THRESHOLD, out, progress=False)
+    held = load_adjacency(out)[1]["model_hash"]
+    with pytest.raises(ArtifactError, match=r"holds an export of threshold 0.3 \(this one 0.5\): overwrite=True"):
+        export_adjacency(run, 0.5, out, progress=False)
     _train(run, "ukge_rect", seed=2)
-    replaced = export_adjacency(run, THRESHOLD, out, progress=False)
+    with pytest.raises(ArtifactError) as err:
+        export_adjacency(run, THRESHOLD, out, progress=False)
+    assert str(err.value) == (
+        f"{out} holds an export of another model (run {run}, model hash {held[:12]}…; this one {run}, "
+        f"{load_run(run).content_hash()[:12]}…): overwrite=True replaces it, or choose another out=")
+    assert load_adjacency(out)[1]["model_hash"] == held  # untouched
+    replaced = export_adjacency(run, THRESHOLD, out, progress=False, overwrite=True)
     assert not replaced["cached"]
     assert load_adjacency(out)[1]["model_hash"] == load_run(run).content_hash()
     assert export_adjacency(run, THRESHOLD, out, progress=False)["cached"]
@@ -266,3 +275,19 @@ def test_dense_guard_holds_on_a_small_graph_unless_allowed_plainly(runs, tmp_pat
     # the export made with the flag is not handed out from the cache without it
     again = CliRunner().invoke(cli, args)
     assert again.exit_code != 0 and "--allow-dense" in again.output
+
+
+def test_cli_export_into_a_folder_of_another_export_needs_overwrite(runs, tmp_path: Path) -> None:
+    from pipeline.cli import cli
+
+    out = tmp_path / "exp"
+    base = ["export", str(runs["ukge_logi"]), "--out", str(out), "--allow-dense"]
+    assert CliRunner().invoke(cli, [*base, "--threshold", "0.3"]).exit_code == 0
+    again = CliRunner().invoke(cli, [*base, "--threshold", "0.3"])
+    assert again.exit_code == 0 and "[cached]" in again.output  # the same run and settings: reused
+    other = CliRunner().invoke(cli, ["export", str(runs["beurre"]), "--out", str(out), "--allow-dense"])
+    assert other.exit_code == 2 and other.output.startswith(f"error: {out} holds an export of another model (run ")
+    assert other.output.endswith(": --overwrite replaces it, or choose another --out\n")
+    assert load_adjacency(out)[1]["model"] == "ukge_logi"
+    other = CliRunner().invoke(cli, ["export", str(runs["beurre"]), "--out", str(out), "--allow-dense", "--overwrite"])
+    assert other.exit_code == 0 and load_adjacency(out)[1]["model"] == "beurre"
