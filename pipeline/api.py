@@ -236,7 +236,8 @@ def export(
 ) -> Export:
     r"""Write a trained run's neural adjacency, like ``pipeline export``: every (h, r, t) predicted at or
     above ``threshold`` (default 0.1), or only each (head, relation)'s ``top_k`` best tails among them. An
-    export keeping more than a third of all pairs is refused unless ``allow_dense``. An ``out`` folder
+    export larger than a quarter of the memory available (or half the free disk) is refused, with the
+    sizes, unless ``allow_dense``. An ``out`` folder
     holding an export of another run, model or threshold is replaced only with ``overwrite=True``; the same
     export is reused.
 
@@ -250,11 +251,10 @@ def export(
     >>> len(adj.facts) == adj.n_facts <= 4 * 2, list(adj.facts.columns)
     (True, ['head', 'relation', 'tail', 'confidence'])
     """
-    from pipeline.stages.export import MAX_FRACTION, export_adjacency
+    from pipeline.stages.export import export_adjacency
 
     man = export_adjacency(_path(run), 0.1 if threshold is None else threshold, out, device=device,
-                           progress=progress, top_k=top_k, max_fraction=1.0 if allow_dense else MAX_FRACTION,
-                           overwrite=overwrite)
+                           progress=progress, top_k=top_k, allow_dense=allow_dense, overwrite=overwrite)
     return Export(Path(man["path"]), man)
 
 

@@ -586,7 +586,8 @@ def _against_mean(res: dict) -> str:
 @click.option("--shard-heads", type=click.IntRange(1), default=None,
               help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
 @click.option("--allow-dense", is_flag=True,
-              help="Keep the export even when it holds more than a third of all (h, r, t) pairs (refused otherwise).")
+              help="Keep the export even when its size exceeds its budget (a quarter of the memory available, "
+                   "half the free disk; refused otherwise).")
 @click.option("--overwrite", is_flag=True, help="Replace an export of another run, model or threshold in --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest.")
 @_executor_options
@@ -601,16 +602,15 @@ def export_cmd(run_dir: str, threshold: float, out: str | None, device: str | No
 
     with make_executor(executor_name, address, workers) as executor:
         man = export_adjacency(run_dir, threshold, out, device=device, top_k=top_k, executor=executor, shards=shards,
-                               shard_heads=shard_heads, max_fraction=1.0 if allow_dense else MAX_FRACTION,
-                               overwrite=overwrite)
+                               shard_heads=shard_heads, allow_dense=allow_dense, overwrite=overwrite)
     # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
     # graph's dense matrix, which read "0 facts = 134% of dense"
     frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
-    if frac > MAX_FRACTION:  # only with --allow-dense (or a cached export made with it): say so plainly
+    if frac > MAX_FRACTION:  # fits the machine, but says little: say so plainly
         click.echo(
-            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs, more than the density "
-            f"guard's {MAX_FRACTION:.0%} (allowed by --allow-dense): at threshold {man['threshold']} the model "
-            "calls most pairs true, and queries over it will answer with nearly every entity",
+            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs: at threshold {man['threshold']} "
+            "the model calls most pairs true, and queries over it will answer with nearly every entity "
+            "(a higher --threshold or a --top-k is more selective)",
             err=True,
         )
     if as_json:

@@ -85,7 +85,7 @@ def test_top_k_is_part_of_the_cache_key_and_validated(run: Path, tmp_path: Path)
     b = export_adjacency(run, 0.2, tmp_path / "e", progress=False, overwrite=True)
     assert not b["cached"] and b["nnz"] > a["nnz"] and b["top_k"] is None
     assert export_adjacency(run, 0.2, tmp_path / "e", progress=False)["cached"]
-    with pytest.raises(PipelineError, match="--top-k"):
+    with pytest.raises(PipelineError, match=r"top_k=0: must be at least 1"):
         export_adjacency(run, 0.2, tmp_path / "f", progress=False, top_k=0)
 
 
@@ -97,4 +97,4 @@ def test_cli_top_k(run: Path, tmp_path: Path) -> None:
     man = load_adjacency(tmp_path / "c")[1]
     assert man["top_k"] == 2 and man["nnz"] <= 2 * man["n_entities"] * man["n_relations"]
     bad = CliRunner().invoke(cli, ["export", str(run), "--top-k", "0", "--out", str(tmp_path / "d")])
-    assert bad.exit_code != 0 and "--top-k must be at least 1" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code != 0 and "--top-k 0: must be at least 1" in bad.output and "Traceback" not in bad.output
