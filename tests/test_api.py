@@ -162,7 +162,7 @@ def test_a_benchmark_ingested_from_python_has_the_cli_stats(store_env: str) -> N
     [
         (lambda: pl.dataset("ppi5"), "unknown data set 'ppi5' (did you mean ppi5k?"),
         (lambda: pl.query("binding(a, ?y", dataset="ppi5k", graph="test"), "column 9: unknown entity 'a'"),
-        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of --graph"),
+        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of graph= (train, valid or test) or adjacency="),
         (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks'"),
         (lambda: pl.cypher("  "), "empty Cypher statement"),
         (lambda: pl.ingest("ppi5k", split="0.5,0.5,0"), "ingest ppi5k: split apply to your own KG"),

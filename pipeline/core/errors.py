@@ -15,7 +15,9 @@ from contextlib import contextmanager
 _FRONT_END: contextvars.ContextVar[str] = contextvars.ContextVar("pipeline_front_end", default="python")
 
 # options whose command-line flag is not the keyword with dashes (keyword -> flag)
-_FLAGS = {"store": "--store", "out": "--out", "model": "--model", "adjacency": "--adjacency"}
+_FLAGS = {"store": "--store", "out": "--out", "model": "--model", "adjacency": "--adjacency",
+          # pl.answer's query sets of the other roles
+          "valid": "--valid-queries", "train": "--train-queries"}
 
 
 def front_end() -> str:

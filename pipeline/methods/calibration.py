@@ -32,7 +32,7 @@ from torch import nn
 from tqdm import tqdm
 
 from pipeline.core import atomic, checksums
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
 from pipeline.core.kg import GraphTensors
 from pipeline.core.registry import Registry
 from pipeline.query.model import Conjunction, Query
@@ -597,7 +597,7 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
     run_path, calib_dir = fit.run_path, fit.calib_dir
     assert calib_dir is not None
     if not (run_path / "config.json").exists():
-        raise PipelineError(f"calibration L needs the backbone's run directory; {run_path} is not one (use --run)")
+        raise PipelineError(f"calibration L needs the backbone's run directory; {run_path} is not one (give {option('run')})")
     model = load_run(run_path, device=fit.device)
     if model.content_hash() != method.manifest["model_hash"]:
         raise ArtifactError(

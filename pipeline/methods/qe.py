@@ -52,14 +52,14 @@ class QueryEmbedding(Method):
         disjunctions."""
         from pipeline.baselines.runs import load_qe_run
         from pipeline.core import config
-        from pipeline.core.errors import PipelineError
+        from pipeline.core.errors import PipelineError, option
 
         model, run_cfg = load_qe_run(run_dir, device=config.select_device(device))
         if union is not None:
             try:
                 model.set_union(union)
             except ValueError as exc:
-                raise PipelineError(f"--union {union}: {exc}") from None
+                raise PipelineError(f"{option('union', union)}: {exc}") from None
         by_name = {c.name: c for c in QueryEmbedding.__subclasses__()}
         method_cls = by_name.get(str(run_cfg["model"]), QueryEmbedding)
         if cls is not QueryEmbedding and method_cls is not cls:

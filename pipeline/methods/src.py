@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
 from pipeline.engine import Adjacency, as_adjacency, search_batch
 from pipeline.formats import pair_cache as paircache
 from pipeline.formats.queryset import QuerySet, checksum
@@ -155,9 +155,11 @@ class SRC(Method):
         manifest = {**manifest, "path": str(adjacency_dir)}
         method = cls(adj, manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
         if calib.uses_delta and (valid is None or score is None):
-            raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
+            raise PipelineError(f"{option('calibration', calib.name)} chooses delta on a valid query set: give "
+                                f"{option('valid')}")
         if calib.uses_l and train is None:
-            raise PipelineError(f"--calibration {calib.name} trains L on a train query set: give --train-queries")
+            raise PipelineError(f"{option('calibration', calib.name)} trains L on a train query set: give "
+                                f"{option('train')}")
         run_path = Path(run_dir or manifest.get("run_dir", ""))
         key_parts: dict[str, Any] = {
             "model_hash": manifest["model_hash"],

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,10 @@ def train_dataset(
     from pipeline.models import train
     from pipeline.models.config import fitted_batch_size, train_config
 
-    check_folder(out, "--out")
+    check_folder(out, "out")
     cfg = train_config(dataset.lower(), model, config_file, **overrides)
     if resume and overwrite:
-        raise PipelineError("--resume and --overwrite exclude each other")
+        raise PipelineError(f"{option('resume', True)} and {option('overwrite', True)} exclude each other")
     kg = load(cfg.dataset, source=source)
     n_train = len(kg.graph("train"))
     if overrides.get("batch_size") is None and config_file is None:  # a replayed config keeps its own

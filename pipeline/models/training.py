@@ -193,7 +193,7 @@ def _train(
     device = select_device(cfg.device)
     if cfg.psl and (kg.softlogic is None or len(kg.softlogic) == 0):
         raise PipelineError(
-            f"--psl needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
+            f"{option('psl')} needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
         )
 
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(device)

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from pipeline.core.atomic import check_folder
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, front_end, option
 from pipeline.formats.answers import (
     TOP_K,
     RankedRows,
@@ -39,22 +39,28 @@ from pipeline.stages import answer_plan
 if TYPE_CHECKING:
     from pipeline.executors import Executor
 
-# which split each role of a query set must come from (anything else leaks the test set into selection)
-ROLE_SPLITS = {"--valid-queries": "valid", "--train-queries": "train"}
+# which split each role of a query set must come from (anything else leaks the test set into selection);
+# keyed by pl.answer's keyword (the CLI's --valid-queries / --train-queries)
+ROLE_SPLITS = {"valid": "valid", "train": "train"}
+# a method's source option as pl.answer spells it (the CLI's --model RUN_DIR is model= there)
+_SOURCE_KEYWORDS = {"adjacency": "adjacency", "model_run": "model"}
 
 
-def check_role(qs: QuerySet | None, option: str, dataset: str, force: bool = False) -> None:
-    """A query set given as ``option`` must be of ``dataset`` and of the split that role needs (valid for
-    selection, train for fitting); ``force`` accepts another split (it is recorded in the answers file)."""
+def check_role(qs: QuerySet | None, role: str, dataset: str, force: bool = False) -> None:
+    """A query set given for ``role`` ("valid" or "train") must be of ``dataset`` and of the split that role
+    needs (valid for selection, train for fitting); ``force`` accepts another split (it is recorded in the
+    answers file)."""
     if qs is None:
         return
+    role = role.lstrip("-").removesuffix("-queries")  # "--valid-queries" as earlier callers wrote it
     if qs.meta["dataset"] != dataset:
-        raise PipelineError(f"{option} {qs.path}: a query set of '{qs.meta['dataset']}', not '{dataset}'")
-    want, got = ROLE_SPLITS[option], qs.meta.get("split")
+        raise PipelineError(f"{option(role, qs.path)}: a query set of '{qs.meta['dataset']}', not '{dataset}'")
+    want, got = ROLE_SPLITS[role], qs.meta.get("split")
     if got != want and not force:
         raise PipelineError(
-            f"{option} {qs.path}: a query set of the {got} split, not {want}; choosing on it would leak "
-            f"{got} queries into the result (pass --allow-split-mismatch to do it anyway; it is recorded)"
+            f"{option(role, qs.path)}: a query set of the {got} split, not {want}; choosing on it would leak "
+            f"{got} queries into the result (pass {option('allow_split_mismatch', True)} to do it anyway; it is "
+            "recorded)"
         )
 
 
@@ -322,15 +328,18 @@ def check_method_options(cls: type[Method], options: MethodOptions, explain: int
         names = [n for n in METHODS.names() if getattr(METHODS[n].capabilities, flag)]
         return ", ".join(names) or "no method"
 
+    def source(c: Any) -> str:  # "--adjacency DIR" / "adjacency=" (pl.answer names the run model=)
+        return c.source_flag if front_end() == "cli" else option(_SOURCE_KEYWORDS.get(c.source, c.source))
+
     if getattr(options, caps.source) is None:
-        raise PipelineError(f"--method {name} answers from {caps.source_flag}: give it "
-                            f"({', '.join(f'{METHODS[n].capabilities.source_flag} for {n}' for n in METHODS.names())})")
+        raise PipelineError(f"{option('method', name)} answers from {source(caps)}: give it "
+                            f"({', '.join(f'{source(METHODS[n].capabilities)} for {n}' for n in METHODS.names())})")
     if options.calibration != "none" and not caps.calibration:
-        raise PipelineError(f"--calibration applies to {takers('calibration')} only; {name} is not calibrated")
+        raise PipelineError(f"{option('calibration')} applies to {takers('calibration')} only; {name} is not calibrated")
     if explain and not caps.explain:
-        raise PipelineError(f"--explain applies to {takers('explain')} only: {name} has no witnesses")
+        raise PipelineError(f"{option('explain')} applies to {takers('explain')} only: {name} has no witnesses")
     if options.union is not None and not caps.union:
-        raise PipelineError(f"--union applies to {takers('union')} only ({name} answers disjunctions exactly)")
+        raise PipelineError(f"{option('union')} applies to {takers('union')} only ({name} answers disjunctions exactly)")
     if any_shape and not caps.any_shape:
         raise PipelineError(f"--from-store answers queries of any shape: use {takers('any_shape')} "
                             f"({name} answers the registered query types only)")
@@ -357,8 +366,8 @@ def answer_queries(
     assert qs is not None
     dataset = qs.meta["dataset"]
     valid, train = _query_set(options.valid_queries), _query_set(options.train_queries)
-    check_role(valid, "--valid-queries", dataset, options.allow_split_mismatch)
-    check_role(train, "--train-queries", dataset, options.allow_split_mismatch)
+    check_role(valid, "valid", dataset, options.allow_split_mismatch)
+    check_role(train, "train", dataset, options.allow_split_mismatch)
     executor = options.executor
     if isinstance(method, MethodOptions):
         cls = method_class(method)
@@ -372,7 +381,7 @@ def answer_queries(
     else:
         built = method
         if options.explain and not built.capabilities.explain:
-            raise PipelineError(f"--explain: {built.name} has no witnesses")
+            raise PipelineError(f"{option('explain')}: {built.name} has no witnesses")
     report: AnswerReport = run_answer(qs, built, options.out_dir, {"valid": valid, "train": train},
                                       options.progress, executor)  # type: ignore[assignment]
     if options.explain:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.core.kg import GraphTensors, observed_graph
 from pipeline.engine.adjacency import as_adjacency
 from pipeline.engine.search import solve, top_answers
@@ -43,7 +43,8 @@ def ask(
     from loaders import load
 
     if (graph is None) == (adjacency is None):
-        raise PipelineError("give exactly one of --graph train|valid|test or --adjacency DIR")
+        raise PipelineError(f"give exactly one of {option('graph')} (train, valid or test) or {option('adjacency')} "
+                            "(a neural adjacency export folder)")
     kg = load(dataset)
     vocab = Vocabulary.from_kg(kg)
     query = parse(text, vocab)  # syntax and names fail fast, before any tensor work
@@ -59,7 +60,8 @@ def ask(
     adj = as_adjacency(tensors)  # built once: the witnesses read the same index
     if calibration:
         if adjacency is None:
-            raise PipelineError("--calibration applies to a neural adjacency export (--adjacency), not --graph")
+            raise PipelineError(f"{option('calibration')} applies to a neural adjacency export ({option('adjacency')}), "
+                                f"not {option('graph')}")
         from pipeline.methods.calibration import lower_alphas
         from pipeline.methods.saved_calibration import apply_saved
 

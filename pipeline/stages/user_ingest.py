@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, front_end, option
 
 
 def ingest_user(
@@ -40,11 +40,16 @@ def ingest_user(
 ) -> dict[str, Any]:
     """Stage, load into the store, commit. Returns the report (counts, source, checksum, store report)."""
     if bool(from_path) == bool(from_store):
-        raise PipelineError("give exactly one of --from PATH and --from-store URI")
+        raise PipelineError(f"give exactly one of {_source_option()} and {option('from_store')} (a store URI)")
     with _one_at_a_time(name):
         return _ingest(name, from_path=from_path, from_store=from_store, store_uri=store_uri, split=split, seed=seed,
                        columns=columns, confidence_property=confidence_property, rel_types=rel_types,
                        name_property=name_property, batch_size=batch_size, progress=progress)
+
+
+def _source_option() -> str:
+    """The option naming the user's file: ``--from PATH`` under the CLI, ``source=`` in Python."""
+    return "--from PATH" if front_end() == "cli" else "source= (a file or folder)"
 
 
 def _one_at_a_time(name: str) -> AbstractContextManager[None]:
@@ -69,7 +74,8 @@ def _ingest(
 
     if from_store:
         if not confidence_property:
-            raise PipelineError("--from-store needs --confidence-property (the relationship property holding c)")
+            raise PipelineError(f"{option('from_store')} needs {option('confidence_property')} (the relationship property "
+                                "holding c)")
         from pipeline.store.pull import pull_rows
 
         types = [t.strip() for t in rel_types.split(",") if t.strip()] if rel_types else None

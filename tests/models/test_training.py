@@ -145,7 +145,7 @@ def test_bad_run_directories(tmp_path: Path) -> None:
 
 def test_psl_needs_softlogic_and_dataset_must_match(tmp_path: Path) -> None:
     kg = toy_kg(softlogic=False)
-    with pytest.raises(PipelineError, match="--psl needs the soft-logic facts"):
+    with pytest.raises(PipelineError, match="^psl= needs the soft-logic facts"):
         train(kg, cfg_for("ukge_logi", 1, psl=True), tmp_path / "r", progress=False)
     with pytest.raises(PipelineError, match="data set 'other'"):
         train(kg, default_config("other", "ukge_logi", epochs=1), tmp_path / "r", progress=False)
