@@ -63,11 +63,28 @@ def find_query(store: Any, qid: str, dataset: str | None = None, set_name: str |
     return found[0]
 
 
-def choose_method(methods: list[str], method: str | None, qid: str) -> str:
+def choose_method(methods: list[str], method: str | None, qid: str, written: list[str] | None = None) -> str:
+    """The method whose answers the page draws. methods: those with answers to this query; written: those
+    whose committed write-back of the query's set exists (holding answers to this query or not)."""
+    written = sorted(set(written or ()) | set(methods))
+    found_none = [m for m in written if m not in methods]  # written back, but nothing for this query
+
+    def nothing(m: str) -> PipelineError:
+        return PipelineError(f"query {qid} has no answers by method '{m}': its write-back holds none for this query "
+                             "(the method predicted no entity above 0 for it)")
+
     if method is not None:
+        if method in found_none:
+            raise nothing(method)
         if method not in methods:
-            raise PipelineError(f"query {qid} has no answers of method '{method}'; it has: {', '.join(methods) or 'none'}")
+            raise PipelineError(f"query {qid} has no answers of method '{method}'; it has: {', '.join(methods) or 'none'}"
+                                + (f" (written back without answers to it: {', '.join(found_none)})" if found_none else ""))
         return method
+    if not methods and len(found_none) == 1:
+        raise nothing(found_none[0])
+    if not methods and found_none:
+        raise PipelineError(f"query {qid} has no answers by any of the methods written back for its set "
+                            f"({', '.join(found_none)}): none of them predicted an entity above 0 for it")
     if len(methods) != 1:
         hint = f"give --method, one of: {', '.join(repr(m) for m in methods)}" if methods else (
             "write answers back first: pipeline answer ... --write-back")
@@ -224,7 +241,7 @@ def read_page_graph(store: Any, qid: str, method: str | None = None, dataset: st
             f"query {qid}'s text did not parse, so it has no answers to draw: {found['error']} "
             f"(text: {found.get('text')!r}); fix the node's text and run `pipeline answer --from-store ... --write-back`"
         )
-    chosen = choose_method(sorted(found["methods"]), method, qid)
+    chosen = choose_method(sorted(found["methods"]), method, qid, found.get("written"))
     rows = store.run(cypher_text("browse_query"), {"dataset": found["dataset"], "set": found["set"], "qid": qid})
     return page_graph(rows, chosen)
 
