@@ -20,7 +20,7 @@ from pipeline.core.kg import observed_graph
 from pipeline.core.progress import Output, output
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import query_to_records
-from pipeline.query import QUERY_TYPES, TRAIN_TYPES, to_text
+from pipeline.query import QUERY_TYPES, TRAIN_TYPES, Vocabulary, to_text
 from pipeline.sampling.requirements import (
     alpha_for,
     check_alpha_mode,
@@ -172,7 +172,7 @@ def sample_queries(
     type_index = {name: i for i, name in enumerate(QUERY_TYPES)}
     with out.bar(total=per_type * (len(types) - len(missing)), desc=f"sample {split}", unit="query") as bar:
         job = _Job(walker, pool, per_type, split, train_adj, split_adj, alpha_mode, beta_mode, alpha_table,
-                   attempts_per_query, bar, strict=named)
+                   attempts_per_query, bar, strict=named, vocab=Vocabulary.from_kg(kg))
         for name in types:
             if name in missing:
                 report = TypeReport(name, per_type, note=f"skipped: {name} needs {missing[name]}, which the "
@@ -226,6 +226,7 @@ class _Job:
     attempts_per_query: int
     bar: Any
     strict: bool = True  # every type must fill (the caller named the types)
+    vocab: Vocabulary | None = None  # names for each query's named_text
 
 
 def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeReport, list[dict]]:
@@ -280,6 +281,7 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
             kept.append(
                 {
                     "text": text,
+                    **({"named_text": to_text(query, job.vocab)} if job.vocab is not None else {}),
                     "atoms": query_to_records(query),
                     "alpha_level": level,
                     "answers_easy": e_ids,
