@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +19,10 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
-from tqdm import tqdm
 
 from pipeline.core.config import select_device
 from pipeline.core.errors import ArtifactError, PipelineError, option
+from pipeline.core.progress import Output, output
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
 from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor
@@ -130,23 +129,25 @@ def run_epoch(
     psl: Facts | None,
     cfg: TrainConfig,
     epoch: int,
-    progress: bool,
+    progress: bool | Output,
 ) -> float:
-    """One pass over the shuffled train facts; returns the mean batch loss."""
+    """One pass over the shuffled train facts; returns the mean batch loss. Its bar of batches is a
+    terminal's only (:meth:`pipeline.core.progress.Output.inner_bar`)."""
     g = epoch_generator(cfg.seed, epoch)
+    perm = torch.randperm(len(facts), generator=g).to(facts.h.device)
+    model.train()
+    out = output(progress)
+    n_batches = (len(facts) + cfg.batch_size - 1) // cfg.batch_size
+    with out.inner_bar(range(n_batches), desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch") as bar:
+        return _batches(bar, model, opt, facts, psl, cfg, perm, g, out.bars)
+
+
+def _batches(bar: Any, model: ConfidenceModel, opt: torch.optim.Optimizer, facts: Facts, psl: Facts | None,
+             cfg: TrainConfig, perm: Tensor, g: torch.Generator, shown: bool) -> float:
+    """The optimisation steps of one epoch over ``bar`` (an iterable of batch indices)."""
     n, dev, k = len(facts), facts.h.device, cfg.negatives
-    perm = torch.randperm(n, generator=g).to(dev)
     n_batches = (n + cfg.batch_size - 1) // cfg.batch_size
     total = 0.0
-    model.train()
-    bar = tqdm(
-        range(n_batches),
-        desc=f"epoch {epoch + 1}/{cfg.epochs}",
-        leave=False,
-        disable=not progress,
-        unit="batch",
-        dynamic_ncols=True,
-    )
     for i in bar:
         idx = perm[i * cfg.batch_size : (i + 1) * cfg.batch_size]
         b = len(idx)
@@ -172,7 +173,7 @@ def run_epoch(
         loss.backward()
         opt.step()
         total += float(loss.detach())
-        if progress and (i % 10 == 0 or i == n_batches - 1):
+        if shown and (i % 10 == 0 or i == n_batches - 1):
             bar.set_postfix(
                 loss=f"{total / (i + 1):.4f}", pos=f"{parts['pos']:.4f}", neg=f"{parts['neg']:.4f}"
             )
@@ -228,41 +229,10 @@ def _train(
     psl = Facts.from_frame(kg.softlogic, device) if cfg.psl else None
     valid = kg.split_facts("val")
     valid_neg = sampled_negatives(valid, kg.n_entities, cfg.seed)
-    for epoch in range(state["epoch"], cfg.epochs):
-        if state["stopped"]:
-            break
-        t0 = time.perf_counter()
-        loss = run_epoch(model, opt, facts, psl, cfg, epoch, progress)
-        seconds = time.perf_counter() - t0
-        model.eval()
-        v = confidence_errors(model, valid)
-        vn = confidence_errors(model, valid_neg)
-        sel = v["mse"] if cfg.select_on == "valid_pos" else (v["mse"] + vn["mse"]) / 2
-        state["history"].append(
-            {
-                "epoch": epoch + 1,
-                "loss": loss,
-                "valid_mse": v["mse"],
-                "valid_mae": v["mae"],
-                "valid_neg_mse": vn["mse"],
-                "selection_mse": sel,
-                "seconds": seconds,
-            }
-        )
-        if cfg.select_on == "last" or sel < state["best_valid_mse"]:
-            state.update(best_valid_mse=sel, best_epoch=epoch + 1, best_state=_snapshot(model))
-        elif epoch + 1 - state["best_epoch"] >= cfg.patience:
-            state["stopped"] = True
-        state["epoch"] = epoch + 1
-        if progress:
-            tqdm.write(
-                f"epoch {epoch + 1}: loss {loss:.5f}  valid MSE {v['mse']:.5f}  MAE {v['mae']:.5f}  "
-                f"neg MSE {vn['mse']:.5f}  "
-                f"({seconds:.1f} s)",
-                file=sys.stderr,
-            )
-        torch_save(run_dir / CHECKPOINT_FILE, {"model": _snapshot(model), "optim": opt.state_dict(), **state})
-
+    out = output(progress)
+    # one bar over the epochs (a notebook's only one: the figures as its postfix, not 60 lines)
+    with out.bar(total=cfg.epochs, initial=state["epoch"], desc=f"train {cfg.model}", unit="epoch") as epochs:
+        _epochs(epochs, out, model, opt, facts, psl, cfg, state, valid, valid_neg, run_dir)
     if state["best_state"] is not None:
         model.load_state_dict(state["best_state"])
     model.eval()
@@ -290,6 +260,46 @@ def _train(
     }
     write_json(run_dir / RESULTS_FILE, results)
     return results
+
+
+def _epochs(bar: Any, out: Output, model: ConfidenceModel, opt: torch.optim.Optimizer, facts: Facts,
+            psl: Facts | None, cfg: TrainConfig, state: dict[str, Any], valid: pd.DataFrame,
+            valid_neg: pd.DataFrame, run_dir: Path) -> None:
+    """The epochs from state["epoch"] on, each checkpointed; ``bar`` counts them and shows the figures."""
+    for epoch in range(state["epoch"], cfg.epochs):
+        if state["stopped"]:
+            break
+        t0 = time.perf_counter()
+        loss = run_epoch(model, opt, facts, psl, cfg, epoch, out)
+        seconds = time.perf_counter() - t0
+        model.eval()
+        v = confidence_errors(model, valid)
+        vn = confidence_errors(model, valid_neg)
+        sel = v["mse"] if cfg.select_on == "valid_pos" else (v["mse"] + vn["mse"]) / 2
+        state["history"].append(
+            {
+                "epoch": epoch + 1,
+                "loss": loss,
+                "valid_mse": v["mse"],
+                "valid_mae": v["mae"],
+                "valid_neg_mse": vn["mse"],
+                "selection_mse": sel,
+                "seconds": seconds,
+            }
+        )
+        if cfg.select_on == "last" or sel < state["best_valid_mse"]:
+            state.update(best_valid_mse=sel, best_epoch=epoch + 1, best_state=_snapshot(model))
+        elif epoch + 1 - state["best_epoch"] >= cfg.patience:
+            state["stopped"] = True
+        state["epoch"] = epoch + 1
+        # a terminal's line per epoch; a notebook's bar shows the same figures as its postfix
+        out.step_line(f"epoch {epoch + 1}: loss {loss:.5f}  valid MSE {v['mse']:.5f}  MAE {v['mae']:.5f}  "
+                      f"neg MSE {vn['mse']:.5f}  ({seconds:.1f} s)")
+        bar.set_postfix_str(f"loss {loss:.4f}, valid MSE {v['mse']:.4f}", refresh=False)
+        bar.update(1)
+        torch_save(run_dir / CHECKPOINT_FILE, {"model": _snapshot(model), "optim": opt.state_dict(), **state})
+
+
 
 
 def train(
