@@ -74,7 +74,9 @@ class Output:
         bars are off. Use it as a context manager, or close it in a ``finally``."""
         cls, widgets = _bar_class()
         notebook = self.notebook
-        disable = not self.bars or bool(kwargs.pop("disable", False))
+        # a caller's own disable (None: tqdm's rule, bars on a terminal only) applies when bars are on
+        extra = kwargs.pop("disable", False)
+        disable = True if not self.bars else extra
         kwargs.setdefault("leave", notebook)
         kwargs.setdefault("dynamic_ncols", True)
         if notebook and not widgets:

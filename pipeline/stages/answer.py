@@ -400,16 +400,12 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     same calibrated adjacency and the same lowered alphas as the answers) go to ``<stem>.witnesses.parquet``
     (:mod:`pipeline.formats.witnesses`). method: the method that wrote the file (SRC: adjacency, delta).
     Returns the witnesses file's path."""
-    from tqdm import tqdm
-
     from loaders import load
-    from pipeline.engine.witness import find_witnesses
+    from pipeline.core.progress import output
     from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers, write_answers
-    from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
-    from pipeline.methods.calibration import lower_alphas
+    from pipeline.formats.witnesses import witnesses_path, write_witnesses
     from pipeline.query import Vocabulary, to_text
-    from pipeline.stages.witness_records import PREDICTED, witness_record
 
     vocab = Vocabulary.from_kg(load(method.dataset))
     ans = read_answers(path)
@@ -423,10 +419,23 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     # answers only (finite u > 0), best first: rows_of numbers the witnesses by this order
     top = frame[(frame[col.RANK] <= k) & (frame[col.UTILITY] > 0)].sort_values([col.QUERY_ID, col.RANK], kind="stable")
     by_query = {qid: g[col.ENTITY].tolist() for qid, g in top.groupby(col.QUERY_ID, sort=False)}
-    for qid, ents in tqdm(by_query.items(), desc="explain", unit="query", disable=not progress, leave=False):
+    with output(progress).bar(by_query.items(), desc="explain", unit="query") as bar:
+        rows += _explain_rows(bar, queries, texts, method, vocab)
+    meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
+    return str(write_witnesses(rows, witnesses_path(path), meta))
+
+
+def _explain_rows(bar: Any, queries: dict, texts: dict, method: Any, vocab: Any) -> list:
+    """The witness rows of each (query id, entities) of ``bar``."""
+    from pipeline.engine.witness import find_witnesses
+    from pipeline.formats.witnesses import rows_of
+    from pipeline.methods.calibration import lower_alphas
+    from pipeline.stages.witness_records import PREDICTED, witness_record
+
+    rows: list = []
+    for qid, ents in bar:
         q = lower_alphas(queries[qid], float(getattr(method, "delta", 0.0)))
         ws = find_witnesses(q, method.adjacency, [int(e) for e in ents])
         ends = [[(u.head, u.tail) for u in w.atoms] for w in ws]
         rows += rows_of(qid, texts[qid], [witness_record(w, q, vocab, PREDICTED) for w in ws], ends)
-    meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
-    return str(write_witnesses(rows, witnesses_path(path), meta))
+    return rows
