@@ -77,3 +77,16 @@ def test_notebook_policy(monkeypatch, capsys):
         assert outer.leave is False and not inner.disable
     out.step_line("epoch 1: loss 0.1")
     assert "epoch 1: loss 0.1" in capsys.readouterr().err
+
+
+def test_text_bars_in_a_kernel_without_widgets_refresh_rarely(monkeypatch):
+    """tqdm.auto falls back to text bars where ipywidgets is missing: each refresh is an output chunk of the
+    cell, so they refresh every KERNEL_TEXT_INTERVAL seconds (a 60-epoch cell made 44 chunks at tqdm's 0.1 s)."""
+    monkeypatch.setattr(progress, "in_kernel", lambda: True)
+    monkeypatch.setattr(progress, "_bar_class", lambda: (text_tqdm, False))
+    with output(True).bar(total=3) as bar:
+        assert bar.mininterval == progress.KERNEL_TEXT_INTERVAL
+    monkeypatch.undo()
+    # outside a kernel tqdm.auto is an asyncio subclass of the text bar: not taken for widgets (it was, so
+    # a kernel without ipywidgets refreshed at 0.1 s)
+    assert progress._bar_class()[1] is False

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # a text bar in a kernel without widgets: each refresh is one output message of the cell
-KERNEL_TEXT_INTERVAL = 2.0
+KERNEL_TEXT_INTERVAL = 10.0
 
 
 def in_kernel() -> bool:
@@ -49,9 +49,9 @@ def _bar_class() -> tuple[type, bool]:
     """(the tqdm class to use, whether it draws widgets): tqdm.auto's own choice, which falls back to
     text bars (with one TqdmWarning) in a kernel without ipywidgets."""
     from tqdm.auto import tqdm as auto
-    from tqdm.std import tqdm as text
 
-    return auto, auto is not text
+    # tqdm.auto is an asyncio subclass of the text bar, or of the notebook's widget bar
+    return auto, any(c.__module__ == "tqdm.notebook" for c in auto.__mro__)
 
 
 @dataclass(frozen=True)
