@@ -54,7 +54,7 @@ def stage(args: argparse.Namespace) -> dict:
 
         k = args.top_k if args.stage == "export_topk" else None
         thr = args.topk_threshold if k else args.threshold
-        man = export_adjacency(run_dir, threshold=thr, out=work / args.stage, progress=False, top_k=k, max_fraction=1.0)
+        man = export_adjacency(run_dir, threshold=thr, out=work / args.stage, progress=False, top_k=k, allow_dense=True)
         return {"nnz": man["nnz"], "bytes": man["bytes"], "export_seconds": man["seconds"],
                 "scores": man["n_entities"] ** 2 * man["n_relations"]}
     if args.stage == "sample":

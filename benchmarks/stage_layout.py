@@ -46,7 +46,7 @@ def _toy(root: Path) -> dict[str, Path]:
     kg = toy_kg(n_entities=40, n_relations=3, n_facts=700, seed=1, softlogic=False)
     cfg = default_config("toy", "ukge_logi", dim=16, epochs=5, lr=0.01, batch_size=128, seed=0, device="cpu")
     train(kg, cfg, root / "run", progress=False)
-    man = export_adjacency(root / "run", threshold=0.3, out=root / "export", device="cpu", progress=False, max_fraction=1.0)
+    man = export_adjacency(root / "run", threshold=0.3, out=root / "export", device="cpu", progress=False, allow_dense=True)
     return {
         "export": Path(man["path"]),
         "valid": write_set(kg, "valid", root / "q" / "valid.parquet", 8, 0.3, 1),

@@ -160,12 +160,12 @@ def verify_md5(path: Path, expected: str | None) -> str:
 
 def _download(url: str, dest: Path) -> None:
     """Download url to dest atomically (a partial download never looks complete), with a progress bar."""
-    from tqdm import tqdm
+    from pipeline.core.progress import output
 
     def fetch(tmp: Path) -> None:
         with urllib.request.urlopen(url, timeout=60) as resp, open(tmp, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {dest.name}", leave=False) as bar:
+            with output(True).bar(total=total, unit="B", unit_scale=True, desc=f"download {dest.name}", leave=False) as bar:
                 for block in iter(lambda: resp.read(1 << 16), b""):
                     out.write(block)
                     bar.update(len(block))

@@ -109,7 +109,7 @@ def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_s
         extra = set(options) - {"batch_size", "store", "progress"}
         if extra:
             raise PipelineError(f"ingest {name}: {', '.join(sorted(extra))} apply to your own KG, not a benchmark")
-        ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.progress)
+        ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.output)
         return Dataset(name, o.store)
     if source is None and from_store is None:
         from loaders import get_spec

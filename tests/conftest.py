@@ -193,3 +193,40 @@ def bolt_and_native(bolt_server, bolt_store):
         yield bolt_store, native
     finally:
         native.close()
+
+
+# ------------------------------------------------------------- the notebook's small real graph (issue 44)
+
+
+@pytest.fixture(scope="session")
+def women_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Davis's Southern Women (tests/women.py: 32 entities, 3 relations, 499 facts) ingested once as the
+    user data set ``women`` under a PIPELINE_HOME of its own, on a fresh graph of the session server."""
+    from pipeline.stages.user_ingest import ingest_user
+    from tests.women import write_women_tsv
+
+    root = tmp_path_factory.mktemp("women")
+    home, saved = root / "home", os.environ.get("PIPELINE_HOME")
+    os.environ["PIPELINE_HOME"] = str(home)
+    store = falkordb_store.fresh()
+    try:
+        tsv = write_women_tsv(root / "women.tsv")
+        ingest_user("women", str(tsv), None, store.uri, progress=False)
+    finally:
+        if saved is None:
+            os.environ.pop("PIPELINE_HOME", None)
+        else:
+            os.environ["PIPELINE_HOME"] = saved
+    try:
+        yield {"root": root, "home": home, "uri": store.uri, "tsv": tsv, "store": store}
+    finally:
+        store.drop()
+        store.close()
+
+
+@pytest.fixture
+def women(women_session: dict, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The ``women`` data set, known by name (its PIPELINE_HOME) and in the default store (PIPELINE_STORE)."""
+    monkeypatch.setenv("PIPELINE_HOME", str(women_session["home"]))
+    monkeypatch.setenv("PIPELINE_STORE", women_session["uri"])
+    return women_session

@@ -162,7 +162,7 @@ def test_a_benchmark_ingested_from_python_has_the_cli_stats(store_env: str) -> N
     [
         (lambda: pl.dataset("ppi5"), "unknown data set 'ppi5' (did you mean ppi5k?"),
         (lambda: pl.query("binding(a, ?y", dataset="ppi5k", graph="test"), "column 9: unknown entity 'a'"),
-        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of graph= train|valid|test or adjacency="),
+        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k"), "give exactly one of graph= (train, valid or test) or adjacency="),
         (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks' (did you mean epochs?)"),
         (lambda: pl.train("ppi5k", model="ukge_logi", epochs=0), "epochs=0: must be at least 1"),
         (lambda: pl.answer("/tmp/q.parquet", workers="2"), "workers='2': expected an integer"),

@@ -30,7 +30,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("out-errors")
     cfg = default_config("toy", "ukge_logi", epochs=1, dim=8, batch_size=32, lr=0.02, seed=0)
     train(toy_kg(), cfg, root / "run", progress=False)
-    export_adjacency(root / "run", threshold=0.3, out=root / "exp", progress=False, max_fraction=1.0)
+    export_adjacency(root / "run", threshold=0.3, out=root / "exp", progress=False, allow_dense=True)
     qs = read_query_set(write_toy_query_set(root / "toy_test.parquet"))
     frame, _ = answer_query_set(qs, SRC.over(PREDICTED, "toy", backbone="m"), progress=False)
     answers = write_answers(frame, root / "ans" / "a.parquet", {"dataset": "toy", "method": "m SRC", "query_set": str(qs.path)})

@@ -20,8 +20,9 @@ from pipeline.stages.options import ExportOptions, TrainOptions
 def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE.
 
-    A run directory that already holds a run is never started over silently: --resume continues it,
-    --overwrite deletes it first."""
+    A run directory that already holds a run is never started over silently: the same settings on the
+    same data reuse a finished run and resume an unfinished one; other settings are refused (--resume
+    continues a run with another epoch budget, --overwrite deletes it first)."""
     from pipeline.models.config import steps_per_epoch
     from pipeline.stages.train import train_dataset
 
@@ -31,6 +32,8 @@ def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
+    if res.get("reused"):
+        click.echo(f"{out} holds the finished run of these settings and data: reused (--overwrite trains again)")
     # what was chosen: a small graph's batch size is not the model's default
     click.echo(
         f"trained {cfg.model} on {cfg.dataset}: {n_train} train facts, batch size {cfg.batch_size} "
@@ -89,11 +92,11 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
     # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
     # graph's dense matrix, which read "0 facts = 134% of dense"
     frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
-    if frac > MAX_FRACTION:  # only with --allow-dense (or a cached export made with it): say so plainly
+    if frac > MAX_FRACTION:  # fits the machine, but says little: say so plainly
         click.echo(
-            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs, more than the density "
-            f"guard's {MAX_FRACTION:.0%} (allowed by --allow-dense): at threshold {man['threshold']} the model "
-            "calls most pairs true, and queries over it will answer with nearly every entity",
+            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs: at threshold {man['threshold']} "
+            "the model calls most pairs true, and queries over it will answer with nearly every entity "
+            "(a higher --threshold or a --top-k is more selective)",
             err=True,
         )
     if as_json:

@@ -160,7 +160,15 @@ def temp_dir(path: str | Path) -> Path:
     return tmp
 
 
-def check_folder(path: str | Path | None, option: str = "--out") -> None:
+def _named(option: str, path: str | Path) -> str:
+    """The option and its value as the caller's front end spells them (``--out DIR`` / ``out='DIR'``);
+    option: the keyword (``out``) or its flag (``--out``)."""
+    from pipeline.core.errors import option as spelled
+
+    return spelled(option.lstrip("-").replace("-", "_"), str(path))
+
+
+def check_folder(path: str | Path | None, option: str = "out") -> None:
     """A path a command will create files in must be a folder, or not exist yet under a folder this
     process may write in; otherwise ArtifactError naming the option, before any work starts (an existing
     file, a path under a regular file, a folder without write permission)."""
@@ -170,7 +178,7 @@ def check_folder(path: str | Path | None, option: str = "--out") -> None:
         return
     target = Path(path)
     if target.exists() and not target.is_dir():
-        raise ArtifactError(f"{option} {path}: an existing file, not a folder")
+        raise ArtifactError(f"{_named(option, path)}: an existing file, not a folder")
     _check_creatable(path, target, option)
 
 
@@ -182,7 +190,7 @@ def check_file(path: str | Path | None, option: str) -> None:
     if path is None:
         return
     if Path(path).is_dir():
-        raise ArtifactError(f"{option} {path}: a folder; give a file name such as {Path(path) / 'out.png'}")
+        raise ArtifactError(f"{_named(option, path)}: a folder; give a file name such as {Path(path) / 'out.png'}")
     _check_creatable(path, Path(path).parent, option)
 
 
@@ -193,6 +201,6 @@ def _check_creatable(given: str | Path, folder: Path, option: str) -> None:
 
     there = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     if not there.is_dir():
-        raise ArtifactError(f"{option} {given}: {there} is a file, not a folder")
+        raise ArtifactError(f"{_named(option, given)}: {there} is a file, not a folder")
     if not os.access(there, os.W_OK | os.X_OK):
-        raise ArtifactError(f"{option} {given}: no permission to create files in {there}")
+        raise ArtifactError(f"{_named(option, given)}: no permission to create files in {there}")

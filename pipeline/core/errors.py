@@ -41,10 +41,11 @@ def use_front_end(name: str) -> Iterator[None]:
 
 def option(keyword: str, value: object = None) -> str:
     """How the current front end names the option whose Python keyword is ``keyword`` (with ``value``
-    when given): ``--per-type 5`` / ``per_type=5`` under the CLI / in Python."""
+    when given): ``--per-type 5`` / ``per_type=5`` under the CLI / in Python; a switch (value True) is
+    ``--overwrite`` / ``overwrite=True``."""
     if front_end() == "cli":
         flag = _FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
-        return flag if value is None else f"{flag} {value}"
+        return flag if value is None or value is True else f"{flag} {value}"  # a switch: the flag alone
     return f"{keyword}=" if value is None else f"{keyword}={value!r}"
 
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from tqdm import tqdm
 
 from pipeline.core.errors import PipelineError
 from pipeline.core.kg import GraphTensors
+from pipeline.core.progress import output
 from pipeline.engine.adjacency import Adjacency, as_adjacency
 from pipeline.engine.atoms import (
     NEG_INF,
@@ -81,16 +81,18 @@ def solve(
     chunks = [items[i : i + MAX_BATCH] for items in groups.values() for i in range(0, len(items), MAX_BATCH)]
     graded: list[tuple[torch.Tensor, torch.Tensor]] = []  # (flat index, utilities) that carry a gradient
     written: set[int] = set()  # queries whose row of out holds a result already
-    for chunk in tqdm(chunks, desc="search", unit="batch", disable=not progress, leave=False):
-        qis = [qi for qi, _ in chunk]
-        idx = torch.tensor(qis, device=adj.device)
-        util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap)
-        if util.requires_grad:  # in place twice would break autograd: one out-of-place scatter below
-            flat = (idx[:, None] * n + torch.arange(n, device=adj.device)).reshape(-1)
-            graded.append((flat, util.reshape(-1)))
-        else:
-            _max_into(out, qis, util, written)
-        approx.index_add_(0, idx, ap.to(torch.int32))
+    # an inner bar (a search runs inside a stage's bar): leave=False, closed with its loop
+    with output(progress).bar(chunks, desc="search", unit="batch", leave=False) as bar:
+        for chunk in bar:
+            qis = [qi for qi, _ in chunk]
+            idx = torch.tensor(qis, device=adj.device)
+            util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap)
+            if util.requires_grad:  # in place twice would break autograd: one out-of-place scatter below
+                flat = (idx[:, None] * n + torch.arange(n, device=adj.device)).reshape(-1)
+                graded.append((flat, util.reshape(-1)))
+            else:
+                _max_into(out, qis, util, written)
+            approx.index_add_(0, idx, ap.to(torch.int32))
     if graded:
         flat = torch.cat([f for f, _ in graded])
         vals = torch.cat([u for _, u in graded])
@@ -239,16 +241,16 @@ def _cyclic(
     nested = bool(subs) and QueryGraph(subs[0]).has_cycle
     bound = f"capped at {cycle_cap}, approximate" if approximate else "--cycle-cap N bounds it (approximate)"
     for group in shapes.values():
-        for i in tqdm(
+        with output(show_bar and (len(group) > 4 * MAX_BATCH or nested)).bar(
             range(0, len(group), MAX_BATCH),
             desc=f"cycle ?{v.name}: {len(subs)} candidates{', each with cycles left' if nested else ''}; {bound}",
             unit="batch",
-            disable=not show_bar or (len(group) <= 4 * MAX_BATCH and not nested),
             leave=False,
-        ):
-            util, ap = _conjunctions(group[i : i + MAX_BATCH], adj, cycle_cap, show_bar=False)
-            best = torch.maximum(best, util.amax(dim=0))
-            approximate |= bool(ap.any())
+        ) as bar:
+            for i in bar:
+                util, ap = _conjunctions(group[i : i + MAX_BATCH], adj, cycle_cap, show_bar=False)
+                best = torch.maximum(best, util.amax(dim=0))
+                approximate |= bool(ap.any())
     return best, approximate
 
 

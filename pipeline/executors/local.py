@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from tqdm import tqdm
-
 from pipeline.core.errors import PipelineError, option
+from pipeline.core.progress import output
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 
 
@@ -54,7 +53,7 @@ class LocalExecutor(Executor):
 
 
 def _run(call: Callable[[Any], Any], tasks: Sequence[Task], desc: str, unit: str, progress: bool) -> Iterator[tuple[int, Any]]:
-    with tqdm(total=sum(t.weight for t in tasks), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True) as bar:
+    with output(progress).bar(total=sum(t.weight for t in tasks), desc=desc, unit=unit) as bar:
         for i, task in enumerate(tasks):
             try:
                 result = call(task.args)

@@ -23,10 +23,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from tqdm import tqdm
-
 from pipeline.core.errors import PipelineError, option
 from pipeline.core.heap import keep_freed_heap, release_heap
+from pipeline.core.progress import output
 from pipeline.executors.base import ActorState, Executor, Task, TaskFailed, failure
 from pipeline.executors.local import LocalExecutor
 
@@ -142,9 +141,7 @@ class ProcessExecutor(Executor):
         ctx = mp.get_context("fork" if forking else "spawn")
         items = [(i, fn, t.args, t.label) for i, t in enumerate(tasks)]
         pool = ctx.Pool(workers, initializer=_init, initargs=(threads, None if forking else state))
-        bar = tqdm(
-            total=sum(t.weight for t in tasks), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True
-        )
+        bar = output(progress).bar(total=sum(t.weight for t in tasks), desc=desc, unit=unit)
         try:
             for i, ok, result in pool.imap_unordered(_work, items, chunksize=1):
                 if not ok:

@@ -14,9 +14,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from tqdm import tqdm
-
 from pipeline.core.errors import PipelineError, option
+from pipeline.core.progress import output
 from pipeline.executors.base import ActorState, Executor, Task, failure
 
 # the object store of a cluster we start: small, the tasks exchange file names and counts, not arrays
@@ -177,7 +176,7 @@ class RayExecutor(Executor):
         ray = self._ray
         pending: dict[Any, int] = {}
         nxt = 0
-        bar = tqdm(total=sum(t.weight for t in tasks), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
+        bar = output(progress).bar(total=sum(t.weight for t in tasks), desc=desc, unit=unit)
         try:
             while nxt < len(tasks) or pending:
                 while nxt < len(tasks) and len(pending) < window:

@@ -32,7 +32,7 @@ import pyarrow.fs as pafs
 import torch
 
 from pipeline.core import atomic, checksums
-from pipeline.core.errors import ArtifactError
+from pipeline.core.errors import ArtifactError, option
 from pipeline.core.kg import GraphTensors
 from pipeline.core.provenance import is_sealed, seal
 
@@ -68,7 +68,7 @@ def shard_filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
 
             fs, path = fsspec.core.url_to_fs(text)
         except (ImportError, ValueError) as exc2:
-            raise ArtifactError(f"--shards {text}: no filesystem for this URI ({exc}; fsspec: {exc2})") from None
+            raise ArtifactError(f"{option('shards', text)}: no filesystem for this URI ({exc}; fsspec: {exc2})") from None
         return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
 
 
@@ -104,7 +104,7 @@ def read_shard(
         k = differ[0]
         raise ArtifactError(
             f"shard {path}: belongs to another export ({k} {meta.get(k)!r}, this export's {expect.get(k)!r}); "
-            "remove it or choose another --shards"
+            f"remove it or choose another {option('shards')}"
         )
     return batches, meta
 

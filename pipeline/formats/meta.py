@@ -105,7 +105,12 @@ def read_json(path: str | Path, label: str = "") -> Any:
     """A JSON document; ArtifactError naming the file (and the option it came from) when it is missing or
     not valid JSON."""
     path = Path(path)
-    where = f"{label} {path}" if label else str(path)
+    if label.startswith("--"):  # an option: spelled as the caller's front end spells it (--config F / config='F')
+        from pipeline.core.errors import option
+
+        where = option(label[2:].replace("-", "_"), str(path))
+    else:
+        where = f"{label} {path}" if label else str(path)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

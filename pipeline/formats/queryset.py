@@ -8,7 +8,8 @@ group listed by id):
   its conjunction in the DNF; exactly one of *_var / *_eid is set) ·
   answers_easy list<int64> · utilities_easy list<float64> (train graph) ·
   answers_hard list<int64> · utilities_hard list<float64> (the split's graph) · seed int64
-and optionally alpha_level str (the level drawn for the query: zero | low | normal | high) and, for
+and optionally alpha_level str (the level drawn for the query: zero | low | normal | high), named_text str
+(the text with names, quoted where a name needs it; sampled sets) and, for
 imported SQUK queries, answers_published / utilities_published (best first).
 File metadata (key ``pipeline``, JSON, sealed; :mod:`pipeline.formats.meta`): format, dataset, split, alpha,
 beta, source, seed, counts, provenance. Atoms are flat records (``query_to_records`` / ``records_to_query``),
@@ -61,6 +62,9 @@ SCHEMA = pa.schema(
 )
 OPTIONAL = {
     "alpha_level": pa.string(),
+    # the text with entity and relation names (``co_attends("Evelyn Jefferson", ?y, 0.3)``), for people and
+    # notebooks; ``text`` (ids) stays the one the stages parse
+    "named_text": pa.string(),
     "answers_published": pa.list_(pa.int64()),
     "utilities_published": pa.list_(pa.float64()),
 }

@@ -199,7 +199,7 @@ def ask_all(
     """Ask the model every item not answered yet in ``responses`` (JSONL, appended as answers arrive, so a
     killed run resumes); returns one record per item, in item order:
     {id, model, prompt_hash, status ok|error, reply, letter (None = no clear letter), error}."""
-    from tqdm import tqdm
+    from pipeline.core.progress import output
 
     if concurrency < 1:
         raise PipelineError(f"--concurrency must be at least 1, got {concurrency}")
@@ -224,10 +224,8 @@ def ask_all(
     if path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
         with open(path, "a", encoding="utf-8") as fh:
             fh.write("\n")  # a crash cut the last line: start ours on a fresh one
-    bar = tqdm(
-        total=len(items), initial=len(done), desc=f"ask {client.model}", unit="item", disable=not progress
-    )
-    with open(path, "a", encoding="utf-8") as out, ThreadPoolExecutor(max_workers=concurrency) as pool:
+    bar = output(progress).bar(total=len(items), initial=len(done), desc=f"ask {client.model}", unit="item")
+    with bar, open(path, "a", encoding="utf-8") as out, ThreadPoolExecutor(max_workers=concurrency) as pool:
         pending = set()
         queue: Iterable[dict[str, Any]] = iter(todo)
         try:
@@ -243,7 +241,6 @@ def ask_all(
             for f in pending:
                 f.cancel()
             raise
-    bar.close()
     return [results[it["id"]] for it in items]
 
 

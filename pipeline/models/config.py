@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
 
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "ukge_logi": {"dim": 128, "lr": 1e-3, "batch_size": 1024, "negatives": 10, "model_kwargs": {"l2": 5e-4}},
@@ -117,17 +117,18 @@ def train_config(dataset: str, model: str | None, config_file: str | Path | None
     given = {k: v for k, v in overrides.items() if v is not None}
     if config_file is None:
         if model is None:
-            raise PipelineError("give --model (see `pipeline ls models`) or --config RUN_DIR/config.json")
+            raise PipelineError(f"give {option('model')} (see `pipeline ls models`) or {option('config')} (a saved "
+                                "RUN_DIR/config.json)")
         return default_config(dataset, model, **given)
     from pipeline.formats.meta import read_json
 
     path = Path(config_file)
     saved = read_json(path, "--config")
     if not isinstance(saved, dict):
-        raise ArtifactError(f"--config {path}: not a JSON object")
+        raise ArtifactError(f"{option('config', str(path))}: not a JSON object")
     cfg = TrainConfig.from_dict(saved)
     if cfg.dataset != dataset:
-        raise PipelineError(f"--config {path}: a config for data set '{cfg.dataset}', not '{dataset}'")
+        raise PipelineError(f"{option('config', str(path))}: a config for data set '{cfg.dataset}', not '{dataset}'")
     if model is not None and model != cfg.model:
-        raise PipelineError(f"--config {path}: a config for model '{cfg.model}', not '{model}'")
+        raise PipelineError(f"{option('config', str(path))}: a config for model '{cfg.model}', not '{model}'")
     return dataclasses.replace(cfg, **given)

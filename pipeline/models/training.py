@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +19,10 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
-from tqdm import tqdm
 
 from pipeline.core.config import select_device
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
+from pipeline.core.progress import Output, output
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
 from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor
@@ -130,23 +129,25 @@ def run_epoch(
     psl: Facts | None,
     cfg: TrainConfig,
     epoch: int,
-    progress: bool,
+    progress: bool | Output,
 ) -> float:
-    """One pass over the shuffled train facts; returns the mean batch loss."""
+    """One pass over the shuffled train facts; returns the mean batch loss. Its bar of batches is a
+    terminal's only (:meth:`pipeline.core.progress.Output.inner_bar`)."""
     g = epoch_generator(cfg.seed, epoch)
+    perm = torch.randperm(len(facts), generator=g).to(facts.h.device)
+    model.train()
+    out = output(progress)
+    n_batches = (len(facts) + cfg.batch_size - 1) // cfg.batch_size
+    with out.inner_bar(range(n_batches), desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch") as bar:
+        return _batches(bar, model, opt, facts, psl, cfg, perm, g, out.bars)
+
+
+def _batches(bar: Any, model: ConfidenceModel, opt: torch.optim.Optimizer, facts: Facts, psl: Facts | None,
+             cfg: TrainConfig, perm: Tensor, g: torch.Generator, shown: bool) -> float:
+    """The optimisation steps of one epoch over ``bar`` (an iterable of batch indices)."""
     n, dev, k = len(facts), facts.h.device, cfg.negatives
-    perm = torch.randperm(n, generator=g).to(dev)
     n_batches = (n + cfg.batch_size - 1) // cfg.batch_size
     total = 0.0
-    model.train()
-    bar = tqdm(
-        range(n_batches),
-        desc=f"epoch {epoch + 1}/{cfg.epochs}",
-        leave=False,
-        disable=not progress,
-        unit="batch",
-        dynamic_ncols=True,
-    )
     for i in bar:
         idx = perm[i * cfg.batch_size : (i + 1) * cfg.batch_size]
         b = len(idx)
@@ -172,7 +173,7 @@ def run_epoch(
         loss.backward()
         opt.step()
         total += float(loss.detach())
-        if progress and (i % 10 == 0 or i == n_batches - 1):
+        if shown and (i % 10 == 0 or i == n_batches - 1):
             bar.set_postfix(
                 loss=f"{total / (i + 1):.4f}", pos=f"{parts['pos']:.4f}", neg=f"{parts['neg']:.4f}"
             )
@@ -193,7 +194,7 @@ def _train(
     device = select_device(cfg.device)
     if cfg.psl and (kg.softlogic is None or len(kg.softlogic) == 0):
         raise PipelineError(
-            f"--psl needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
+            f"{option('psl')} needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
         )
 
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(device)
@@ -206,15 +207,18 @@ def _train(
         "best_state": None,
         "stopped": False,
     }
+    held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists()]
+    if held and not resume and not overwrite:
+        # the same call again (a notebook cell re-run): the same run is reused or resumed, never retrained
+        if rerun(run_dir, cfg, kg) == "reuse":
+            from pipeline.models.runs import load_run
+
+            load_run(run_dir)  # the model file is the one results.json describes (else CorruptArtifactError)
+            return {**read_json(run_dir / RESULTS_FILE), "reused": True}
+        resume = True
     if resume:
-        state = _load_checkpoint(run_dir, cfg, model, opt)
+        state = _load_checkpoint(run_dir, cfg, model, opt, kg)
     else:
-        held = [name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists()]
-        if held and not overwrite:
-            raise PipelineError(
-                f"{run_dir} holds a run ({', '.join(held)}): --resume continues it, --overwrite starts over "
-                "(deleting it), or give another --out"
-            )
         # a fresh run: no file of an earlier run in this directory may outlive it
         for name in (CHECKPOINT_FILE, MODEL_FILE, RESULTS_FILE):
             (run_dir / name).unlink(missing_ok=True)
@@ -225,41 +229,10 @@ def _train(
     psl = Facts.from_frame(kg.softlogic, device) if cfg.psl else None
     valid = kg.split_facts("val")
     valid_neg = sampled_negatives(valid, kg.n_entities, cfg.seed)
-    for epoch in range(state["epoch"], cfg.epochs):
-        if state["stopped"]:
-            break
-        t0 = time.perf_counter()
-        loss = run_epoch(model, opt, facts, psl, cfg, epoch, progress)
-        seconds = time.perf_counter() - t0
-        model.eval()
-        v = confidence_errors(model, valid)
-        vn = confidence_errors(model, valid_neg)
-        sel = v["mse"] if cfg.select_on == "valid_pos" else (v["mse"] + vn["mse"]) / 2
-        state["history"].append(
-            {
-                "epoch": epoch + 1,
-                "loss": loss,
-                "valid_mse": v["mse"],
-                "valid_mae": v["mae"],
-                "valid_neg_mse": vn["mse"],
-                "selection_mse": sel,
-                "seconds": seconds,
-            }
-        )
-        if cfg.select_on == "last" or sel < state["best_valid_mse"]:
-            state.update(best_valid_mse=sel, best_epoch=epoch + 1, best_state=_snapshot(model))
-        elif epoch + 1 - state["best_epoch"] >= cfg.patience:
-            state["stopped"] = True
-        state["epoch"] = epoch + 1
-        if progress:
-            tqdm.write(
-                f"epoch {epoch + 1}: loss {loss:.5f}  valid MSE {v['mse']:.5f}  MAE {v['mae']:.5f}  "
-                f"neg MSE {vn['mse']:.5f}  "
-                f"({seconds:.1f} s)",
-                file=sys.stderr,
-            )
-        torch_save(run_dir / CHECKPOINT_FILE, {"model": _snapshot(model), "optim": opt.state_dict(), **state})
-
+    out = output(progress)
+    # one bar over the epochs (a notebook's only one: the figures as its postfix, not 60 lines)
+    with out.bar(total=cfg.epochs, initial=state["epoch"], desc=f"train {cfg.model}", unit="epoch") as epochs:
+        _epochs(epochs, out, model, opt, facts, psl, cfg, state, valid, valid_neg, run_dir)
     if state["best_state"] is not None:
         model.load_state_dict(state["best_state"])
     model.eval()
@@ -289,6 +262,46 @@ def _train(
     return results
 
 
+def _epochs(bar: Any, out: Output, model: ConfidenceModel, opt: torch.optim.Optimizer, facts: Facts,
+            psl: Facts | None, cfg: TrainConfig, state: dict[str, Any], valid: pd.DataFrame,
+            valid_neg: pd.DataFrame, run_dir: Path) -> None:
+    """The epochs from state["epoch"] on, each checkpointed; ``bar`` counts them and shows the figures."""
+    for epoch in range(state["epoch"], cfg.epochs):
+        if state["stopped"]:
+            break
+        t0 = time.perf_counter()
+        loss = run_epoch(model, opt, facts, psl, cfg, epoch, out)
+        seconds = time.perf_counter() - t0
+        model.eval()
+        v = confidence_errors(model, valid)
+        vn = confidence_errors(model, valid_neg)
+        sel = v["mse"] if cfg.select_on == "valid_pos" else (v["mse"] + vn["mse"]) / 2
+        state["history"].append(
+            {
+                "epoch": epoch + 1,
+                "loss": loss,
+                "valid_mse": v["mse"],
+                "valid_mae": v["mae"],
+                "valid_neg_mse": vn["mse"],
+                "selection_mse": sel,
+                "seconds": seconds,
+            }
+        )
+        if cfg.select_on == "last" or sel < state["best_valid_mse"]:
+            state.update(best_valid_mse=sel, best_epoch=epoch + 1, best_state=_snapshot(model))
+        elif epoch + 1 - state["best_epoch"] >= cfg.patience:
+            state["stopped"] = True
+        state["epoch"] = epoch + 1
+        # a terminal's line per epoch; a notebook's bar shows the same figures as its postfix
+        out.step_line(f"epoch {epoch + 1}: loss {loss:.5f}  valid MSE {v['mse']:.5f}  MAE {v['mae']:.5f}  "
+                      f"neg MSE {vn['mse']:.5f}  ({seconds:.1f} s)")
+        bar.set_postfix_str(f"loss {loss:.4f}, valid MSE {v['mse']:.4f}", refresh=False)
+        bar.update(1)
+        torch_save(run_dir / CHECKPOINT_FILE, {"model": _snapshot(model), "optim": opt.state_dict(), **state})
+
+
+
+
 def train(
     kg,
     cfg: TrainConfig,
@@ -302,8 +315,10 @@ def train(
     run directory (config.json, metadata.json, checkpoint.pt each epoch, model.pt and results.json at the end).
 
     kg: loaders.KGData. With resume=True, continues from RUN_DIR/checkpoint.pt (same config up to epochs
-    and device); a fresh run into a RUN_DIR that holds a run (checkpoint or model) is refused unless
-    overwrite=True, which deletes that run first. Returns the results document. Runs with deterministic kernels: multi-threaded embedding
+    and device, same data); overwrite=True deletes a run RUN_DIR holds and starts over. With neither, a
+    RUN_DIR holding a run of the same config and data (a re-run of the same call) is reused when finished
+    (its results.json, plus ``"reused": True``; nothing trained) and resumed when not; another config or
+    changed data is refused with the settings that differ (:func:`rerun`). Returns the results document. Runs with deterministic kernels: multi-threaded embedding
     gradients (index_put with accumulate) otherwise sum in a varying order, and the same seed would not
     give the same weights twice.
     """
@@ -321,6 +336,65 @@ def train(
     finally:
         torch.use_deterministic_algorithms(before, warn_only=before_warn)
         torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+def rerun(run_dir: Path, cfg: TrainConfig, kg) -> str:
+    """What training ``cfg`` on ``kg`` into ``run_dir``, which holds a run, does without resume/overwrite:
+    ``"reuse"`` (a finished run of the same config on the same data: its results, no training) or
+    ``"resume"`` (an unfinished one); PipelineError saying which setting differs (or that the data changed)
+    and how to start over otherwise."""
+    held = ", ".join(name for name in (CHECKPOINT_FILE, MODEL_FILE) if (run_dir / name).exists())
+    try:
+        saved = read_json(run_dir / CONFIG_FILE) if (run_dir / CONFIG_FILE).exists() else None
+    except ArtifactError:
+        saved = None
+    if not isinstance(saved, dict):
+        raise PipelineError(
+            f"{run_dir} holds a run ({held}) without a readable {CONFIG_FILE}: {option('overwrite', True)} starts "
+            f"over (deleting it), or give another {option('out')}"
+        )
+    old = TrainConfig.from_dict(saved)
+    if old != cfg:
+        raise PipelineError(_other_settings(run_dir, cfg, old))
+    _check_same_data(run_dir, kg)
+    finished = (run_dir / MODEL_FILE).exists() and (run_dir / RESULTS_FILE).exists()
+    if not finished and not (run_dir / CHECKPOINT_FILE).exists():
+        raise PipelineError(
+            f"{run_dir} holds an unfinished run without its {CHECKPOINT_FILE}: {option('overwrite', True)} starts "
+            f"over (deleting it), or give another {option('out')}"
+        )
+    return "reuse" if finished else "resume"
+
+
+def _other_settings(run_dir: Path, cfg: TrainConfig, old: TrainConfig) -> str:
+    """The line for a run directory holding a run of another config: each differing setting, this call's
+    value and the saved one, and what to do."""
+    new_d, old_d = cfg.to_dict(), old.to_dict()
+    differ = [k for k in new_d if new_d[k] != old_d.get(k)]
+    said = []
+    for k in differ:
+        if k == "dataset":
+            said.append(f"data set '{new_d[k]}' here, '{old_d[k]}' there")
+        else:
+            said.append(f"{option(k, new_d[k])} here, {old_d.get(k)!r} there")
+    fix = f"{option('overwrite', True)} starts over (deleting it), or give another {option('out')}"
+    if set(differ) <= {"epochs", "device"} and (run_dir / CHECKPOINT_FILE).exists():
+        fix = f"{option('resume', True)} continues it with these settings; " + fix
+    return f"{run_dir} holds a run with other settings ({'; '.join(said)}): {fix}"
+
+
+def _check_same_data(run_dir: Path, kg) -> None:
+    """The run in run_dir was trained on kg's files (the data checksums in its metadata.json)."""
+    meta = read_json(run_dir / METADATA_FILE) if (run_dir / METADATA_FILE).exists() else {}
+    saved = dict(meta.get("data_checksums") or {}) if isinstance(meta, dict) else {}
+    now = dict(kg.checksums or {})
+    if saved != now:
+        changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+        raise PipelineError(
+            f"{run_dir} holds a run trained on other data: data set '{kg.name}' changed since "
+            f"({', '.join(changed)}); {option('overwrite', True)} trains again on the current data, or give another "
+            f"{option('out')}"
+        )
 
 
 def can_resume(run_dir: str | Path, cfg: TrainConfig) -> bool:
@@ -348,9 +422,11 @@ def _check_resumable(run_dir: Path, cfg: TrainConfig) -> Path:
 
 
 def _load_checkpoint(
-    run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer
+    run_dir: Path, cfg: TrainConfig, model: ConfidenceModel, opt: torch.optim.Optimizer, kg=None
 ) -> dict:
     path = _check_resumable(run_dir, cfg)
+    if kg is not None:
+        _check_same_data(run_dir, kg)
     ck = torch_load(path)
     try:
         model.load_state_dict(ck["model"])

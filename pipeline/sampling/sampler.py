@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from loaders import GRAPHS
-from pipeline.core.errors import PipelineError, unknown_name
+from pipeline.core.errors import PipelineError, option, unknown_name
 from pipeline.core.kg import observed_graph
+from pipeline.core.progress import Output, output
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import query_to_records
 from pipeline.sampling.requirements import (
@@ -28,10 +28,11 @@ from pipeline.sampling.requirements import (
     draw_betas,
     draw_level,
 )
+from pipeline.sampling.shapes import missing_shapes
 from pipeline.sampling.truth import ground_truth
 from pipeline.sampling.useful import is_useful
 from pipeline.sampling.walks import GRAPH_PROPERTY, StoreWalker, ground
-from pipeline.softquery import QUERY_TYPES, TRAIN_TYPES, to_text
+from pipeline.softquery import QUERY_TYPES, TRAIN_TYPES, Vocabulary, to_text
 
 ATTEMPTS_PER_QUERY = 50  # walks drawn per wanted query before giving up on a type
 # ... but never fewer than this per type: a rare shape (CN15k's 2m at alpha normal, 3in at alpha zero) can
@@ -43,6 +44,14 @@ MIN_ATTEMPTS = 10_000
 
 class SamplingError(PipelineError):
     """A query type cannot be sampled as asked (too few groundable or useful queries within the budget)."""
+
+
+# How a type that cannot be filled is handled (docs/sampling.md, "Types a graph cannot hold"):
+# - types named by the caller: each must give per_type queries, else SamplingError saying why (a shape the
+#   split's graph lacks, found before any walk; or the walk budget's counts) and what to do;
+# - the split's default types (none named): a type the graph cannot hold is skipped without walking, a type
+#   the budget fills only partly keeps what it found; each is noted in its report (``note``) and in a
+#   warning line; SamplingError only when no type gives a query at all.
 
 
 @dataclass
@@ -59,6 +68,7 @@ class TypeReport:
     duplicates: int = 0
     no_answers: int = 0
     not_useful: int = 0
+    note: str = ""  # why the type has fewer than `wanted` queries (default types only; empty when filled)
     store_seconds: float = 0.0
     engine_seconds: float = 0.0
     answer_counts: list[int] = field(default_factory=list, repr=False)
@@ -128,18 +138,26 @@ def sample_queries(
     alpha_table: np.ndarray,
     dataset: str | None = None,
     attempts_per_query: int = ATTEMPTS_PER_QUERY,
-    progress: bool = True,
+    progress: bool | Output = True,
 ) -> tuple[list[dict], list[TypeReport]]:
     """Sample per_type queries of each type on kg's split, walking the store's copy of the data set
     (``dataset``, default kg.name). Returns the query-set rows (see :mod:`pipeline.formats.queryset`)
-    and one report per type. Raises SamplingError when a type cannot be filled within
-    max(attempts_per_query * per_type, MIN_ATTEMPTS) walks."""
+    and one report per type. ``types`` named: each must fill within max(attempts_per_query * per_type,
+    MIN_ATTEMPTS) walks, else SamplingError; ``types`` None (the split's defaults): the types the split's
+    graph cannot hold are skipped and short types keep what they found, each with a ``note`` and a
+    warning line (SamplingError only when nothing at all is found)."""
+    named = bool(types)
     types = resolve_types(types, split)
     check_alpha_mode(alpha_mode)
     check_beta_mode(beta_mode)
     if per_type < 1:
-        raise SamplingError(f"--per-type must be at least 1, got {per_type}")
+        raise SamplingError(f"{option('per_type', per_type)}: must be at least 1")
+    out = output(progress)
     dataset = dataset or kg.name
+    # the shapes the split's graph lacks, before any walk: milliseconds, against seconds of dead ends
+    missing = missing_shapes([QUERY_TYPES[name] for name in types], kg.graph(split), kg.n_entities)
+    if named and missing:
+        raise SamplingError(_cannot_exist(missing, split, dataset))
     train_adj = Adjacency.from_graph(observed_graph(kg, "train"))
     split_adj = train_adj if split == "train" else Adjacency.from_graph(observed_graph(kg, split))
     check_store_content(store, kg, dataset)
@@ -152,21 +170,43 @@ def sample_queries(
     rows: list[dict] = []
     reports: list[TypeReport] = []
     type_index = {name: i for i, name in enumerate(QUERY_TYPES)}
-    bar = tqdm(
-        total=per_type * len(types), desc=f"sample {split}", unit="query", disable=not progress, leave=False
-    )
-    job = _Job(walker, pool, per_type, split, train_adj, split_adj, alpha_mode, beta_mode, alpha_table,
-               attempts_per_query, bar)
-    try:
+    with out.bar(total=per_type * (len(types) - len(missing)), desc=f"sample {split}", unit="query") as bar:
+        job = _Job(walker, pool, per_type, split, train_adj, split_adj, alpha_mode, beta_mode, alpha_table,
+                   attempts_per_query, bar, strict=named, vocab=Vocabulary.from_kg(kg))
         for name in types:
+            if name in missing:
+                report = TypeReport(name, per_type, note=f"skipped: {name} needs {missing[name]}, which the "
+                                                         f"{split} graph has not")
+                reports.append(report)
+                continue
             report, kept = _sample_type(job, name, np.random.default_rng([int(seed), type_index[name]]))
             reports.append(report)
             for i, row in enumerate(kept):
                 row.update(id=f"{split}-{name}-{i:05d}", type=name, seed=int(seed))
                 rows.append(row)
-    finally:
-        bar.close()
+    if not rows:
+        raise SamplingError(
+            f"no query of any type on the {split} graph of '{dataset}': "
+            + "; ".join(f"{r.type} {r.note}" for r in reports)
+        )
+    for r in reports:
+        if r.note:
+            out.warn(f"sample {split}: query type {r.type}: {r.note}")
     return rows, reports
+
+
+def _cannot_exist(missing: dict[str, str], split: str, dataset: str) -> str:
+    """The one line for named types whose shape the split's graph lacks (grouped by what they need)."""
+    by_need: dict[str, list[str]] = {}
+    for name, why in missing.items():
+        by_need.setdefault(why, []).append(name)
+    needs = "; ".join(f"{' and '.join(names)} need{'s' if len(names) == 1 else ''} {why}"
+                      for why, names in by_need.items())
+    them = "it" if len(missing) == 1 else "them"
+    return (f"query type{'s' if len(missing) > 1 else ''} {', '.join(missing)} cannot exist on the {split} graph "
+            f"of '{dataset}': {needs}, which it has not; leave {them} out of {option('types')} (without "
+            f"{option('types')}, the split's default types are sampled and those the graph cannot hold are "
+            "skipped)")
 
 
 @dataclass
@@ -185,6 +225,8 @@ class _Job:
     alpha_table: np.ndarray
     attempts_per_query: int
     bar: Any
+    strict: bool = True  # every type must fill (the caller named the types)
+    vocab: Vocabulary | None = None  # names for each query's named_text
 
 
 def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeReport, list[dict]]:
@@ -239,6 +281,7 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
             kept.append(
                 {
                     "text": text,
+                    **({"named_text": to_text(query, job.vocab)} if job.vocab is not None else {}),
                     "atoms": query_to_records(query),
                     "alpha_level": level,
                     "answers_easy": e_ids,
@@ -254,10 +297,16 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
     report.dead_ends = walker.stats.dead_ends - dead0
     report.degenerate = walker.stats.degenerate - degen0
     if report.kept < per_type:
-        raise SamplingError(
-            f"query type {name}: only {report.kept} of {per_type} {'useful ' if split != 'train' else ''}queries "
-            f"after {report.attempts} walks on the {split} graph ({report.dead_ends} dead ends, {report.degenerate} "
+        found = (
+            f"only {report.kept} of {per_type} {'useful ' if split != 'train' else ''}queries after "
+            f"{report.attempts} walks on the {split} graph ({report.dead_ends} dead ends, {report.degenerate} "
             f"degenerate, {report.duplicates} duplicates, {report.no_answers} without answers, {report.not_useful} "
-            f"not useful); ask for fewer with --per-type"
+            "not useful)"
         )
+        if job.strict:
+            raise SamplingError(
+                f"query type {name}: {found}; ask for fewer with {option('per_type')}, or leave "
+                f"{option('types')} unset to keep what the default types find"
+            )
+        report.note = found
     return report, kept

@@ -233,9 +233,34 @@ class _Parser:
             raise ResolutionError(
                 f"column {t.column}: {kind} name '{t.text}' needs a data set vocabulary; write it as #id"
             )
-        if kind == "entity":
-            return self.vocab.entity_id(t.text, t.column)
-        return self.vocab.relation_id(t.text, t.column)
+        try:
+            if kind == "entity":
+                return self.vocab.entity_id(t.text, t.column)
+            return self.vocab.relation_id(t.text, t.column)
+        except ResolutionError:
+            hint = self._quote_hint(t, names or ())
+            if hint is None:
+                raise
+            raise ResolutionError(f"column {t.column}: unknown {kind} '{t.text}'; {hint}") from None
+
+    def _quote_hint(self, t: Token, names: tuple[str, ...]) -> str | None:
+        """When a bare word is the start of a name with spaces (``Evelyn Jefferson`` unquoted): the quoted
+        name to write, if the words that follow make a known name; else the known names it starts, quoted."""
+        if t.kind != "word":
+            return None
+        known = set(names)
+        words, end = [t.text], self.pos
+        while end < len(self.tokens) and self.tokens[end].kind == "word":
+            words.append(self.tokens[end].text)
+            end += 1
+            if " ".join(words) in known:
+                return f"a name with spaces goes in double quotes: \"{' '.join(words)}\""
+        starting = sorted(n for n in known if n.startswith(t.text + " "))
+        if starting:
+            shown = ", ".join(f'"{n}"' for n in starting[:5])
+            more = f" (of {len(starting)})" if len(starting) > 5 else ""
+            return f"a name with spaces goes in double quotes: {shown}{more}"
+        return None
 
 
 def parse(text: str, vocab: Vocabulary | None = None) -> Query:

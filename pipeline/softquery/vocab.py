@@ -11,6 +11,25 @@ from dataclasses import dataclass, field
 
 from pipeline.core.errors import ResolutionError, close_matches
 
+# A vocabulary this short (a graph's relations, usually) is listed in full when a name is unknown; a longer
+# one shows its closest names and a count (a notebook cell should not print 32 or 15,000 names).
+LIST_ALL = 10
+CLOSEST = 5
+
+
+def unknown_hint(name: str, known: list[str]) -> str:
+    """What follows "unknown entity 'X'": the close names (did you mean), else the whole list of a short
+    vocabulary, else the closest few and how many there are."""
+    import difflib
+
+    hints = close_matches(name, known)
+    if hints:
+        return f" (did you mean {', '.join(repr(h) for h in hints)}?)"
+    if len(known) <= LIST_ALL:
+        return f"; known: {', '.join(sorted(known))}"
+    nearest = difflib.get_close_matches(name, known, n=CLOSEST, cutoff=0.0)
+    return f"; closest: {', '.join(repr(h) for h in nearest)} (of {len(known)} known)"
+
 
 @dataclass(frozen=True)
 class Vocabulary:
@@ -57,15 +76,7 @@ class Vocabulary:
         where = f"column {column}: " if column is not None else ""
         ids = index.get(name)
         if ids is None:
-            hints = close_matches(name, list(index))
-            msg = f"{where}unknown {kind} '{name}'"
-            if hints:
-                msg += f" (did you mean {', '.join(repr(h) for h in hints)}?)"
-            elif len(names) <= 50:  # a short vocabulary (relations) is worth listing in full
-                msg += f"; known: {', '.join(sorted(set(names)))}"
-            else:
-                msg += f" ({len(names)} known; no close match)"
-            raise ResolutionError(msg)
+            raise ResolutionError(f"{where}unknown {kind} '{name}'{unknown_hint(name, list(index))}")
         if len(ids) > 1:
             forms = ", ".join(f"#{i}" for i in ids[:10])
             raise ResolutionError(

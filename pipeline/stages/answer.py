@@ -222,7 +222,7 @@ def answers_path(qs: QuerySet, method: Method, out_dir: str | Path | None) -> Pa
     """Where ``pipeline answer`` writes: OUT/<query set stem>.<method label>.parquet (default OUT: an
     ``answers/`` folder beside the query set). ArtifactError when OUT is an existing file."""
     out = Path(out_dir) if out_dir else Path(str(qs.path)).parent / "answers"
-    check_folder(out, option("out"))
+    check_folder(out, "out")
     return out / f"{Path(str(qs.path)).stem}.{method.label.replace(' ', '.')}.parquet"
 
 
@@ -344,7 +344,7 @@ def answer_queries(
     from pipeline.executors import answer_executor
 
     options = options if options is not None else AnswerOptions()
-    check_folder(options.out, option("out"))  # refused before any fitting starts
+    check_folder(options.out, "out")  # refused before any fitting starts
     qs = _query_set(queries)
     assert qs is not None
     dataset = qs.meta["dataset"]
@@ -363,7 +363,7 @@ def answer_queries(
             load = bool(options.explain) or executor.in_process or executor.shares_memory
             inputs = BuildInputs(dataset=dataset, valid=valid, train=train,
                                  score=valid_score(valid) if valid is not None else None,
-                                 progress=options.progress, load=load)
+                                 progress=options.output, load=load)
             built = cls.from_options(method, inputs)
         else:
             built = method
@@ -374,9 +374,9 @@ def answer_queries(
 
             keep_freed_heap()
         report: AnswerReport = run_answer(qs, built, options.out, {"valid": valid, "train": train},
-                                          options.progress, executor)  # type: ignore[assignment]
+                                          options.output, executor)  # type: ignore[assignment]
     if options.explain:
-        report["witnesses"] = explain_answers_file(report["path"], qs, built, options.explain, options.progress)
+        report["witnesses"] = explain_answers_file(report["path"], qs, built, options.explain, options.output)
     if options.write_back:
         from pipeline.stages.writeback import write_back_file
 
@@ -391,16 +391,12 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     same calibrated adjacency and the same lowered alphas as the answers) go to ``<stem>.witnesses.parquet``
     (:mod:`pipeline.formats.witnesses`). method: the method that wrote the file (SRC: adjacency, delta).
     Returns the witnesses file's path."""
-    from tqdm import tqdm
-
     from loaders import load
-    from pipeline.engine.witness import find_witnesses
+    from pipeline.core.progress import output
     from pipeline.formats import answers as col
     from pipeline.formats.answers import read_answers, write_answers
-    from pipeline.formats.witnesses import rows_of, witnesses_path, write_witnesses
-    from pipeline.methods.src.delta import lower_alphas
+    from pipeline.formats.witnesses import witnesses_path, write_witnesses
     from pipeline.softquery import Vocabulary, to_text
-    from pipeline.stages.witness_records import PREDICTED, witness_record
 
     vocab = Vocabulary.from_kg(load(method.dataset))
     ans = read_answers(path)
@@ -414,10 +410,23 @@ def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, pr
     # answers only (finite u > 0), best first: rows_of numbers the witnesses by this order
     top = frame[(frame[col.RANK] <= k) & (frame[col.UTILITY] > 0)].sort_values([col.QUERY_ID, col.RANK], kind="stable")
     by_query = {qid: g[col.ENTITY].tolist() for qid, g in top.groupby(col.QUERY_ID, sort=False)}
-    for qid, ents in tqdm(by_query.items(), desc="explain", unit="query", disable=not progress, leave=False):
+    with output(progress).bar(by_query.items(), desc="explain", unit="query") as bar:
+        rows += _explain_rows(bar, queries, texts, method, vocab)
+    meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
+    return str(write_witnesses(rows, witnesses_path(path), meta))
+
+
+def _explain_rows(bar: Any, queries: dict, texts: dict, method: Any, vocab: Any) -> list:
+    """The witness rows of each (query id, entities) of ``bar``."""
+    from pipeline.engine.witness import find_witnesses
+    from pipeline.formats.witnesses import rows_of
+    from pipeline.methods.src.delta import lower_alphas
+    from pipeline.stages.witness_records import PREDICTED, witness_record
+
+    rows: list = []
+    for qid, ents in bar:
         q = lower_alphas(queries[qid], float(getattr(method, "delta", 0.0)))
         ws = find_witnesses(q, method.adjacency, [int(e) for e in ents])
         ends = [[(u.head, u.tail) for u in w.atoms] for w in ws]
         rows += rows_of(qid, texts[qid], [witness_record(w, q, vocab, PREDICTED) for w in ws], ends)
-    meta = {"dataset": method.dataset, "method": method.label, "answers": str(path), "k": int(k)}
-    return str(write_witnesses(rows, witnesses_path(path), meta))
+    return rows

@@ -62,7 +62,8 @@ def ask(
     from pipeline.methods.src.saved import saved_label, saved_paths
 
     if (graph is None) == (adjacency is None):
-        raise PipelineError(f"give exactly one of {option('graph')} train|valid|test or {option('adjacency')} DIR")
+        raise PipelineError(f"give exactly one of {option('graph')} (train, valid or test) or {option('adjacency')} "
+                            "(a neural adjacency export folder)")
     kg = load(dataset)
     vocab = Vocabulary.from_kg(kg)
     query = parse(text, vocab)  # syntax and names fail fast, before any tensor work

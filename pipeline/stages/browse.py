@@ -63,11 +63,28 @@ def find_query(store: Any, qid: str, dataset: str | None = None, set_name: str |
     return found[0]
 
 
-def choose_method(methods: list[str], method: str | None, qid: str) -> str:
+def choose_method(methods: list[str], method: str | None, qid: str, written: list[str] | None = None) -> str:
+    """The method whose answers the page draws. methods: those with answers to this query; written: those
+    whose committed write-back of the query's set exists (holding answers to this query or not)."""
+    written = sorted(set(written or ()) | set(methods))
+    found_none = [m for m in written if m not in methods]  # written back, but nothing for this query
+
+    def nothing(m: str) -> PipelineError:
+        return PipelineError(f"query {qid} has no answers by method '{m}': its write-back holds none for this query "
+                             "(the method predicted no entity above 0 for it)")
+
     if method is not None:
+        if method in found_none:
+            raise nothing(method)
         if method not in methods:
-            raise PipelineError(f"query {qid} has no answers of method '{method}'; it has: {', '.join(methods) or 'none'}")
+            raise PipelineError(f"query {qid} has no answers of method '{method}'; it has: {', '.join(methods) or 'none'}"
+                                + (f" (written back without answers to it: {', '.join(found_none)})" if found_none else ""))
         return method
+    if not methods and len(found_none) == 1:
+        raise nothing(found_none[0])
+    if not methods and found_none:
+        raise PipelineError(f"query {qid} has no answers by any of the methods written back for its set "
+                            f"({', '.join(found_none)}): none of them predicted an entity above 0 for it")
     if len(methods) != 1:
         hint = f"give --method, one of: {', '.join(repr(m) for m in methods)}" if methods else (
             "write answers back first: pipeline answer ... --write-back")
@@ -143,6 +160,8 @@ def page_graph(rows: list[dict[str, Any]], method: str) -> PageGraph:
                                                      "beta", "value", "negated", "branch")},
             })
     g.nodes = list(nodes.values())
+    for n in g.nodes:
+        fit_caption(n)
     place(g.nodes)
     return g
 
@@ -160,6 +179,21 @@ REFERENCE_CANVAS = (1400.0, 765.0)  # the graph's area in a 1400 x 900 window (8
 # 6 px x caption_size at zoom 1; with the layout above NVL fits a page at a zoom near 1 in a 1400 x 900
 # window, so names read at 12+ px and edge labels at 10+ px without zooming (tests/answer/test_browse.py)
 NODE_CAPTION_SIZE, EDGE_CAPTION_SIZE = 2, 2
+# NVL wraps a node's caption at spaces and cuts a word wider than the node ("Evelyn Jefferso…", issue 44).
+# Measured in headless Chromium (tests/answer/test_browse_names.py): at caption size 2 a word of up to 7
+# characters fits whatever the node's size (the font grows with the node), at caption size 1 one of up to
+# 9 ("Murchison" whole, "Oglethorp…" cut), legible (12+ px at the default zoom) from node size 60 on.
+WORD_FITS, WORD_FITS_SMALL, SMALL_CAPTION_NODE = 7, 9, 60
+
+
+def fit_caption(node: dict[str, Any]) -> None:
+    """A node's caption sized to show its whole name where it can: caption size 1 (and a node big enough
+    to keep it legible) for a word over WORD_FITS characters. A word over WORD_FITS_SMALL is still cut by
+    NVL (breaking it ourselves drew "Pearl Ogle / thor‐ pe": worse); the name is in the node's properties
+    and in the list above the graph."""
+    if max((len(w) for w in str(node["caption"]).split()), default=0) > WORD_FITS:
+        node["caption_size"] = 1
+        node["size"] = max(node["size"], SMALL_CAPTION_NODE)
 
 
 def place(nodes: list[dict[str, Any]]) -> None:
@@ -191,11 +225,14 @@ def place_answers(members: list[dict[str, Any]], radius: float) -> None:
     like an arc and every other one shifted by half a row: busy pages keep their nodes apart, and the edges
     to the answers of one column do not run along those of the next."""
     rows = min(len(members), ANSWERS_PER_COLUMN)
+    # nodes grown for long names (fit_caption) get the room they take
+    step = max(ANSWER_ROW, 2 * max((n["size"] for n in members), default=0) + 4)
+    across = max(ANSWER_COLUMN, 2 * max((n["size"] for n in members), default=0) + 80)
     for i, n in enumerate(members):
         col, row = divmod(i, ANSWERS_PER_COLUMN)
-        y = (row - (rows - 1) / 2 + (col % 2) / 2) * ANSWER_ROW
-        bow = ANSWER_ROW * rows / 2 + 1
-        x = SHIFT_X + STRETCH_X * radius + col * ANSWER_COLUMN - 60 * (y / bow) ** 2
+        y = (row - (rows - 1) / 2 + (col % 2) / 2) * step
+        bow = step * rows / 2 + 1
+        x = SHIFT_X + STRETCH_X * radius + col * across - 60 * (y / bow) ** 2
         n["x"], n["y"] = round(x, 1), round(y, 1)
 
 
@@ -224,7 +261,7 @@ def read_page_graph(store: Any, qid: str, method: str | None = None, dataset: st
             f"query {qid}'s text did not parse, so it has no answers to draw: {found['error']} "
             f"(text: {found.get('text')!r}); fix the node's text and run `pipeline answer --from-store ... --write-back`"
         )
-    chosen = choose_method(sorted(found["methods"]), method, qid)
+    chosen = choose_method(sorted(found["methods"]), method, qid, found.get("written"))
     rows = store.run(cypher_text("browse_query"), {"dataset": found["dataset"], "set": found["set"], "qid": qid})
     return page_graph(rows, chosen)
 
@@ -258,7 +295,7 @@ def render_html(g: PageGraph) -> str:
     except ImportError:
         raise PipelineError(f"pipeline browse draws with the neo4j-viz package, which is not installed: {INSTALL}") from None
     nodes = [Node(id=n["id"], caption=n["caption"], color=n["color"], size=n["size"], x=n["x"], y=n["y"],
-                  caption_size=NODE_CAPTION_SIZE, properties=n["properties"]) for n in g.nodes]
+                  caption_size=n.get("caption_size", NODE_CAPTION_SIZE), properties=n["properties"]) for n in g.nodes]
     rels = [Relationship(id=r["id"], source=r["source"], target=r["target"], caption=r["caption"], color=r["color"],
                          width=r["width"], caption_size=EDGE_CAPTION_SIZE,
                          properties={k: v for k, v in r["properties"].items() if v is not None})

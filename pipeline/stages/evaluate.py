@@ -22,6 +22,7 @@ import pandas as pd
 from pipeline.core import atomic
 from pipeline.core.errors import PipelineError
 from pipeline.core.metrics import METRICS, Ranked, chance, metric_columns
+from pipeline.core.progress import output
 from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
 from pipeline.formats.answers import find_answer_files, read_answers
@@ -78,6 +79,10 @@ def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | No
     metric of a random ranking of that many entities (``random_<name>``, :func:`pipeline.core.metrics.chance`)."""
     qids, types, per = query_rankings(frame)
     cols = metric_columns(per, paper=paper)
+    # a query the method answers with nothing (no entity predicted above 0): its true answers sit in the tie
+    # of all entities, scored as the metrics define (the chance level); counted so the reports can say so
+    best = frame.groupby(col.QUERY_ID)[col.UTILITY].max()
+    answered = (best.reindex(qids).to_numpy(np.float64) > 0) if len(qids) else np.zeros(0, dtype=bool)
     if n_entities:
         rnd = metric_columns([chance(q, n_entities) for q in per])
         cols.update({f"random_{k}": v for k, v in rnd.items()})
@@ -86,9 +91,10 @@ def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | No
             "query_id": qids,
             "type": types,
             "n_answers": np.fromiter((q.n for q in per), dtype=np.int64, count=len(per)),
+            "answered": answered,
             **cols,
         },
-        columns=["query_id", "type", "n_answers", *cols],
+        columns=["query_id", "type", "n_answers", "answered", *cols],
     )
 
 
@@ -118,6 +124,27 @@ def undefined_counts(per_query: pd.DataFrame) -> dict[str, dict[str, int]]:
         if missing:
             out[name] = {t: int(missing[t]) for t in ordered_types(set(missing))} | {"all": int(sum(missing.values()))}
     return out
+
+
+def unanswered_counts(per_query: pd.DataFrame) -> dict[str, int]:
+    """{type: queries with ground-truth answers that the method answers with nothing (no entity predicted
+    above 0), ..., "all": their total, "of": the queries evaluated}; {} when every query has an answer.
+    Their metrics are kept as defined (all entities tied: the chance level), this only makes them visible."""
+    kept = per_query[per_query["n_answers"] > 0]
+    none = kept[~kept["answered"].astype(bool)].groupby("type").size().to_dict()
+    if not none:
+        return {}
+    return {t: int(none[t]) for t in ordered_types(set(none))} | {"all": int(sum(none.values())), "of": len(kept)}
+
+
+def unanswered_line(report: dict[str, Any]) -> str | None:
+    """One line saying how many queries have no answer over the predicted facts (None: every one has)."""
+    by = report.get("unanswered") or {}
+    if not by:
+        return None
+    per_type = ", ".join(f"{t} {n}" for t, n in by.items() if t not in ("all", "of"))
+    return (f"{report['method']}: {by['all']} of {by['of']} queries have no answer over the predicted facts "
+            f"({per_type}); the metrics rank their true answers among all entities tied (the chance level)")
 
 
 def tied_share(per_query: pd.DataFrame) -> dict[str, float]:
@@ -192,18 +219,23 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
     ans = read_answers(path)
     n_entities = ans.meta.get("n_entities")
     per_query = query_metrics(ans.frame, paper=True, n_entities=int(n_entities) if n_entities else None)
-    return {
+    report = {
         "dataset": ans.meta["dataset"],
         "method": ans.label,
         "file": str(path),
         "query_set": ans.meta.get("query_set"),
         "counts": query_counts(per_query),
         "summary": summarise(per_query),
+        "unanswered": unanswered_counts(per_query),
         "undefined": undefined_counts(per_query),
         "paper_protocol": summarise(per_query, prefix="paper_"),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
     }
+    line = unanswered_line(report)
+    if line is not None:
+        output().warn(line)
+    return report
 
 
 def evaluate_answers(
@@ -244,6 +276,9 @@ def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
 def protocol_notes(report: dict[str, Any]) -> str:
     """Markdown: where tau/rho are undefined, the doubly tied pairs, and the paper protocol's table."""
     lines = []
+    line = unanswered_line(report)
+    if line is not None:
+        lines.append(line + ".")
     und = report.get("undefined") or {}
     for name, by in und.items():
         lines.append(

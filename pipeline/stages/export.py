@@ -29,16 +29,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import torch
-from tqdm import tqdm
 
 from pipeline.core import atomic, config
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, option
+from pipeline.core.progress import output
 from pipeline.core.provenance import provenance
 from pipeline.executors.base import Executor, Task
 from pipeline.formats.adjacency import (
     FORMAT,
     MANIFEST,
     SCHEMA,
+    read_manifest,
     read_shard,
     relation_file,
     reusable,
@@ -48,11 +49,20 @@ from pipeline.formats.adjacency import (
     write_shard,
 )
 from pipeline.models import box_bounds
-from pipeline.stages.export_select import check_top_k, select_block
+from pipeline.stages.export_select import (
+    BYTES_PER_FACT,
+    SizeBudget,
+    check_top_k,
+    human_bytes,
+    machine_budget,
+    projected_bytes,
+    select_block,
+)
 from pipeline.stages.options import ExportOptions
 
-# The density guard: an export that keeps more than this share of all (h, r, t) pairs is refused (on every
-# graph size) unless the caller allows it plainly (max_fraction=1.0, `pipeline export --allow-dense`).
+# Above this share of all (h, r, t) pairs the model calls most pairs true at the threshold: `pipeline export`
+# says so in a warning (queries over it answer with nearly every entity). The guard that refuses an export
+# is its size in bytes against the machine (export_select.machine_budget).
 MAX_FRACTION = 1 / 3
 
 
@@ -69,12 +79,11 @@ def export_adjacency(run_dir: str | Path, options: ExportOptions | None = None, 
     from pipeline.executors import make_executor
 
     o = options if options is not None else ExportOptions(**settings)
-    max_fraction = 1.0 if o.allow_dense else (MAX_FRACTION if o.max_fraction is None else o.max_fraction)
     with make_executor(o.executor, o.address, o.workers) as executor:
-        return write_export(run_dir, o.threshold, o.out, device=o.device, progress=o.progress,
-                            block_rows=o.block_rows, max_fraction=max_fraction, prune=o.prune, top_k=o.top_k,
-                            executor=executor,
-                            shards=o.shards, shard_heads=o.shard_heads)
+        return write_export(run_dir, o.threshold, o.out, device=o.device, progress=o.output,
+                            block_rows=o.block_rows, allow_dense=o.allow_dense, max_bytes=o.max_bytes, prune=o.prune,
+                            top_k=o.top_k, executor=executor, shards=o.shards, shard_heads=o.shard_heads,
+                            overwrite=o.overwrite)
 
 
 def write_export(
@@ -85,20 +94,23 @@ def write_export(
     device: str | None = None,
     progress: bool = True,
     block_rows: int | None = None,
-    max_fraction: float = MAX_FRACTION,
+    allow_dense: bool = False,
+    max_bytes: int | None = None,
     prune: bool = True,
     top_k: int | None = None,
     executor: Executor | None = None,
     shards: str | Path | None = None,
     shard_heads: int | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
     run_dir: a run directory (pipeline.models.runs); threshold in (0, 1]; out: export directory (default
-    under PIPELINE_HOME, named by the model hash); max_fraction: stop with an error when more than this
-    fraction of all |R| |E|^2 pairs pass the threshold (a sparse export would be larger than the dense
-    matrix, and a model that keeps most pairs says little: raise the threshold instead), on every graph
-    size (1.0 turns the guard off: `pipeline export --allow-dense`); prune: for box models,
+    under PIPELINE_HOME, named by the model hash); the size guard: stop with an error, naming the sizes,
+    when the export would take more bytes (12 per kept fact, extrapolated from the pairs scored so far)
+    than ``max_bytes`` (default: a quarter of the memory available or half the free disk under ``out``,
+    :func:`pipeline.stages.export_select.machine_budget`); allow_dense=True turns it off (`pipeline export
+    --allow-dense`); prune: for box models,
     skip the block pairs whose confidence bound is below the threshold (pipeline.models.box_bounds: the same
     facts; faster as far as the boxes are separated). Returns the manifest (with "path" and "cached": True
     when an existing export of the same model and threshold was reused).
@@ -109,39 +121,46 @@ def write_export(
     ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export), reusing shards a
     killed run left; the same relation files result. shard_heads: heads per shard (rounded to whole scoring
     blocks so shards hold the same batches; default one block; a box model's pruned export: one relation).
+    overwrite: replace an export of another model, threshold or top-k at ``out`` (refused otherwise, naming
+    what differs); an export of the same ones is reused, or written again where its files are damaged.
     """
     from pipeline.models import load_run, read_run
 
     if not (0.0 < threshold <= 1.0):
         raise PipelineError(
-            f"--threshold must be in (0, 1], got {threshold} (0 would store the dense matrix)"
+            f"{option('threshold', threshold)}: must be in (0, 1] (0 would store the dense matrix)"
         )
     check_top_k(top_k)
-    atomic.check_folder(out, "--out")  # before the model is loaded and scored
+    atomic.check_folder(out, "out")  # before the model is loaded and scored
     run = read_run(run_dir)
     dev = config.select_device(device)
     model = load_run(run.path, device=dev)
     model_hash = model.content_hash()
     out = Path(out) if out is not None else default_export_dir(run.dataset, model_hash, threshold, top_k)
+    budget = None if allow_dense else (
+        SizeBudget(int(max_bytes), f"the {human_bytes(max_bytes)} allowed") if max_bytes is not None else machine_budget(out)
+    )
     cached = reusable(out, model_hash, threshold, top_k)
     if cached is not None:
-        kept = cached["nnz"] / max(1, cached["n_entities"] ** 2 * cached["n_relations"])
-        if kept > max_fraction:  # made with the guard off: not handed out without it
+        size = cached["nnz"] * BYTES_PER_FACT
+        if budget is not None and size > budget.bytes:  # made with the guard off: not handed out without it
             raise PipelineError(
-                f"{out}: this export keeps {kept:.1%} of all (h, r, t) pairs, more than the density guard's "
-                f"{max_fraction:.0%}; choose a higher --threshold, or --allow-dense to use it anyway"
+                f"{out}: this export holds {cached['nnz']:,} facts ({human_bytes(size)}), more than its budget "
+                f"of {human_bytes(budget.bytes)} ({budget.why}); choose a higher {option('threshold')} or a "
+                f"{option('top_k')}, or {option('allow_dense', True)} to use it anyway"
             )
         return {**cached, "path": str(out), "cached": True}
     if out.exists() and not out.is_dir():
-        raise ArtifactError(f"{out}: exists and is not a directory; choose another --out")
+        raise ArtifactError(f"{out}: exists and is not a directory; choose another {option('out')}")
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
-        raise ArtifactError(f"{out}: exists and is not an export directory; choose another --out")
+        raise ArtifactError(f"{out}: exists and is not an export directory; choose another {option('out')}")
+    if not overwrite:
+        check_replaceable(out, model_hash, threshold, top_k, run.path)
 
     n = model.n_entities
     tails = torch.arange(n, device=dev)
     rows = block_rows or model.block_rows(n)
     all_pairs = n * n * model.n_relations
-    max_facts = int(max_fraction * all_pairs)
     total = scored = 0
     meta_common = {
         "format": FORMAT,
@@ -154,8 +173,7 @@ def write_export(
         "top_k": str(top_k) if top_k else "",
     }
     tmp = atomic.temp_dir(out)  # also removes what a killed export left behind
-    # the guard holds on every graph size: a small graph once slipped through with 100% of its pairs kept
-    guarded = max_fraction < 1.0
+    guard = _Guard(budget, all_pairs, threshold, run.dataset) if budget is not None else None
     relations = []
     pruner = (
         box_bounds.PruneStats(heads_total=n * model.n_relations)
@@ -168,52 +186,41 @@ def write_export(
         if sharded:
             assert executor is not None
             where = shards if shards is not None else out.with_name(out.name + ".shards")
-            relations, pruned_counts = _export_sharded(executor, model, tmp, meta_common=meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruner is not None, where=where, shard_heads=shard_heads, max_fraction=max_fraction if guarded else None, device=device, progress=progress)
+            relations, pruned_counts = _export_sharded(executor, model, tmp, meta_common=meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruner is not None, where=where, shard_heads=shard_heads, guard=guard, device=device, progress=progress)
             if pruner is not None:
                 for k, v in pruned_counts.items():
                     setattr(pruner, k, v)
         else:
-            bar = tqdm(
-                total=model.n_relations * n,
-                desc="export",
-                unit="head",
-                unit_scale=True,
-                disable=not progress,
-                dynamic_ncols=True,
-            )
-            for r in range(model.n_relations):
-                path = tmp / relation_file(r)
-                schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
-                nnz = 0
-                with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                    start = 0
-                    if pruner is not None:  # box model: exact pruned scoring replaces the dense loop below
-                        cols = _pruned_relation(
-                            model, r, threshold, pruner,
-                            lambda k, r=r: _pruned_step(bar, k, pruner, n, max_fraction if guarded else 1.0, threshold, r),
-                        )
-                        if cols is not None:
-                            writer.write_batch(pa.record_batch([pa.array(c) for c in cols], schema=schema))
-                            nnz = len(cols[0])
-                        total, scored, start = total + nnz, scored + n * n, n
-                        if guarded and total > max_facts:
-                            raise PipelineError(
-                                f"threshold {threshold} keeps {total} facts after relation {r}, more than "
-                                f"{max_fraction:.0%} of all pairs; choose a higher --threshold"
+            # closed on every path: a bar left open is redrawn by the next one (a stale bar in a later cell)
+            with output(progress).bar(total=model.n_relations * n, desc="export", unit="head", unit_scale=True) as bar:
+                for r in range(model.n_relations):
+                    path = tmp / relation_file(r)
+                    schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
+                    nnz = 0
+                    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                        start = 0
+                        if pruner is not None:  # box model: exact pruned scoring replaces the dense loop below
+                            cols = _pruned_relation(
+                                model, r, threshold, pruner, lambda k, r=r: _pruned_step(bar, k, pruner, n, guard, r),
                             )
-                    for n_heads, cols in score_heads(model, r, start, n, rows, threshold, top_k, tails):
-                        if cols is not None:
-                            writer.write_batch(pa.record_batch([pa.array(c) for c in cols], schema=schema))
-                            nnz += len(cols[0])
-                            total += len(cols[0])
-                        scored += n_heads * n
-                        if guarded:
-                            _guard(total, scored, n_heads * n, all_pairs, max_fraction, threshold, r)
-                        bar.update(n_heads)
-                relations.append(
-                    {"relation": r, "file": relation_file(r), "nnz": int(nnz), "bytes": path.stat().st_size}
-                )
-            bar.close()
+                            if cols is not None:
+                                writer.write_batch(pa.record_batch([pa.array(c) for c in cols], schema=schema))
+                                nnz = len(cols[0])
+                            total, scored, start = total + nnz, scored + n * n, n
+                            if guard is not None:
+                                guard.check(total, scored, n * n, r)
+                        for n_heads, cols in score_heads(model, r, start, n, rows, threshold, top_k, tails):
+                            if cols is not None:
+                                writer.write_batch(pa.record_batch([pa.array(c) for c in cols], schema=schema))
+                                nnz += len(cols[0])
+                                total += len(cols[0])
+                            scored += n_heads * n
+                            if guard is not None:
+                                guard.check(total, scored, n_heads * n, r)
+                            bar.update(n_heads)
+                    relations.append(
+                        {"relation": r, "file": relation_file(r), "nnz": int(nnz), "bytes": path.stat().st_size}
+                    )
         seconds = time.perf_counter() - t0
         manifest = {
             **{k: v for k, v in meta_common.items() if k not in ("threshold", "n_entities", "n_relations", "top_k")},
@@ -242,6 +249,31 @@ def write_export(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {**manifest, "path": str(out), "cached": False}
+
+
+def check_replaceable(out: Path, model_hash: str, threshold: float, top_k: int | None, run_path: Path) -> None:
+    """An export folder that holds an export of another model, threshold or top-k (or one whose manifest
+    cannot be read) is not replaced unless asked: ArtifactError naming what differs and the option. An
+    export of the same model and settings whose files are damaged may be written again."""
+    if not (out / MANIFEST).exists():
+        return
+    try:
+        held = read_manifest(out)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{exc}; {option('overwrite', True)} replaces it, or choose another {option('out')}") from None
+    differ = []
+    if held.get("model_hash") != model_hash:
+        differ.append(f"another model (run {held.get('run_dir', '?')}, model hash {str(held.get('model_hash'))[:12]}…; "
+                      f"this one {run_path}, {model_hash[:12]}…)")
+    if float(held.get("threshold", -1)) != float(threshold):
+        differ.append(f"threshold {held.get('threshold')} (this one {threshold})")
+    if held.get("top_k") != top_k:
+        differ.append(f"top_k {held.get('top_k')} (this one {top_k})")
+    if differ:
+        raise ArtifactError(
+            f"{out} holds an export of {', '.join(differ)}: {option('overwrite', True)} replaces it, or choose "
+            f"another {option('out')}"
+        )
 
 
 def _pruned_relation(
@@ -330,17 +362,16 @@ def _export_sharded(
     pruned: bool,
     where: str | Path,
     shard_heads: int | None,
-    max_fraction: float | None,
+    guard: _Guard | None,
     device: str | None,
     progress: bool,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Score the shards through ``executor`` (reusing complete ones), then concatenate them in head order
     into tmp's relation files. Returns (the manifest's relation entries, summed pruning counts). The
-    density guard (max_fraction; None = off) is judged on the driver over every shard finished so far."""
+    size guard (None = off) is judged on the driver over every shard finished so far."""
     fs, base = shard_filesystem(where)
     fs.create_dir(base, recursive=True)
     n = model.n_entities
-    all_pairs = n * n * model.n_relations
     specs = _shard_specs(model, meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruned, fs=fs, base=base, shard_heads=shard_heads, device=device)
     total = scored = 0
     prune_sum = dict.fromkeys(_PRUNE_COUNTS, 0)
@@ -351,8 +382,8 @@ def _export_sharded(
         scored += (spec.stop - spec.start) * n
         for k, v in prune.items():
             prune_sum[k] += int(v)
-        if max_fraction is not None:
-            _guard(total, scored, (spec.stop - spec.start) * n, all_pairs, max_fraction, threshold, spec.r)
+        if guard is not None:
+            guard.check(total, scored, (spec.stop - spec.start) * n, spec.r)
 
     todo = []
     for spec in specs:  # resume: a complete shard of this very export is not scored again
@@ -433,31 +464,47 @@ def score_heads(
         start += len(heads)
 
 
-def _guard(total: int, scored: int, step_pairs: int, all_pairs: int, max_fraction: float, threshold: float, r: int) -> None:
-    """The density guard, global over the whole export: judge early (after a block and 2% of all pairs) so
-    an unselective model fails in seconds, and always before the stored facts outgrow the dense matrix."""
-    early = scored >= min(all_pairs, max(step_pairs, all_pairs // 50))
-    if total > int(max_fraction * all_pairs) or (early and total > max_fraction * scored):
+@dataclass
+class _Guard:
+    """The size guard of one export: refuses, naming the sizes, once the export would outgrow its budget
+    (:func:`pipeline.stages.export_select.projected_bytes`, judged after every block)."""
+
+    budget: SizeBudget
+    all_pairs: int
+    threshold: float
+    dataset: str
+
+    def check(self, kept: int, scored: int, step_pairs: int, r: int) -> None:
+        size = projected_bytes(kept, scored, step_pairs, self.all_pairs)
+        if size <= self.budget.bytes:
+            return
         raise PipelineError(
-            f"threshold {threshold} keeps {total / scored:.1%} of the (h, r, t) pairs scored so "
-            f"far (limit {max_fraction:.0%}, relation {r}): the model is not selective at this "
-            "threshold and the export would outgrow the dense matrix; choose a higher --threshold"
+            f"threshold {self.threshold} keeps {kept / max(1, scored):.1%} of the (h, r, t) pairs scored so far "
+            f"(through relation {relation_label(self.dataset, r)}): the export would take about "
+            f"{human_bytes(size)} ({size // BYTES_PER_FACT:,} facts x {BYTES_PER_FACT} bytes), more than its budget of "
+            f"{human_bytes(self.budget.bytes)} ({self.budget.why}); choose a higher {option('threshold')} or a "
+            f"{option('top_k')}, or {option('allow_dense', True)} to export it anyway"
         )
 
 
-def _pruned_step(
-    bar: tqdm, heads: int, stats: box_bounds.PruneStats, n: int, max_fraction: float, threshold: float, r: int
-) -> None:
-    """Progress of the pruned export, and the dense guard judged as early as in the dense loop."""
+def relation_label(dataset: str, r: int) -> str:
+    """Relation r of a data set by its name (``'co_attends'``), as messages name it; ``#r`` where the
+    data set's files cannot be read."""
+    try:
+        from loaders import load
+
+        return repr(load(dataset).relation_names()[r])
+    except Exception:  # noqa: BLE001 - a message must not fail on the way out; the id still says which
+        return f"#{r}"
+
+
+def _pruned_step(bar: Any, heads: int, stats: box_bounds.PruneStats, n: int, guard: _Guard | None, r: int) -> None:
+    """Progress of the pruned export, and the size guard judged as early as in the dense loop."""
     bar.update(heads)
     bar.set_postfix_str(f"blocks pruned {stats.pruned_share:.1%}, pairs cut {stats.cut_share:.1%}", refresh=False)
     seen = stats.heads_done * n  # pairs decided so far (pruned or scored); bar.n stays 0 when disabled
-    if seen >= stats.heads_total * n // 50 and stats.facts > max_fraction * seen:
-        raise PipelineError(
-            f"threshold {threshold} keeps {stats.facts / seen:.1%} of the (h, r, t) pairs scored so far "
-            f"(limit {max_fraction:.0%}, relation {r}): the model is not selective at this threshold and "
-            "the export would outgrow the dense matrix; choose a higher --threshold"
-        )
+    if guard is not None and seen >= stats.heads_total * n // 50:
+        guard.check(stats.facts, seen, seen, r)
 
 
 def _is_oom(exc: BaseException) -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from pipeline.core.kg import observed_graph
+from pipeline.core.progress import output
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import query_to_records, write_query_set
 from pipeline.sampling.truth import ground_truth
@@ -36,55 +36,56 @@ def import_squk(
         return graphs[which]
 
     out = []
-    for path in tqdm(paths, desc="import squk", unit="file", disable=not progress, leave=False):
-        info, queries = read_squk_file(
-            path, alpha_table=alpha_table, n_entities=kg.n_entities, n_relations=kg.n_relations
-        )
-        qs = [q.query for q in queries]
-        easy = ground_truth(qs, adj("train"))
-        hard = ground_truth(qs, adj(info.split))
-        rows = []
-        agree = 0
-        for i, (q, (e_ids, e_vals, _), (h_ids, h_vals, _)) in enumerate(
-            zip(queries, easy, hard, strict=True)
-        ):
-            same = not is_useful(q.answers, q.values, h_ids, h_vals)
-            agree += same
-            rows.append(
+    with output(progress).bar(paths, desc="import squk", unit="file") as bar:
+        for path in bar:
+            info, queries = read_squk_file(
+                path, alpha_table=alpha_table, n_entities=kg.n_entities, n_relations=kg.n_relations
+            )
+            qs = [q.query for q in queries]
+            easy = ground_truth(qs, adj("train"))
+            hard = ground_truth(qs, adj(info.split))
+            rows = []
+            agree = 0
+            for i, (q, (e_ids, e_vals, _), (h_ids, h_vals, _)) in enumerate(
+                zip(queries, easy, hard, strict=True)
+            ):
+                same = not is_useful(q.answers, q.values, h_ids, h_vals)
+                agree += same
+                rows.append(
+                    {
+                        "id": f"squk-{info.split}-{info.type}-{i:05d}",
+                        "type": info.type,
+                        "text": to_text(q.query),
+                        "atoms": query_to_records(q.query),
+                        "answers_easy": e_ids,
+                        "utilities_easy": e_vals,
+                        "answers_hard": h_ids,
+                        "utilities_hard": h_vals,
+                        "seed": int(seed),
+                        "answers_published": q.answers,
+                        "utilities_published": q.values,
+                    }
+                )
+            meta = {
+                "dataset": kg.name,
+                "split": info.split,
+                "alpha": info.alpha or "given",
+                "beta": info.beta or "given",
+                "source": f"squk:{Path(path).name}",
+                "seed": int(seed),
+            }
+            target = write_query_set(
+                rows, Path(out_dir) / (Path(path).name.removesuffix(".json") + ".parquet"), meta
+            )
+            out.append(
                 {
-                    "id": f"squk-{info.split}-{info.type}-{i:05d}",
+                    "file": Path(path).name,
                     "type": info.type,
-                    "text": to_text(q.query),
-                    "atoms": query_to_records(q.query),
-                    "answers_easy": e_ids,
-                    "utilities_easy": e_vals,
-                    "answers_hard": h_ids,
-                    "utilities_hard": h_vals,
-                    "seed": int(seed),
-                    "answers_published": q.answers,
-                    "utilities_published": q.values,
+                    "split": info.split,
+                    "queries": len(rows),
+                    "same_as_published": agree,
+                    "other_shape": sum(type_of(q) != info.type for q in qs),
+                    "out": str(target),
                 }
             )
-        meta = {
-            "dataset": kg.name,
-            "split": info.split,
-            "alpha": info.alpha or "given",
-            "beta": info.beta or "given",
-            "source": f"squk:{Path(path).name}",
-            "seed": int(seed),
-        }
-        target = write_query_set(
-            rows, Path(out_dir) / (Path(path).name.removesuffix(".json") + ".parquet"), meta
-        )
-        out.append(
-            {
-                "file": Path(path).name,
-                "type": info.type,
-                "split": info.split,
-                "queries": len(rows),
-                "same_as_published": agree,
-                "other_shape": sum(type_of(q) != info.type for q in qs),
-                "out": str(target),
-            }
-        )
     return out

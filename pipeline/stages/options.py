@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.options import check, setting
+from pipeline.core.progress import Output, output
 
 if TYPE_CHECKING:
     from pipeline.executors.base import Executor
@@ -25,7 +26,22 @@ DEVICE_HELP = "cpu | cuda | cuda:N (default: cuda when present)."
 
 
 @dataclass(frozen=True, kw_only=True)
-class AnswerOptions:
+class Shown:
+    """What a stage shows while it runs (:mod:`pipeline.core.progress`): bars, a one-line summary per stage,
+    or nothing but warnings. The Python API's keywords; the command line prints its own tables."""
+
+    progress: bool | Output = setting(True, kind="any", cli=False,
+                                      help="Show progress bars (False: only a one-line summary of each stage).")
+    quiet: bool = setting(False, cli=False, help="Show no bars and no summaries (warnings and errors only).")
+
+    @property
+    def output(self) -> Output:
+        """The stage's :class:`~pipeline.core.progress.Output`."""
+        return output(self.progress, self.quiet)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerOptions(Shown):
     """How the answering stage (:func:`pipeline.stages.answer.answer_queries`) answers, besides the method:
     where the answers go, the query sets calibration chooses and fits on, explanations, write-back, and where
     the batches run (the stage opens and closes the executor)."""
@@ -47,7 +63,6 @@ class AnswerOptions:
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
     workers: int | None = setting(None, low=1,
                                   help="processes: worker processes (default: every core; 1 = this process). Ray: tasks at once.")
-    progress: bool = setting(True, cli=False, help="Show progress bars.")
     # not an option: the command line's own process keeps the heap it frees (never a notebook's)
     keep_heap: bool = setting(False, cli=False, api=False, help="Answering in this process: keep freed heap (glibc).")
 
@@ -56,33 +71,35 @@ class AnswerOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExportOptions:
+class ExportOptions(Shown):
     """How ``pipeline export`` writes a run's neural adjacency (:func:`pipeline.stages.export.export_adjacency`)."""
 
     threshold: float = setting(0.1, low=0.0, high=1.0, help="Keep facts with predicted confidence >= T (in (0, 1]).")
     top_k: int | None = setting(None, low=1, help="Keep only each (head, relation)'s K best-scored tails that pass the threshold.")
     out: str | Path | None = setting(None, help="Export directory (default PIPELINE_HOME/exports/DATASET-HASH-tT).")
     device: str | None = setting(None, help=DEVICE_HELP)
-    allow_dense: bool = setting(False, help="Keep the export even when it holds more than a third of all (h, r, t) pairs (refused otherwise).")
+    allow_dense: bool = setting(False, help="Keep the export even when its size exceeds its budget (a quarter of the memory "
+                                            "available, half the free disk; refused otherwise).")
+    overwrite: bool = setting(False, help="Replace an export of another run, model or threshold in the out folder.")
     executor: str = setting("local", registry="executors", help="Where the scoring runs (`pipeline ls executors`).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
     workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs).")
     shards: str | None = setting(None, help="Non-local executors: where the (relation, head block) shards go "
                                             "(folder or URI such as s3://b/p; default OUT.shards).")
     shard_heads: int | None = setting(None, low=1, help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
-    progress: bool = setting(True, cli=False, help="Show progress bars.")
-    # not options: the scoring block (tests), box pruning (pipeline.models.box_bounds), the density guard
+    # not on the command line: the scoring block (tests), box pruning (pipeline.models.box_bounds), the size guard
     block_rows: int | None = setting(None, low=1, cli=False, api=False, help="Heads scored per block.")
     prune: bool = setting(True, cli=False, api=False, help="Box models: skip block pairs bounded below the threshold.")
-    max_fraction: float | None = setting(None, low=0.0, high=1.0, cli=False, api=False,
-                                         help="The density guard's share of all pairs (default 1/3; 1 with allow_dense).")
+    max_bytes: int | None = setting(None, low=1, cli=False,
+                                    help="The size guard's budget in bytes (default: a quarter of the memory available, "
+                                         "half the free disk).")
 
     def __post_init__(self) -> None:
         check(self)
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampleOptions:
+class SampleOptions(Shown):
     """How ``pipeline sample`` draws soft queries over the store (:func:`pipeline.stages.sample.sample_dataset`)."""
 
     out: str | Path = setting(help="Folder of the query set file.")
@@ -95,14 +112,13 @@ class SampleOptions:
     store: str | None = setting(None, help=STORE_HELP)
     source: str | None = setting(None, help=SOURCE_HELP)
     browse: bool = setting(True, flag="--browse/--no-browse", help="Also write (:Query) nodes into the store for browsing.")
-    progress: bool = setting(True, cli=False, help="Show progress bars.")
 
     def __post_init__(self) -> None:
         check(self)
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainOptions:
+class TrainOptions(Shown):
     """What ``pipeline train`` was asked (:func:`pipeline.stages.train.train_dataset`); None: the model's
     default, or the replayed config's. The run's resolved settings are its
     :class:`~pipeline.models.config.TrainConfig` (``config.json``)."""
@@ -125,14 +141,13 @@ class TrainOptions:
     resume: bool = setting(False, help="Continue from the run directory's checkpoint.")
     overwrite: bool = setting(False, help="Start over in a run directory that holds a run (its checkpoint and model are deleted).")
     source: str | None = setting(None, help=SOURCE_HELP)
-    progress: bool = setting(True, cli=False, help="Show progress bars.")
 
     def __post_init__(self) -> None:
         check(self)
         if self.resume and self.overwrite:
             from pipeline.core.errors import PipelineError, option
 
-            raise PipelineError(f"{option('resume')} and {option('overwrite')} exclude each other")
+            raise PipelineError(f"{option('resume', True)} and {option('overwrite', True)} exclude each other")
 
     def overrides(self) -> dict[str, Any]:
         """The settings of the run's config that were given (None: not given)."""
@@ -143,7 +158,7 @@ class TrainOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class IngestOptions:
+class IngestOptions(Shown):
     """How your own uncertain KG is read and split (``pipeline ingest NAME --from PATH | --from-store URI``;
     :func:`pipeline.stages.user_ingest.ingest_user`)."""
 
@@ -155,7 +170,6 @@ class IngestOptions:
     name_property: str = setting("name", help="From a store: the node property holding names.")
     batch_size: int = setting(10_000, low=1, help="Rows per UNWIND batch (Cypher path).")
     store: str | None = setting(None, help=STORE_HELP)
-    progress: bool = setting(True, cli=False, help="Show progress bars.")
 
     def __post_init__(self) -> None:
         check(self)

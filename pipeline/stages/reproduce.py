@@ -64,21 +64,21 @@ class ReproduceConfig:
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
         """A saved reproduction's settings (its ``reproduce.json``, or a JSON object of these fields),
         replayed exactly, with ``overrides`` on top."""
-        from pipeline.core.errors import ArtifactError, PipelineError
+        from pipeline.core.errors import ArtifactError, PipelineError, option
         from pipeline.formats.meta import read_json
 
         path = Path(path)
         doc = read_json(path, "--config")
         doc = doc.get("config", doc) if isinstance(doc, dict) else None
         if not isinstance(doc, dict):
-            raise ArtifactError(f"--config {path}: not a JSON object of reproduction settings")
+            raise ArtifactError(f"{option('config', str(path))}: not a JSON object of reproduction settings")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(doc) - names)
         if unknown:
-            raise ArtifactError(f"--config {path}: unknown setting(s) {', '.join(unknown)}")
+            raise ArtifactError(f"{option('config', str(path))}: unknown setting(s) {', '.join(unknown)}")
         doc = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
         if doc.get("dataset", dataset) != dataset:
-            raise PipelineError(f"--config {path}: settings for data set '{doc['dataset']}', not '{dataset}'")
+            raise PipelineError(f"{option('config', str(path))}: settings for data set '{doc['dataset']}', not '{dataset}'")
         return cls(**{**doc, "dataset": dataset, **(overrides or {})})
 
     def key(self, *fields: str, **more: Any) -> str:
@@ -189,12 +189,12 @@ def sample_stage(ctx: Context, split: str, alpha: str, per_type: int) -> str:
 
 def train_stage(ctx: Context, model: str, run_dir: Path, pretrained: bool) -> None:
     """Train one backbone into run_dir (resumed when interrupted), or check a given trained run."""
-    from pipeline.core.errors import PipelineError
+    from pipeline.core.errors import PipelineError, option
 
     cfg = ctx.cfg
     if pretrained:
         if not (run_dir / "model.pt").exists():
-            raise PipelineError(f"--run {model}={run_dir}: not a finished run directory (no model.pt)")
+            raise PipelineError(f"{option('run', f'{model}={run_dir}')}: not a finished run directory (no model.pt)")
         ctx.log(f"[use]  train {model}: the trained run {run_dir}")
         return
 
@@ -222,7 +222,9 @@ def export_stage(ctx: Context, model: str, run_dir: Path, model_hash: str) -> di
     def run() -> dict[str, Any]:
         from pipeline.stages.export import export_adjacency
 
-        man = export_adjacency(run_dir, threshold=ctx.cfg.threshold, out=ctx.out / "exports" / run_dir.name, device=ctx.cfg.device, progress=ctx.progress)
+        man = export_adjacency(run_dir, threshold=ctx.cfg.threshold, out=ctx.out / "exports" / run_dir.name,
+                               device=ctx.cfg.device, progress=ctx.progress,
+                               overwrite=True)  # the ledger's key (model hash, threshold) decides
         return {"path": man["path"], "model_hash": man["model_hash"], "nnz": man["nnz"], "_paths": [man["path"]]}
 
     return ctx.stages.run(f"export {model}", ctx.cfg.key("threshold", model_hash=model_hash), run, ctx.log)

@@ -22,7 +22,8 @@ def set_name(dataset: str, split: str, alpha: str, beta: str) -> str:
 
 def sample_to_dir(kg, store, options: SampleOptions) -> dict:
     """Sample, write ``options.out``/<dataset>_<split>_<alpha>_<beta>.parquet and (``options.browse``) MERGE
-    the queries into the store. Returns a summary: the file, per-type reports and timings."""
+    the queries into the store. Returns a summary: the file, per-type reports and timings. types: None = the
+    split's defaults, which skip the types the graph cannot hold (:func:`pipeline.sampling.sampler.sample_queries`)."""
     from pipeline.sampling.levels import store_alpha_table
     from pipeline.sampling.sampler import sample_queries
     from pipeline.store.ingest import content_key
@@ -33,7 +34,7 @@ def sample_to_dir(kg, store, options: SampleOptions) -> dict:
     t0 = time.perf_counter()
     table = store_alpha_table(store, kg.name, kg.n_relations)
     rows, reports = sample_queries(kg, store, split=split, types=list(o.types) if o.types else None, per_type=per_type,
-                                   alpha_mode=alpha, beta_mode=beta, seed=seed, alpha_table=table, progress=o.progress)
+                                   alpha_mode=alpha, beta_mode=beta, seed=seed, alpha_table=table, progress=o.output)
     seconds = time.perf_counter() - t0
     name = set_name(kg.name, split, alpha, beta)
     meta = {
@@ -44,7 +45,7 @@ def sample_to_dir(kg, store, options: SampleOptions) -> dict:
         "source": "sampled",
         "seed": int(seed),
         "per_type": per_type,
-        "types": [r.type for r in reports],
+        "types": [r.type for r in reports if r.kept],
         "checksums": kg.checksums,
         # the graph it was sampled from (the store's load marker key): answering or writing it back
         # against another version of the data set is refused (pipeline.stages.writeback.check_version)
@@ -67,13 +68,12 @@ def sample_dataset(dataset: str, options: SampleOptions | None = None, /, **sett
     fields as keywords (``settings``); types None = the split's defaults."""
     from loaders import load
     from pipeline.core.atomic import check_folder
-    from pipeline.core.errors import option
     from pipeline.sampling.sampler import resolve_types
     from pipeline.store import open_store
 
     o = options if options is not None else SampleOptions(**settings)
-    check_folder(o.out, option("out"))
-    names = resolve_types(list(o.types) if o.types else None, o.split)
+    check_folder(o.out, "out")
+    names = resolve_types(list(o.types), o.split) if o.types else None  # None: the defaults, skipping what cannot exist
     kg = load(dataset, source=o.source)
     with open_store(o.store) as store:
-        return sample_to_dir(kg, store, replace(o, types=tuple(names)))
+        return sample_to_dir(kg, store, replace(o, types=None if names is None else tuple(names)))

@@ -39,17 +39,16 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
     from loaders import load
     from pipeline.core import config
     from pipeline.core.atomic import check_folder
-    from pipeline.core.errors import option
     from pipeline.models import read_run, train
     from pipeline.models.config import fitted_batch_size, train_config
 
     o = options if options is not None else TrainOptions(**settings)
-    check_folder(o.out, option("out"))
+    check_folder(o.out, "out")
     cfg = train_config(dataset.lower(), o.model, o.config, **o.overrides())
     kg = load(cfg.dataset, source=o.source)
     n_train = len(kg.graph("train"))
     if o.batch_size is None and o.config is None:  # a replayed config keeps its own
         cfg = dataclasses.replace(cfg, batch_size=fitted_batch_size(cfg.batch_size, n_train))
     out = Path(o.out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}")
-    train(kg, cfg, out, resume=o.resume, progress=o.progress, overwrite=o.overwrite)
+    train(kg, cfg, out, resume=o.resume, progress=o.output, overwrite=o.overwrite)
     return Trained(read_run(out), cfg, n_train)

@@ -243,10 +243,9 @@ def train_qe(
 
     kg: the loaded data set whose entity and relation counts size the model (default: the registered
     data set cfg.dataset; a reproduction passes the one it loaded, e.g. a toy graph in tests)."""
-    from tqdm import tqdm
-
     from loaders import get_spec
     from pipeline.core import config as env
+    from pipeline.core.progress import output
     from pipeline.formats.queryset import read_query_set
 
     _check_config(cfg)
@@ -297,25 +296,19 @@ def train_qe(
         model.train()
         t0 = time.perf_counter()
         total, seen = 0.0, 0
-        bar = tqdm(
-            batches,
-            desc=f"{cfg.model} epoch {epoch + 1}/{cfg.epochs}",
-            unit="batch",
-            disable=not progress,
-            dynamic_ncols=True,
-        )
-        for plan, idx in bar:
-            full = data[plan].take(idx.to(dev))
-            batch = subsample_answers(full, cfg.max_answers, gen)
-            neg = draw_negatives(full, spec.n_entities, cfg.negatives, cfg.batch_negatives, gen)
-            loss = step_loss(model, plan, batch, neg, cfg.loss, answers=full)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-            seen += len(idx)
-            bar.set_postfix(loss=f"{total / seen:.4f}")
-        bar.close()
+        # closed on every path (a bar left open is redrawn by the next one)
+        with output(progress).bar(batches, desc=f"{cfg.model} epoch {epoch + 1}/{cfg.epochs}", unit="batch") as bar:
+            for plan, idx in bar:
+                full = data[plan].take(idx.to(dev))
+                batch = subsample_answers(full, cfg.max_answers, gen)
+                neg = draw_negatives(full, spec.n_entities, cfg.negatives, cfg.batch_negatives, gen)
+                loss = step_loss(model, plan, batch, neg, cfg.loss, answers=full)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+                seen += len(idx)
+                bar.set_postfix(loss=f"{total / seen:.4f}")
         row: dict[str, Any] = {
             "epoch": epoch + 1,
             "loss": total / max(seen, 1),

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from typing import Any
 
-from pipeline.core.errors import PipelineError, option
+from pipeline.core.errors import PipelineError, front_end, option
 from pipeline.stages.options import IngestOptions
 
 
@@ -39,10 +39,15 @@ def ingest_user(
     keywords. Returns the report (counts, source, checksum, store report)."""
     if sum(x is not None and x is not False and not (isinstance(x, str) and not x)
            for x in (from_path, from_store, from_frame)) != 1:
-        raise PipelineError(f"give exactly one of {option('from', 'PATH')} and {option('from_store', 'URI')}")
+        raise PipelineError(f"give exactly one of {_source_option()} and {option('from_store')} (a store URI)")
     o = options if options is not None else IngestOptions(**settings)
     with _one_at_a_time(name):
         return _ingest(name, from_path, from_store, o, from_frame)
+
+
+def _source_option() -> str:
+    """The option naming the user's file: ``--from PATH`` under the CLI, ``source=`` in Python."""
+    return "--from PATH" if front_end() == "cli" else "source= (a file or folder)"
 
 
 def _one_at_a_time(name: str) -> AbstractContextManager[None]:
@@ -82,7 +87,7 @@ def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestO
     with staged:
         kg = staged.load()
         with open_store(o.store) as store:
-            report = ingest(kg, store, batch_size=o.batch_size, progress=o.progress)
+            report = ingest(kg, store, batch_size=o.batch_size, progress=o.output)
             where_to = store.uri
         spec = staged.commit()
     return {

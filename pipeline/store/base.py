@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from pipeline.core.errors import PipelineError
 from pipeline.store.cypher import cypher_text, fill
@@ -161,7 +160,7 @@ class Store(ABC):
         rows: Sequence[Any],
         batch_size: int = 10_000,
         params: dict[str, Any] | None = None,
-        progress: tqdm | None = None,
+        progress: Any | None = None,
     ) -> int:
         """Run ``cypher`` once per slice of ``rows`` bound to ``$rows`` (use ``UNWIND $rows AS row``),
         with ``params`` besides; advances ``progress`` by the rows sent. Returns the number of rows."""
@@ -223,7 +222,7 @@ class Store(ABC):
         tails: np.ndarray,
         confs: dict[str, np.ndarray],
         batch_size: int = 10_000,
-        progress: tqdm | None = None,
+        progress: Any | None = None,
         entity_dataset: str | None = None,
     ) -> None:
         """Create one relationship of type ``rel_type`` per (head, tail) between existing entities of
@@ -237,7 +236,7 @@ class Store(ABC):
         )
         self._write_facts(facts, batch_size, progress)
 
-    def _write_facts(self, facts: RelationFacts, batch_size: int, progress: tqdm | None) -> None:
+    def _write_facts(self, facts: RelationFacts, batch_size: int, progress: Any | None) -> None:
         """The portable path: UNWIND batches of cypher/ingest_facts (backends may override)."""
         cols = {k: [None if x != x else float(x) for x in facts.confs[k].tolist()] for k in CONF_COLUMNS}
         rows = [

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store.base import CONF_COLUMNS, CypherError, RelationFacts, Store, plain
@@ -156,7 +155,7 @@ class FalkorDBStore(Store):
         self._bulk(len(eids), 0, [blob], [])
         self._node_ids = None
 
-    def _write_facts(self, facts: RelationFacts, batch_size: int, progress: tqdm | None) -> None:
+    def _write_facts(self, facts: RelationFacts, batch_size: int, progress: Any | None) -> None:
         dataset, heads, tails, confs = facts.dataset, facts.heads, facts.tails, facts.confs
         if not self.bulk or "\0" in dataset:
             return super()._write_facts(facts, batch_size, progress)

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from loaders.levels import alpha_levels
 from pipeline.core.errors import DataFormatError, PipelineError
+from pipeline.core.progress import output
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 from pipeline.store.cypher import cypher_statements, cypher_text
 from pipeline.store.lock import dataset_lock
@@ -208,7 +208,7 @@ def _load(kg, store: Store, facts, types, staging: str, batch_size: int, progres
         for i, (n, t) in enumerate(zip(kg.relation_names(), types, strict=True))
     ]
     store.run_batches(cypher_text("ingest_relations"), vocab, batch_size, {"dataset": staging})
-    with tqdm(total=len(facts), unit="fact", desc=f"ingest {ds}", disable=not progress, leave=False) as bar:
+    with output(progress).bar(total=len(facts), unit="fact", desc=f"ingest {ds}") as bar:
         for rid, part in facts.groupby("r", sort=True):
             store.create_facts(
                 ds,

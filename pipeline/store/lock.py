@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from tqdm import tqdm
-
 from pipeline.core.errors import PipelineError
 from pipeline.store.cypher import cypher_text
 
@@ -205,7 +203,7 @@ class StoreLock:
         start = time.monotonic()
         stale: str | None = None
         delay = 0.05
-        bar: tqdm | None = None
+        bar: Any | None = None
         try:
             while True:
                 if self._try(stale):
@@ -224,11 +222,13 @@ class StoreLock:
                         f"{TIMEOUT_ENV}"
                     )
                 if bar is None:
-                    bar = tqdm(
+                    from pipeline.core.progress import output
+
+                    bar = output(self.progress is not False).bar(
                         total=round(self.timeout_s, 1),
                         unit="s",
                         desc=f"waiting for lock '{self.name}' held by {holder.purpose}",
-                        disable=None if self.progress is None else not self.progress,
+                        disable=None if self.progress is None else False,  # None: on a terminal only
                         leave=False,
                     )
                 time.sleep(min(delay, max(0.0, self.timeout_s - waited)))

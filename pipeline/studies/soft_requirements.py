@@ -196,7 +196,9 @@ def run_study(
     def do_export() -> dict[str, Any]:
         from pipeline.stages.export import export_adjacency
 
-        man = export_adjacency(run_dir, threshold=threshold, out=out / "exports" / run_dir.name, progress=progress)
+        # the ledger's key (model hash, threshold) decides when the folder's export is stale
+        man = export_adjacency(run_dir, threshold=threshold, out=out / "exports" / run_dir.name, progress=progress,
+                               overwrite=True)
         return {"path": man["path"], "_paths": [man["path"]]}
 
     export = stages.run("export", stable_key(model_hash=model_hash, threshold=threshold), do_export, log)

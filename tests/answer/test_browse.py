@@ -214,3 +214,24 @@ def test_a_query_that_did_not_parse_says_so(store, tmp_path: Path) -> None:
         assert "0 methods" not in text
     finally:
         store.run("MATCH (q:Query {dataset: 'toy', qid: 't9'}) DETACH DELETE q")
+
+
+def test_a_query_the_method_did_not_answer_is_said_so(store, tmp_path: Path) -> None:
+    """Issue 44, friction 6: right after a write-back, browsing a query the method found no answer to said
+    'has answers of 0 methods; write answers back first'."""
+    from pipeline.formats.answers import UTILITY, read_answers, write_answers
+
+    answers, qs = _answers(tmp_path, "SRC")
+    frame = answers.frame.copy()
+    frame.loc[frame["query_id"] == "q3", UTILITY] = -np.inf  # the method predicts nothing for q3
+    unanswered = read_answers(write_answers(frame, tmp_path / "none.parquet", answers.meta))
+    write_back(store, unanswered, qs)
+    said = ("query q3 has no answers by method 'ukge_logi SRC': its write-back holds none for this query (the "
+            "method predicted no entity above 0 for it)")
+    for method in (None, "ukge_logi SRC"):
+        with pytest.raises(PipelineError) as err:
+            read_page_graph(store, "q3", method)
+        assert str(err.value) == said
+    assert read_page_graph(store, "q1").method == "ukge_logi SRC"  # the others draw as before
+    res = CliRunner().invoke(cli, ["browse", "q3", "--html", str(tmp_path / "p.html"), "--store", store.uri])
+    assert res.exit_code == 2 and res.output == f"error: {said}\n"

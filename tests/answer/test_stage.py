@@ -27,8 +27,20 @@ from tests.answer.toy import PREDICTED, write_toy_query_set
     ],
 )
 def test_option_rules_come_from_capabilities(options: MethodOptions, explain: int, any_shape: bool, message: str) -> None:
-    with pytest.raises(PipelineError, match=message):
+    from pipeline.core.errors import use_front_end
+
+    with use_front_end("cli"), pytest.raises(PipelineError, match=message):  # the flags' spelling
         check_method_options(method_class(options), options, explain, any_shape)
+
+
+def test_option_rules_speak_python_in_python() -> None:
+    with pytest.raises(PipelineError) as err:
+        check_method_options(method_class(MethodOptions(name="cone_ne")), MethodOptions(name="cone_ne"), 0, False)
+    assert str(err.value) == ("method='cone_ne' answers from model=: give it (adjacency= for src, model= for "
+                              "logice_ne, model= for cone_ne)")
+    options = MethodOptions(name="cone_ne", model_run="r", calibration="D")
+    with pytest.raises(PipelineError, match="^calibration= applies to src only"):
+        check_method_options(method_class(options), options, 0, False)
 
 
 def test_every_method_declares_capabilities_and_builds_from_options() -> None:
@@ -55,5 +67,5 @@ def test_explain_refused_for_a_method_without_witnesses(tmp_path: Path) -> None:
         capabilities = Capabilities("adjacency", "DIR")
 
     method = NoWitnesses.over(PREDICTED, "toy")
-    with pytest.raises(PipelineError, match="explain=: src has no witnesses"):
+    with pytest.raises(PipelineError, match="^explain=: "):
         answer_queries(qs, method, AnswerOptions(out=tmp_path, explain=2, progress=False))

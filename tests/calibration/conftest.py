@@ -67,7 +67,7 @@ def toy_pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
     cfg = default_config("toy", "ukge_logi", dim=16, epochs=15, lr=0.01, batch_size=128, seed=0, device="cpu")
     train(kg, cfg, root / "run", progress=False)
     manifest = export_adjacency(
-        root / "run", threshold=0.3, out=root / "export", device="cpu", progress=False, max_fraction=1.0
+        root / "run", threshold=0.3, out=root / "export", device="cpu", progress=False, allow_dense=True
     )
     return {
         "kg": kg,

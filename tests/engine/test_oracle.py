@@ -200,7 +200,15 @@ def test_nested_cycles_show_one_progress_bar(monkeypatch) -> None:
         def __iter__(self):
             return iter(self.it)
 
-    monkeypatch.setattr(search, "tqdm", Recorder)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    import pipeline.core.progress as progress
+
+    monkeypatch.setattr(progress, "_bar_class", lambda: (Recorder, False))  # every bar is made there
     monkeypatch.setattr(search, "MAX_BATCH", 1)  # every enumeration is "long" enough for a bar
     n = 5
     facts = [(h, 0, t, 0.5 + 0.1 * ((h + t) % 3)) for h in range(n) for t in range(n) if h != t]

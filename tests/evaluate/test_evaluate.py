@@ -304,3 +304,32 @@ def test_an_answers_file_of_format_1_says_what_to_rerun(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["evaluate", str(path)])
     assert res.exit_code == 2 and res.output.count("\n") == 1
     assert "old.parquet" in res.output and "re-run `pipeline answer`" in res.output
+
+
+def test_queries_without_a_predicted_answer_are_counted_and_said(tmp_path: Path, capsys) -> None:
+    """Issue 44, friction 5: 21 of 50 test queries had no answer over the predicted facts and the table
+    averaged them in without a word. The math stays (all entities tied: the chance level); the report counts
+    them per type, the markdown says so, and a warning line goes to stderr (CLI and Python alike)."""
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+    from pipeline.stages.evaluate import evaluate_file, protocol_notes
+
+    util = UTIL.clone()
+    util[1] = torch.full((6,), INF)  # q2 (1p): nothing predicted at all
+    util[2] = torch.tensor([0.0, INF, INF, 0.0, INF, INF])  # q3 (2p): nothing above 0 either
+    path = _answers(tmp_path, util=util)
+    report = evaluate_file(path)
+    assert report["unanswered"] == {"1p": 1, "2p": 1, "all": 2, "of": 3}
+    line = ("ukge_logi SRC: 2 of 3 queries have no answer over the predicted facts (1p 1, 2p 1); the metrics rank "
+            "their true answers among all entities tied (the chance level)")
+    assert capsys.readouterr().err == f"warning: {line}\n"
+    assert line + "." in protocol_notes(report)
+    per_query = query_metrics(read_answers(path).frame).set_index("query_id")
+    assert per_query["answered"].to_dict() == {"q1": True, "q2": False, "q3": False}
+    # q2's two answers in one tie group of all 6 entities: E[1/R] = H(6)/6 each, discounted by hand
+    h6 = (1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6) / 6
+    assert per_query.loc["q2", "ndcg"] == pytest.approx(h6 * (1 + 1 / L3) / (1 + 0.5 / L3))
+    assert evaluate_file(_answers(tmp_path / "all", util=UTIL))["unanswered"] == {}
+    res = CliRunner().invoke(cli, ["evaluate", str(path)])
+    assert res.exit_code == 0 and f"warning: {line}" in res.stderr

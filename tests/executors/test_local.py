@@ -84,9 +84,10 @@ def test_a_shard_of_another_export_is_refused(runs: dict[str, Path], tmp_path: P
 
 
 def test_density_guard_stays_global(runs: dict[str, Path], tmp_path: Path) -> None:
-    """The guard judges the whole export on the driver: a tiny threshold fails."""
-    with pytest.raises(PipelineError, match="not selective at this threshold"):
-        write_export(runs["ukge_logi"], 0.01, tmp_path / "x", progress=False, block_rows=ROWS, executor=LocalExecutor(), shards="mock://g")
+    """The size guard judges the whole export on the driver: a tiny threshold over a small budget fails."""
+    with pytest.raises(PipelineError, match="more than its budget of 1.0 KB"):
+        write_export(runs["ukge_logi"], 0.01, tmp_path / "x", progress=False, block_rows=ROWS,
+                     executor=LocalExecutor(), shards="mock://g", max_bytes=1000)
 
 
 def test_shard_filesystems(tmp_path: Path) -> None:

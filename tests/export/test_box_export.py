@@ -42,8 +42,8 @@ def _facts(path: Path) -> list[tuple[np.ndarray, ...]]:
 
 @pytest.mark.parametrize("threshold", [0.05, 0.3])
 def test_pruned_export_equals_the_dense_export(box_run: Path, tmp_path: Path, threshold: float) -> None:
-    pruned = export_adjacency(box_run, threshold=threshold, out=tmp_path / "p", progress=False, max_fraction=1.0)
-    dense = export_adjacency(box_run, threshold=threshold, out=tmp_path / "d", progress=False, max_fraction=1.0, prune=False)
+    pruned = export_adjacency(box_run, threshold=threshold, out=tmp_path / "p", progress=False, allow_dense=True)
+    dense = export_adjacency(box_run, threshold=threshold, out=tmp_path / "d", progress=False, allow_dense=True, prune=False)
     assert pruned["nnz"] == dense["nnz"] > 0
     for (ph, pt, ps), (dh, dt, ds) in zip(_facts(tmp_path / "p"), _facts(tmp_path / "d"), strict=True):
         np.testing.assert_array_equal(ph, dh)
@@ -58,8 +58,9 @@ def test_pruned_export_keeps_the_dense_guard(box_run: Path, tmp_path: Path) -> N
     from pipeline.core.errors import PipelineError
 
     # judged after the first block of heads (relation 0), also with the progress bar off
-    with pytest.raises(PipelineError, match=r"pairs scored so far .*relation 0\).*higher --threshold"):
-        export_adjacency(box_run, threshold=0.001, out=tmp_path / "g", progress=False, max_fraction=0.001)
+    with pytest.raises(PipelineError, match=r"pairs scored so far \(through relation #0\).*more than its budget "
+                       r"of 1.0 KB \(the 1.0 KB allowed\); choose a higher threshold="):
+        export_adjacency(box_run, threshold=0.001, out=tmp_path / "g", progress=False, max_bytes=1000)
     assert not (tmp_path / "g").exists()
 
 
@@ -75,8 +76,8 @@ def test_cli_export_reports_the_pruning(box_run: Path, tmp_path: Path) -> None:
 def test_cuda_pruned_export_matches_cpu(box_run: Path, tmp_path: Path) -> None:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    export_adjacency(box_run, threshold=0.1, out=tmp_path / "cpu", device="cpu", progress=False, max_fraction=1.0)
-    export_adjacency(box_run, threshold=0.1, out=tmp_path / "gpu", device="cuda", progress=False, max_fraction=1.0)
+    export_adjacency(box_run, threshold=0.1, out=tmp_path / "cpu", device="cpu", progress=False, allow_dense=True)
+    export_adjacency(box_run, threshold=0.1, out=tmp_path / "gpu", device="cuda", progress=False, allow_dense=True)
     for a, b in zip(_facts(tmp_path / "cpu"), _facts(tmp_path / "gpu"), strict=True):
         np.testing.assert_array_equal(a[0], b[0])
         np.testing.assert_array_equal(a[1], b[1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ THRESHOLD = 0.3
 
 def export_adjacency(*args, **kwargs):
     # the toy KG is tiny and dense: lift the guard against exports larger than the dense matrix
-    return _export(*args, **{"max_fraction": 1.0, **kwargs})
+    return _export(*args, **{"allow_dense": True, **kwargs})
 
 
 def _train(run_dir: Path, model: str = "ukge_rect", seed: int = 0, epochs: int = 3) -> Path:
@@ -101,11 +102,20 @@ def test_cache_reused_for_same_model_and_threshold_only(tmp_path: Path) -> None:
     assert (
         not other["cached"] and other["model_hash"] != first["model_hash"] and other["path"] != first["path"]
     )
-    # an explicit --out holding another model's export is replaced, not reused
+    # an explicit --out holding another model's export is neither reused nor replaced unless asked (issue 44)
     out = tmp_path / "fixed"
     export_adjacency(tmp_path / "run", threshold=THRESHOLD, out=out, progress=False)
+    held = load_adjacency(out)[1]["model_hash"]
+    with pytest.raises(ArtifactError, match=r"holds an export of threshold 0.3 \(this one 0.5\): overwrite=True"):
+        export_adjacency(run, threshold=0.5, out=out, progress=False)
     _train(run, "ukge_rect", seed=2)
-    replaced = export_adjacency(run, threshold=THRESHOLD, out=out, progress=False)
+    with pytest.raises(ArtifactError) as err:
+        export_adjacency(run, threshold=THRESHOLD, out=out, progress=False)
+    assert str(err.value) == (
+        f"{out} holds an export of another model (run {run}, model hash {held[:12]}…; this one {run}, "
+        f"{load_run(run).content_hash()[:12]}…): overwrite=True replaces it, or choose another out=")
+    assert load_adjacency(out)[1]["model_hash"] == held  # untouched
+    replaced = export_adjacency(run, threshold=THRESHOLD, out=out, progress=False, overwrite=True)
     assert not replaced["cached"]
     assert load_adjacency(out)[1]["model_hash"] == load_run(run).content_hash()
     assert export_adjacency(run, threshold=THRESHOLD, out=out, progress=False)["cached"]
@@ -170,8 +180,8 @@ def test_tampered_manifest_and_unsorted_rows(runs, tmp_path: Path) -> None:
 def test_threshold_validation_and_dense_guard(runs, tmp_path: Path) -> None:
     with pytest.raises(PipelineError, match=r"in \(0, 1\]"):
         export_adjacency(runs["beurre"], threshold=0.0, out=tmp_path / "a", progress=False)
-    with pytest.raises(PipelineError, match="choose a higher --threshold"):
-        export_adjacency(runs["beurre"], threshold=0.01, out=tmp_path / "b", progress=False, max_fraction=0.01)
+    with pytest.raises(PipelineError, match="choose a higher threshold= or a top_k=, or allow_dense=True"):
+        export_adjacency(runs["beurre"], threshold=0.01, out=tmp_path / "b", progress=False, allow_dense=False, max_bytes=100)
     assert not (tmp_path / "b").exists()  # nothing half-written
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "notes.txt").write_text("mine")
@@ -224,7 +234,7 @@ def test_edited_threshold_and_wrong_sizes_are_refused(runs, tmp_path: Path) -> N
     with pytest.raises(ArtifactError, match="threshold .* differs from the manifest"):
         load_adjacency(out)
     # an edited manifest is never taken for a cached export of that threshold either
-    assert not export_adjacency(runs["beurre"], threshold=0.05, out=out, progress=False, max_fraction=1.0)["cached"]
+    assert not export_adjacency(runs["beurre"], threshold=0.05, out=out, progress=False, allow_dense=True)["cached"]
 
 
 def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: Path) -> None:
@@ -237,30 +247,67 @@ def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
 
 
-def test_dense_guard_holds_on_a_small_graph_unless_allowed_plainly(runs, tmp_path: Path) -> None:
-    """A toy graph's unselective export is refused like a big one's (issue 32: a small graph exported 100%
-    of its pairs); --allow-dense keeps it and says so, and the CLI reports facts over pairs, never header
-    bytes over dense bytes ("134%", issue 12)."""
+def test_size_guard_is_bytes_against_the_machine(runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 44: a 32-entity graph's export was refused at 37% of its pairs ("limit 33%"), though its dense
+    matrix is 12 KB. The guard is now the export's size against what the machine has: a small graph's
+    unselective export is kept (with the CLI's warning that it says little); one larger than its budget is
+    refused with both sizes and what to do; --allow-dense keeps it and the cache does not hand it out
+    without the flag. Issue 12 still holds: the CLI reports facts over pairs, never header bytes over dense
+    bytes ("134%")."""
+    import pipeline.stages.export as export_mod
     from pipeline.cli import cli
-    from pipeline.stages.export import MAX_FRACTION
+    from pipeline.stages.export_select import SizeBudget
 
     # a threshold that keeps about 60% of the toy model's pairs
     scores = np.concatenate([s for _, _, s in brute_force(runs["beurre"], 1e-9).values()])
     t = float(np.quantile(scores, 0.4))
-    with pytest.raises(PipelineError, match="not selective at this threshold"):
-        export_adjacency(runs["beurre"], threshold=t, out=tmp_path / "a", progress=False, max_fraction=MAX_FRACTION)  # the default
-    args = ["export", str(runs["beurre"]), "--threshold", str(t), "--out", str(tmp_path / "b")]
-    refused = CliRunner().invoke(cli, args)
-    assert refused.exit_code != 0 and "choose a higher --threshold" in refused.output
-    assert not (tmp_path / "b").exists()
-    out = CliRunner().invoke(cli, [*args, "--allow-dense"])
-    assert out.exit_code == 0, out.output
-    man = export_adjacency(runs["beurre"], threshold=t, out=tmp_path / "b", progress=False, max_fraction=1.0)
-    assert man["cached"]
+    args = ["export", str(runs["beurre"]), "--threshold", str(t), "--out", str(tmp_path / "a")]
+    kept = CliRunner().invoke(cli, args)  # the default budget: this machine's memory and disk
+    assert kept.exit_code == 0, kept.output
+    man = json.loads((tmp_path / "a" / MANIFEST).read_text())
     pairs = man["n_entities"] ** 2 * man["n_relations"]
-    assert man["nnz"] > pairs / 3
-    assert f"{100 * man['nnz'] / pairs:.2f}% of all (h, r, t) pairs" in out.stdout
-    assert "more than the density guard's 33% (allowed by --allow-dense)" in out.stderr
-    # the export made with the flag is not handed out from the cache without it
-    again = CliRunner().invoke(cli, args)
-    assert again.exit_code != 0 and "--allow-dense" in again.output
+    assert man["nnz"] > pairs / 2 and f"{100 * man['nnz'] / pairs:.2f}% of all (h, r, t) pairs" in kept.stdout
+    assert "the model calls most pairs true" in kept.stderr and "(a higher --threshold or a --top-k" in kept.stderr
+    # a machine with room for 1,000 bytes of export
+    monkeypatch.setattr(export_mod, "machine_budget", lambda out: SizeBudget(1000, "a quarter of the 4.0 KB of memory available"))
+    args[-1] = str(tmp_path / "b")
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2 and re.fullmatch(
+        rf"error: threshold {re.escape(str(t))} keeps \d+\.\d% of the \(h, r, t\) pairs scored so far \(through relation #\d\): the "
+        r"export would take about [\d.]+ KB \([\d,]+ facts x 12 bytes\), more than its budget of 1.0 KB \(a quarter "
+        r"of the 4.0 KB of memory available\); choose a higher --threshold or a --top-k, or --allow-dense to export "
+        r"it anyway\n", refused.output.rsplit("\r", 1)[-1]), refused.output
+    assert not (tmp_path / "b").exists()
+    assert CliRunner().invoke(cli, [*args, "--allow-dense"]).exit_code == 0
+    again = CliRunner().invoke(cli, args)  # the export made with the flag is not handed out without it
+    assert again.exit_code == 2 and "this export holds" in again.output and "--allow-dense to use it" in again.output
+
+
+def test_the_budget_and_the_projection_by_hand(tmp_path: Path) -> None:
+    from pipeline.stages.export_select import available_memory, human_bytes, machine_budget, projected_bytes
+
+    assert [human_bytes(n) for n in (999, 12_288, 1_234_567, 5e12)] == ["999 B", "12.3 KB", "1.2 MB", "5.0 TB"]
+    # 32 entities x 3 relations x 32: 3,072 pairs; 37.3% kept = 1,146 facts = 13,752 bytes
+    assert projected_bytes(1146, 3072, 1024, 3072) == 13_752
+    # 200 pairs of 10,000 scored (2%): 30 kept -> 1,500 projected facts; before that, the facts kept so far
+    assert projected_bytes(30, 200, 100, 10_000) == 18_000
+    assert projected_bytes(30, 100, 100, 10_000) == 360
+    assert projected_bytes(30, 300, 300, 10_000) == 12_000
+    budget = machine_budget(tmp_path / "not" / "yet")
+    assert 0 < budget.bytes <= available_memory() // 4 and budget.why.startswith(("a quarter of the", "half of the"))
+
+
+def test_cli_export_into_a_folder_of_another_export_needs_overwrite(runs, tmp_path: Path) -> None:
+    from pipeline.cli import cli
+
+    out = tmp_path / "exp"
+    base = ["export", str(runs["ukge_logi"]), "--out", str(out), "--allow-dense"]
+    assert CliRunner().invoke(cli, [*base, "--threshold", "0.3"]).exit_code == 0
+    again = CliRunner().invoke(cli, [*base, "--threshold", "0.3"])
+    assert again.exit_code == 0 and "[cached]" in again.output  # the same run and settings: reused
+    other = CliRunner().invoke(cli, ["export", str(runs["beurre"]), "--out", str(out), "--allow-dense"])
+    assert other.exit_code == 2 and other.output.startswith(f"error: {out} holds an export of another model (run ")
+    assert other.output.endswith(": --overwrite replaces it, or choose another --out\n")
+    assert load_adjacency(out)[1]["model"] == "ukge_logi"
+    other = CliRunner().invoke(cli, ["export", str(runs["beurre"]), "--out", str(out), "--allow-dense", "--overwrite"])
+    assert other.exit_code == 0 and load_adjacency(out)[1]["model"] == "beurre"

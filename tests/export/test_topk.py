@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.formats.adjacency import load_adjacency
 from pipeline.models import load_run
 from pipeline.stages.export_select import select_block
@@ -80,10 +80,12 @@ def test_export_top_k_equals_dense(run: Path, k: int, block_rows: int | None, tm
 
 def test_top_k_is_part_of_the_cache_key_and_validated(run: Path, tmp_path: Path) -> None:
     a = export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False, top_k=1)
-    b = export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False)  # same folder, no cap: recomputed
+    with pytest.raises(ArtifactError, match=r"holds an export of top_k 1 \(this one None\): overwrite=True"):
+        export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False)  # same folder, no cap: not silently replaced
+    b = export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False, overwrite=True)
     assert not b["cached"] and b["nnz"] > a["nnz"] and b["top_k"] is None
     assert export_adjacency(run, threshold=0.2, out=tmp_path / "e", progress=False)["cached"]
-    with pytest.raises(PipelineError, match="top_k="):
+    with pytest.raises(PipelineError, match=r"top_k=0: must be at least 1"):
         export_adjacency(run, threshold=0.2, out=tmp_path / "f", progress=False, top_k=0)
 
 

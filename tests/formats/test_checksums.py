@@ -123,7 +123,7 @@ def test_cli_export_of_a_corrupt_model_is_one_line(run: Path, tmp_path: Path) ->
 @pytest.mark.parametrize("at", [0.1, 0.5, 0.9])
 def test_a_flipped_byte_in_an_export_file_is_refused(run: Path, tmp_path: Path, at: float) -> None:
     out = tmp_path / "export"
-    manifest = export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)
+    manifest = export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)
     rel = manifest["relations"][0]
     assert rel[checksums.MANIFEST_KEY] == checksums.file_digest(out / rel["file"])
     load_adjacency(out)
@@ -233,11 +233,11 @@ def test_a_file_rewritten_by_another_tool_is_refused(tmp_path: Path) -> None:
 
 def test_a_damaged_export_is_exported_again_not_reused(run: Path, tmp_path: Path) -> None:
     out = tmp_path / "export"
-    first = export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)
-    assert export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)["cached"]
+    first = export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)
+    assert export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)["cached"]
     rel = first["relations"][0]
     flip(out / rel["file"], 0.5)
-    again = export_adjacency(run, threshold=0.3, out=out, progress=False, max_fraction=1.0)
+    again = export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)
     assert not again["cached"]
     assert checksums.file_digest(out / rel["file"]) == rel[checksums.MANIFEST_KEY]  # the same bytes again
     load_adjacency(out)

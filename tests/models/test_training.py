@@ -145,7 +145,7 @@ def test_bad_run_directories(tmp_path: Path) -> None:
 
 def test_psl_needs_softlogic_and_dataset_must_match(tmp_path: Path) -> None:
     kg = toy_kg(softlogic=False)
-    with pytest.raises(PipelineError, match="--psl needs the soft-logic facts"):
+    with pytest.raises(PipelineError, match="^psl= needs the soft-logic facts"):
         train(kg, cfg_for("ukge_logi", 1, psl=True), tmp_path / "r", progress=False)
     with pytest.raises(PipelineError, match="data set 'other'"):
         train(kg, default_config("other", "ukge_logi", epochs=1), tmp_path / "r", progress=False)
@@ -215,9 +215,17 @@ def test_cli_train_twice_gives_the_same_run(ppi5k, tmp_path: Path) -> None:
     assert docs[0]["model_hash"] == docs[1]["model_hash"]
     assert docs[0]["test"] == docs[1]["test"] and docs[0]["test"]["n"] == len(ppi5k.split_facts("test"))
     assert (tmp_path / "a" / "model.pt").exists() and (tmp_path / "a" / "checkpoint.pt").exists()
-    # the same command again into a finished run is refused; --overwrite starts over to the same model
+    # the same command again into a finished run reuses it (issue 44: a re-run cell); another setting is
+    # refused naming it; --overwrite starts over to the same model
+    stamp = (tmp_path / "a" / "model.pt").stat().st_mtime_ns
     again = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a")])
-    assert again.exit_code == 2 and "--overwrite" in again.output
+    assert again.exit_code == 0 and json.loads(again.stdout) == {**docs[0], "reused": True}
+    assert (tmp_path / "a" / "model.pt").stat().st_mtime_ns == stamp  # nothing trained, nothing written
+    other = [a if a != "8" else "16" for a in args]  # --dim 16
+    again = CliRunner().invoke(cli, [*other, "--out", str(tmp_path / "a")])
+    assert again.exit_code == 2 and again.output == (
+        f"error: {tmp_path / 'a'} holds a run with other settings (--dim 16 here, 8 there): --overwrite starts "
+        "over (deleting it), or give another --out\n")
     again = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a"), "--overwrite"])
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["model_hash"] == docs[0]["model_hash"]
@@ -237,8 +245,9 @@ def test_a_fresh_run_never_deletes_an_earlier_run_unless_told(tmp_path: Path) ->
     kg = toy_kg()
     first = train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False)
     checkpoint = (tmp_path / "run" / "checkpoint.pt").read_bytes()
-    with pytest.raises(PipelineError, match="holds a run .checkpoint.pt, model.pt.: --resume continues it"):
-        train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False)
+    with pytest.raises(PipelineError, match=r"holds a run with other settings \(model='ukge_rect' here, "
+                       r"'ukge_logi' there\): overwrite=True starts over \(deleting it\), or give another out="):
+        train(kg, cfg_for("ukge_rect", 1), tmp_path / "run", progress=False)
     assert (tmp_path / "run" / "checkpoint.pt").read_bytes() == checkpoint
     again = train(kg, cfg_for("ukge_logi", 1), tmp_path / "run", progress=False, overwrite=True)
     assert again["model_hash"] == first["model_hash"]
@@ -257,7 +266,7 @@ def test_cli_train_never_starts_over_a_run_silently(tmp_path: Path) -> None:
         assert res.exit_code == 2, res.output
         line = res.output.strip()
         assert "\n" not in line and str(run) in line and held in line
-        assert "--resume" in line and "--overwrite" in line
+        assert "without a readable config.json: --overwrite starts over" in line
         assert (run / held).read_bytes() == b"twelve epochs of training"
     res = CliRunner().invoke(cli, ["train", "ppi5k", "--model", "ukge_logi", "--resume", "--overwrite"])
     assert res.exit_code == 2 and "exclude each other" in res.output

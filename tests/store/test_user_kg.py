@@ -146,9 +146,10 @@ def test_sixteen_entities_sample_train_export_query_answer(home: Path, fresh_sto
     run_dir = tmp_path / "run"
     _run("train", "tiny", "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(run_dir),
          "--device", "cpu", "--json")
-    # threshold 0.01 keeps nearly every pair: refused on every graph size (issue 32), kept only when asked
-    refused = CliRunner().invoke(cli, ["export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj")])
-    assert refused.exit_code != 0 and "choose a higher --threshold" in refused.output
+    # threshold 0.01 keeps nearly every pair: a 16-entity export is 9 KB, kept with a warning (issue 44: the
+    # guard is the export's size against the machine, not its share of pairs)
+    kept = CliRunner().invoke(cli, ["export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj")])
+    assert kept.exit_code == 0 and "the model calls most pairs true" in kept.stderr
     man = json.loads(_run("export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj"), "--json",
                           "--allow-dense"))
     assert man["n_entities"] == 16 and man["nnz"] > 0.3 * 16 * 16 * 3

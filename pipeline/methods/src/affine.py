@@ -25,11 +25,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.core.kg import GraphTensors
+from pipeline.core.progress import output
 from pipeline.methods.src.delta import zero_alphas
 from pipeline.softquery.model import Query
 
@@ -423,44 +423,40 @@ def fit_affine(
     }
     n_batches = (len(kept) + cfg.batch_size - 1) // cfg.batch_size
     buffers = ConfBuffers(adj)  # each step's index is dead before the next one rewrites them
-    bar = tqdm(
-        total=cfg.epochs * n_batches,
-        desc="calibration L",
-        unit="batch",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
-    for epoch in range(1, cfg.epochs + 1):
-        total, count = 0.0, 0
-        order = [kept[i] for i in torch.randperm(len(kept), generator=gen).tolist()]
-        bar.set_description(f"calibration L epoch {epoch}/{cfg.epochs}")
-        for lo in range(0, len(order), cfg.batch_size):
-            batch = order[lo : lo + cfg.batch_size]
-            loss = _batch_loss(
-                search,
-                [queries[i] for i in batch],
-                training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch), buffers),
-                torch.stack([true_u[i] for i in batch]),
-                cfg.negatives,
-                gen,
-                cfg.negative_weight,
-            )
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(batch)
-            count += len(batch)
-            bar.set_postfix(
-                batch=f"{lo // cfg.batch_size + 1}/{n_batches}", loss=f"{loss.item():.4g}", refresh=False
-            )
-            bar.update(1)
-        val = score()
-        history["epochs"][str(epoch)] = {"loss": total / max(1, count), "valid": val}
-        # Without a valid set, the last epoch is kept; with one, the best (ties: the earlier epoch).
-        if valid_score is None or val > best_score:
-            best_score = val
-            best_state = {k: v.detach().clone() for k, v in calib.state_dict().items()}
-    bar.close()
+    bar = output(progress).bar(total=cfg.epochs * n_batches, desc="calibration L", unit="batch")
+    try:  # closed on every path: a bar left open is redrawn by the next one
+        for epoch in range(1, cfg.epochs + 1):
+            total, count = 0.0, 0
+            order = [kept[i] for i in torch.randperm(len(kept), generator=gen).tolist()]
+            bar.set_description(f"calibration L epoch {epoch}/{cfg.epochs}")
+            for lo in range(0, len(order), cfg.batch_size):
+                batch = order[lo : lo + cfg.batch_size]
+                loss = _batch_loss(
+                    search,
+                    [queries[i] for i in batch],
+                    training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch), buffers),
+                    torch.stack([true_u[i] for i in batch]),
+                    cfg.negatives,
+                    gen,
+                    cfg.negative_weight,
+                )
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(batch)
+                count += len(batch)
+                bar.set_postfix(
+                    batch=f"{lo // cfg.batch_size + 1}/{n_batches}", loss=f"{loss.item():.4g}", refresh=False
+                )
+                bar.update(1)
+            val = score()
+            history["epochs"][str(epoch)] = {"loss": total / max(1, count), "valid": val}
+            # Without a valid set, the last epoch is kept; with one, the best (ties: the earlier epoch).
+            if valid_score is None or val > best_score:
+                best_score = val
+                best_state = {k: v.detach().clone() for k, v in calib.state_dict().items()}
+    finally:
+        bar.close()
     calib.load_state_dict(best_state)
     history["best_valid"] = best_score
     return calib, history

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from tqdm import tqdm
-
+from pipeline.core.progress import output
 from pipeline.methods.src.calibrations import DELTA_GRID
 from pipeline.softquery.model import Conjunction, Query
 
@@ -35,7 +34,7 @@ def choose_delta(
 ) -> tuple[float, dict[float, float]]:
     """The delta of the grid with the highest score (the first on ties, so smaller deltas win); also every
     score, for the record."""
-    bar = tqdm(grid, desc="calibration D", unit="delta", disable=not progress, dynamic_ncols=True)
-    scores = {float(d): float(score(float(d))) for d in bar}
+    with output(progress).bar(grid, desc="calibration D", unit="delta") as bar:
+        scores = {float(d): float(score(float(d))) for d in bar}
     best = max(scores, key=lambda d: (scores[d], -d))
     return best, scores
