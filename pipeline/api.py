@@ -5,7 +5,7 @@ the stages' own typed values with pandas frames (a :class:`~pipeline.formats.que
 are the command's; its keyword options are the stage's declared options (:mod:`pipeline.stages.options`:
 ``help(pl.answer)`` lists them), checked the same way; errors are :class:`PipelineError` subclasses whose
 messages name the keyword (``per_type=0``) where the command names the flag; long work shows the command's
-progress bars (``progress=False`` hides them).
+progress bars (``quiet=True`` hides them).
 
 Every example below makes its own tiny KG (a TSV of named facts) and runs as a doctest
 (tests/test_api.py); the graph store is ``PIPELINE_STORE``, else the embedded server, logged in by itself.
@@ -90,13 +90,13 @@ def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_s
     >>> tsv = pathlib.Path(tempfile.mkdtemp(), "toy.tsv")
     >>> _ = tsv.write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> toy = pl.ingest("toy", source=tsv, progress=False)
+    >>> toy = pl.ingest("toy", source=tsv, quiet=True)
     >>> toy.name, len(toy.entities), list(toy.relations["name"])
     ('toy', 4, ['knows', 'likes'])
     >>> import pandas as pd
     >>> frame = pd.DataFrame({"head": ["ann", "bob"], "relation": ["knows", "knows"], "tail": ["bob", "cid"],
     ...                       "confidence": [0.9, 0.6], "split": ["train", "train"]})
-    >>> len(pl.ingest("toy_frame", frame, progress=False).entities)
+    >>> len(pl.ingest("toy_frame", frame, quiet=True).entities)
     3
     """
     from loaders import BENCHMARKS
@@ -109,7 +109,8 @@ def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_s
         extra = set(options) - {"batch_size", "store", "progress"}
         if extra:
             raise PipelineError(f"ingest {name}: {', '.join(sorted(extra))} apply to your own KG, not a benchmark")
-        ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.output)
+        report, where = ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.output)
+        o.output.summary(f"{name}: {report.facts} facts {'already in' if report.skipped else 'loaded into'} {where}")
         return Dataset(name, o.store)
     if source is None and from_store is None:
         from loaders import get_spec
@@ -117,9 +118,14 @@ def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_s
         get_spec(name)  # an unknown name: one line with the close ones
         raise PipelineError(f"ingest {name}: give source=FILE_OR_FOLDER (your own KG) or from_store=URI")
     if isinstance(source, pd.DataFrame):
-        ingest_user(name, from_frame=source, options=o)
+        rep = ingest_user(name, from_frame=source, options=o)
     else:
-        ingest_user(name, from_path=None if source is None else str(source), from_store=from_store, options=o)
+        rep = ingest_user(name, from_path=None if source is None else str(source), from_store=from_store, options=o)
+    sr = rep["store_report"]
+    done = "unchanged" if sr["skipped"] else "replaced" if sr["replaced"] else "loaded"
+    o.output.summary(f"{name}: {rep['entities']} entities, {rep['relations']} relations, rows "
+                     + " / ".join(f"{k} {v}" for k, v in (rep["rows"] or {}).items())
+                     + f"; {'unchanged' if rep['unchanged'] else 'recorded'}, store: {done}")
     return Dataset(name, o.store)
 
 
@@ -131,7 +137,7 @@ def dataset(name: str, *, store: str | None = None) -> Dataset:
     >>> tsv = pathlib.Path(tempfile.mkdtemp(), "toy.tsv")
     >>> _ = tsv.write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tsv, progress=False)
+    >>> _ = pl.ingest("toy", source=tsv, quiet=True)
     >>> toy = pl.dataset("toy")
     >>> toy.facts.sort_values("confidence").iloc[-1][["head", "relation", "tail"]].tolist()
     ['ann', 'knows', 'bob']
@@ -165,7 +171,7 @@ def query(
     >>> tsv = pathlib.Path(tempfile.mkdtemp(), "toy.tsv")
     >>> _ = tsv.write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tsv, progress=False)
+    >>> _ = pl.ingest("toy", source=tsv, quiet=True)
     >>> r = pl.query("knows(ann, ?x, 0.5) & knows(?x, ?y, 0.5)", dataset="toy", graph="test", explain=1)
     >>> r.frame
        rank  eid name  utility
@@ -202,15 +208,21 @@ def train(dataset: Dataset | str, **options: Any) -> Run:
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
-    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
+    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", quiet=True)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", quiet=True)
     >>> run.path.name, list(run.metrics.columns)
     ('run', ['n', 'MSE', 'MAE'])
     """
     from pipeline.stages.train import train_dataset
 
     (o,) = split_options(options, TrainOptions, what="train")
-    return train_dataset(_name(dataset), o).run
+    done = train_dataset(_name(dataset), o)
+    out = o.output
+    for line in done.summary_lines(o):
+        out.summary(line)
+    for w in done.warnings():
+        out.warn(w)
+    return done.run
 
 
 @_one_line
@@ -225,16 +237,20 @@ def export(run: Run | str | Path, **options: Any) -> Export:
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
-    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
-    >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
+    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", quiet=True)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", quiet=True)
+    >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", quiet=True)
     >>> len(adj.facts) == adj.n_facts <= 4 * 2, list(adj.facts.columns)
     (True, ['head', 'relation', 'tail', 'confidence'])
     """
-    from pipeline.stages.export import export_adjacency
+    from pipeline.stages.export import export_adjacency, export_summary
 
     (o,) = split_options(options, ExportOptions, what="export")
     man = export_adjacency(_path(run), o)
+    line, warning = export_summary(man)
+    o.output.summary(line)
+    if warning:
+        o.output.warn(warning)
     return Export(Path(man["path"]), man)
 
 
@@ -252,9 +268,9 @@ def sample(dataset: Dataset | str, **options: Any) -> QuerySet:
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
+    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", quiet=True)
     >>> qs = pl.sample("toy", split="train", alpha="zero", beta="equal", per_type=2, seed=0, types="1p",
-    ...                out=tmp / "q", progress=False)
+    ...                out=tmp / "q", quiet=True)
     >>> qs.path.name, qs.meta["split"], set(qs.frame["type"])
     ('toy_train_zero_equal.parquet', 'train', {'1p'})
     """
@@ -267,6 +283,8 @@ def sample(dataset: Dataset | str, **options: Any) -> QuerySet:
     if o.store is None and isinstance(dataset, Dataset):
         o = replace(o, store=dataset.store)
     res = sample_dataset(_name(dataset), o)
+    kept = ", ".join(f"{r['type']} {r['kept']}" for r in res["types"] if r["kept"])
+    o.output.summary(f"sampled {res['queries']} queries ({kept}) into {res['file']} in {res['seconds']:.1f} s")
     qs = read_query_set(res["file"])
     qs.summary = res
     return qs
@@ -287,12 +305,12 @@ def answer(queries: QuerySet | str | Path, **options: Any) -> Answers:
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
+    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", quiet=True)
     >>> qs = pl.sample("toy", split="train", alpha="zero", beta="equal", per_type=2, seed=0, types="1p",
-    ...                out=tmp / "q", progress=False)
-    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
-    >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
-    >>> ans = pl.answer(qs, adjacency=adj, out=tmp / "ans", progress=False)
+    ...                out=tmp / "q", quiet=True)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", quiet=True)
+    >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", quiet=True)
+    >>> ans = pl.answer(qs, adjacency=adj, out=tmp / "ans", quiet=True)
     >>> ans.label, sorted(set(ans.frame["query_id"])) == sorted(qs.frame["id"]), "name" in ans.frame
     ('ukge_logi SRC', True, True)
     """
@@ -315,6 +333,8 @@ def answer(queries: QuerySet | str | Path, **options: Any) -> Answers:
         names = load(ans.meta["dataset"]).entities["name"].to_numpy()
         frame["name"] = names[frame[col.ENTITY].to_numpy()]
     ans.report = report
+    how.output.summary(f"{report['method']}: {len(set(frame['query_id']))} queries answered in {report['seconds']:.1f} s "
+                       f"into {report['path']}" + (f" (delta {report['delta']:g})" if "delta" in report else ""))
     return ans
 
 
@@ -328,12 +348,12 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", progress=False)
+    >>> _ = pl.ingest("toy", source=tmp / "toy.tsv", quiet=True)
     >>> qs = pl.sample("toy", split="train", alpha="zero", beta="equal", per_type=2, seed=0, types="1p",
-    ...                out=tmp / "q", progress=False)
-    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", progress=False)
-    >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", progress=False)
-    >>> table = pl.evaluate(pl.answer(qs, adjacency=adj, out=tmp / "ans", progress=False))
+    ...                out=tmp / "q", quiet=True)
+    >>> run = pl.train("toy", model="ukge_logi", out=tmp / "run", epochs=2, dim=8, device="cpu", quiet=True)
+    >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", quiet=True)
+    >>> table = pl.evaluate(pl.answer(qs, adjacency=adj, out=tmp / "ans", quiet=True))
     >>> list(table.index), list(table.columns)
     (['tau', 'rho', 'MAP', 'NDCG'], ['1p', 'avg'])
     """
@@ -363,7 +383,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
 @api_function(ReproduceConfig)
 def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | None = None,
         runs: dict[str, str | Path] | None = None, docs: str | Path | None = None, progress: bool = True,
-        **options: Any) -> Experiment:
+        quiet: bool = False, **options: Any) -> Experiment:
     r"""One experiment in one call, like ``pipeline reproduce``: ingest (a benchmark; your own KG after
     ``pl.ingest``), sample the train/valid/test query sets, train each backbone, export it, answer the test
     set with SRC and each calibration (and the baselines), evaluate; returns an :class:`Experiment` (the
@@ -379,19 +399,18 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
     >>> _ = (tmp / "toy.tsv").write_text("head\trelation\ttail\tconfidence\n" + "".join(
     ...     f"p{i}\tknows\tp{(i + 1) % 12}\t0.9\np{i}\thelps\tp{(i + 1) % 12}\t0.6\np{i}\thelps\tp{(i + 3) % 12}\t0.5\n"
     ...     for i in range(12)))
-    >>> kg = pl.ingest("toy_run", source=tmp / "toy.tsv", progress=False)
+    >>> kg = pl.ingest("toy_run", source=tmp / "toy.tsv", quiet=True)
     >>> exp = pl.run(kg, out=tmp / "exp", epochs=2, dim=8, per_type=2, train_per_type=2, calibrations="none", threshold=0.95,
-    ...              device="cpu", progress=False)
+    ...              device="cpu", quiet=True)
     >>> list(exp.table.columns), list(exp.table.index)
     (['tau', 'rho', 'MAP', 'NDCG'], ['ukge_logi SRC'])
     >>> again = pl.run(kg, out=tmp / "exp", epochs=2, dim=8, per_type=2, train_per_type=2, calibrations="none", threshold=0.95,
-    ...                device="cpu", progress=False)
+    ...                device="cpu", quiet=True)
     >>> bool(again.stages["skipped"].all()), again.table.equals(exp.table)
     (True, True)
     """
-    import sys
-
     from pipeline.core import config
+    from pipeline.core.progress import output
     from pipeline.stages.reproduce import reproduce
 
     split_options(options, what="run", known=ReproduceConfig)  # an unknown keyword: one line, close matches
@@ -399,10 +418,12 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
     if store is None and isinstance(dataset, Dataset):
         store = dataset.store
     work = Path(out) if out is not None else config.home() / "reproduce" / f"{cfg.dataset}-s{cfg.seed}"
-    log = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
-    summary = reproduce(cfg, work, docs, store, log=log, progress=progress,
+    shown = output(progress, quiet)
+    summary = reproduce(cfg, work, docs, store, log=shown.summary, progress=shown,
                         runs={m: str(p) for m, p in (runs or {}).items()})
-    return Experiment.of(summary)
+    exp = Experiment.of(summary)
+    shown.summary(f"{cfg.dataset}: {len(exp.table)} methods evaluated in {exp.seconds:.1f} s; work folder {exp.out}")
+    return exp
 
 
 # ------------------------------------------------------------------------------------------- the store
@@ -415,7 +436,7 @@ def cypher(statement: str, params: dict[str, Any] | None = None, *, store: str |
     >>> tsv = pathlib.Path(tempfile.mkdtemp(), "toy.tsv")
     >>> _ = tsv.write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\n"
     ...                    "bob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
-    >>> _ = pl.ingest("toy", source=tsv, progress=False)
+    >>> _ = pl.ingest("toy", source=tsv, quiet=True)
     >>> pl.cypher("MATCH (e:Entity {dataset: $d}) RETURN e.name AS name ORDER BY name", {"d": "toy"})
       name
     0  ann

@@ -23,60 +23,24 @@ def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     A run directory that already holds a run is never started over silently: the same settings on the
     same data reuse a finished run and resume an unfinished one; other settings are refused (--resume
     continues a run with another epoch budget, --overwrite deletes it first)."""
-    from pipeline.models.config import steps_per_epoch
     from pipeline.stages.train import train_dataset
 
     o = from_command(given, TrainOptions)
     done = train_dataset(dataset, o)
-    res, cfg, n_train, out = done.results, done.config, done.n_train, str(done.path)
+    res, out = done.results, str(done.path)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
-    if res.get("reused"):
-        click.echo(f"{out} holds the finished run of these settings and data: reused (--overwrite trains again)")
-    # what was chosen: a small graph's batch size is not the model's default
-    click.echo(
-        f"trained {cfg.model} on {cfg.dataset}: {n_train} train facts, batch size {cfg.batch_size} "
-        f"({steps_per_epoch(cfg.batch_size, n_train)} steps per epoch{_batch_note(cfg, n_train, o.batch_size, o.config)}), "
-        f"{cfg.epochs} epochs at most, dim {cfg.dim}, lr {cfg.lr:g}"
-    )
-    rows = [
+    lines = done.summary_lines(o)
+    click.echo("\n".join(lines[:-1]))  # what was chosen (a small graph's batch size is not the model's default)
+    print_table([
         {"split": k, "n": v["n"], "MSE": f"{v['mse']:.5f}", "MAE": f"{v['mae']:.5f}"}
         for k, v in res.items()
         if isinstance(v, dict) and "mse" in v
-    ]
-    print_table(rows)
-    click.echo(
-        f"run {out}: {res['epochs_run']} epochs (best {res['best_epoch']}), "
-        f"{res['seconds_per_epoch'] or 0:.1f} s/epoch on {res['device']}; {_against_mean(res)}"
-    )
-
-
-def _batch_note(cfg: Any, n_train: int, given: int | None, config_file: str | None) -> str:
-    """Why the batch size is what it is, when it is not the user's (cfg: a TrainConfig)."""
-    from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS, steps_per_epoch
-
-    if given is not None or config_file is not None:
-        return ""
-    reference = MODEL_DEFAULTS.get(cfg.model, {}).get("batch_size", cfg.batch_size)
-    if reference == cfg.batch_size:
-        return ""
-    return (f"; fitted to the graph: the model's default {reference} gives "
-            f"{steps_per_epoch(reference, n_train)}, fewer than {MIN_STEPS_PER_EPOCH}")
-
-
-def _against_mean(res: dict) -> str:
-    """The valid MSE beside the mean predictor's, saying plainly when the model is no better (both NaN
-    without valid facts: nothing to compare, no warning)."""
-    import math
-
-    mse, base = res["valid"]["mse"], res["mean_predictor"]
-    text = (f"valid MSE {mse:.4f}, predicting the mean confidence ({base['confidence']:.3f}) "
-            f"{base['valid_mse']:.4f}")
-    if math.isfinite(base["valid_mse"]) and not mse < base["valid_mse"]:
-        text += ("\nwarning: the model is no better than predicting the mean confidence; train longer "
-                 "(--epochs) or with more steps per epoch (--batch-size)")
-    return text
+    ])
+    click.echo(lines[-1])
+    for w in done.warnings():
+        click.echo(f"warning: {w}")
 
 
 @cli.command("export")
@@ -86,19 +50,12 @@ def _against_mean(res: dict) -> str:
 @friendly
 def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
     """Write the predicted neural adjacency of a trained run as Arrow files (one per relation)."""
-    from pipeline.stages.export import MAX_FRACTION, export_adjacency
+    from pipeline.stages.export import export_adjacency, export_summary
 
     man = export_adjacency(run_dir, from_command({**given, "progress": not as_json}, ExportOptions))
-    # facts over all (h, r, t) pairs, not bytes over dense bytes: the Arrow headers alone outweigh a tiny
-    # graph's dense matrix, which read "0 facts = 134% of dense"
-    frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
-    if frac > MAX_FRACTION:  # fits the machine, but says little: say so plainly
-        click.echo(
-            f"warning: this export keeps {100 * frac:.1f}% of all (h, r, t) pairs: at threshold {man['threshold']} "
-            "the model calls most pairs true, and queries over it will answer with nearly every entity "
-            "(a higher --threshold or a --top-k is more selective)",
-            err=True,
-        )
+    line, warning = export_summary(man)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         echo_json(man)
         return
@@ -108,10 +65,7 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
             for x in man["relations"]
         ]
     )
-    click.echo(
-        f"{man['path']}: {man['nnz']} facts, {man['bytes'] / 1e6:.1f} MB ({100 * frac:.2f}% of all (h, r, t) pairs)"
-        + (" [cached]" if man["cached"] else f" in {man['seconds']:.1f} s")
-    )
+    click.echo(line)
     if "pruning" in man:  # a box model: exact pruned scoring (pipeline.models.box_bounds)
         p = man["pruning"]
         click.echo(

@@ -117,12 +117,22 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     atomic.write_text(folder / MANIFEST, json.dumps(seal(manifest), indent=2, sort_keys=True) + "\n")
 
 
+def _run_hint(folder: Path) -> str:
+    """Where a trained run is given for an export: how to make its export (in the caller's words)."""
+    from pipeline.core.errors import front_end
+
+    if not ((folder / "config.json").is_file() and (folder / "model.pt").is_file()):
+        return ""
+    how = "pl.export(run)" if front_end() == "python" else f"`pipeline export {folder}`"
+    return f"; it is a trained run: {how} writes its export, then answer over that"
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The checked manifest of an export folder; ArtifactError when missing, unreadable, foreign or edited."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
     except FileNotFoundError:
-        raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST})") from None
+        raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST}){_run_hint(Path(folder))}") from None
     except (OSError, ValueError) as exc:
         raise ArtifactError(f"{folder / MANIFEST}: unreadable ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:

@@ -71,6 +71,21 @@ def default_export_dir(dataset: str, model_hash: str, threshold: float, top_k: i
     return config.home() / "exports" / (f"{dataset}-{model_hash[:16]}-t{threshold:g}" + (f"-k{top_k}" if top_k else ""))
 
 
+def export_summary(man: dict[str, Any]) -> tuple[str, str | None]:
+    """(the export's one-line summary, a warning or None) for a person: its size and share of all
+    (h, r, t) pairs, and plainly when that share says the model calls most pairs true (facts over all pairs,
+    not bytes over dense bytes: the Arrow headers alone outweigh a tiny graph's dense matrix)."""
+    frac = man["nnz"] / max(1, man["n_entities"] ** 2 * man["n_relations"])
+    line = (f"{man['path']}: {man['nnz']} facts, {man['bytes'] / 1e6:.1f} MB ({100 * frac:.2f}% of all (h, r, t) pairs)"
+            + (" [cached]" if man["cached"] else f" in {man['seconds']:.1f} s"))
+    warning = None
+    if frac > MAX_FRACTION:  # fits the machine, but says little
+        warning = (f"this export keeps {100 * frac:.1f}% of all (h, r, t) pairs: at threshold {man['threshold']} the "
+                   "model calls most pairs true, and queries over it will answer with nearly every entity (a higher "
+                   f"{option('threshold')} or a {option('top_k')} is more selective)")
+    return line, warning
+
+
 def export_adjacency(run_dir: str | Path, options: ExportOptions | None = None, /, **settings: Any) -> dict[str, Any]:
     """``pipeline export``: score every (h, r, t) of the run's model and keep those with confidence >=
     threshold, on the executor ``options`` names (opened and closed here). options: an

@@ -21,14 +21,66 @@ class Trained:
     run: Any
     config: Any
     n_train: int
-
-    @property
-    def results(self) -> dict[str, Any]:
-        return self.run.results
+    results: dict[str, Any]  # what train returned ("reused": True when a finished run was reused)
 
     @property
     def path(self) -> Path:
         return Path(self.run.path)
+
+    def summary_lines(self, asked: TrainOptions | None = None) -> list[str]:
+        """What the training chose and did, for a person: the settings (and why the batch size is what it
+        is when nobody chose it), then the epochs, speed and valid MSE beside the mean predictor's.
+        ``pipeline train`` prints them around its table; ``pl.train`` prints them as its summary."""
+        from pipeline.core.errors import option
+        from pipeline.models.config import steps_per_epoch
+
+        cfg, res, n_train = self.config, self.results, self.n_train
+        lines = []
+        if res.get("reused"):
+            lines.append(f"{self.path} holds the finished run of these settings and data: reused "
+                         f"({option('overwrite', True)} trains again)")
+        lines.append(
+            f"trained {cfg.model} on {cfg.dataset}: {n_train} train facts, batch size {cfg.batch_size} "
+            f"({steps_per_epoch(cfg.batch_size, n_train)} steps per epoch{self._batch_note(asked)}), "
+            f"{cfg.epochs} epochs at most, dim {cfg.dim}, lr {cfg.lr:g}"
+        )
+        lines.append(
+            f"run {self.path}: {res['epochs_run']} epochs (best {res['best_epoch']}), "
+            f"{res['seconds_per_epoch'] or 0:.1f} s/epoch on {res['device']}; {self._against_mean()}"
+        )
+        return lines
+
+    def warnings(self) -> list[str]:
+        """Said plainly: the model is no better than predicting the mean confidence (both NaN without valid
+        facts: nothing to compare, no warning)."""
+        import math
+
+        from pipeline.core.errors import option
+
+        mse, base = self.results["valid"]["mse"], self.results["mean_predictor"]
+        if math.isfinite(base["valid_mse"]) and not mse < base["valid_mse"]:
+            return [f"the model is no better than predicting the mean confidence; train longer ({option('epochs')}) "
+                    f"or with more steps per epoch ({option('batch_size')})"]
+        return []
+
+    def _batch_note(self, asked: TrainOptions | None) -> str:
+        """Why the batch size is what it is, when it is not the user's."""
+        from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS, steps_per_epoch
+
+        cfg = self.config
+        if asked is not None and (asked.batch_size is not None or asked.config is not None):
+            return ""
+        reference = MODEL_DEFAULTS.get(cfg.model, {}).get("batch_size", cfg.batch_size)
+        if reference == cfg.batch_size:
+            return ""
+        return (f"; fitted to the graph: the model's default {reference} gives "
+                f"{steps_per_epoch(reference, self.n_train)}, fewer than {MIN_STEPS_PER_EPOCH}")
+
+    def _against_mean(self) -> str:
+        """The valid MSE beside the mean predictor's."""
+        mse, base = self.results["valid"]["mse"], self.results["mean_predictor"]
+        return (f"valid MSE {mse:.4f}, predicting the mean confidence ({base['confidence']:.3f}) "
+                f"{base['valid_mse']:.4f}")
 
 
 def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settings: Any) -> Trained:
@@ -50,5 +102,5 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
     if o.batch_size is None and o.config is None:  # a replayed config keeps its own
         cfg = dataclasses.replace(cfg, batch_size=fitted_batch_size(cfg.batch_size, n_train))
     out = Path(o.out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}")
-    train(kg, cfg, out, resume=o.resume, progress=o.output, overwrite=o.overwrite)
-    return Trained(read_run(out), cfg, n_train)
+    results = train(kg, cfg, out, resume=o.resume, progress=o.output, overwrite=o.overwrite)
+    return Trained(read_run(out), cfg, n_train, results)
