@@ -211,7 +211,7 @@ def women_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> d
     store = falkordb_store.fresh()
     try:
         tsv = write_women_tsv(root / "women.tsv")
-        ingest_user("women", str(tsv), None, store.uri, progress=False)
+        ingest_user("women", from_path=str(tsv), store=store.uri, progress=False)
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_HOME", None)

@@ -61,7 +61,7 @@ def test_the_export_bar_is_closed_when_the_export_is_refused(tmp_path):
           progress=False)
     before = len(text_tqdm._instances)
     with pytest.raises(PipelineError, match="more than its budget"):
-        export_adjacency(tmp_path / "run", 0.01, tmp_path / "e", progress=True, max_bytes=10)
+        export_adjacency(tmp_path / "run", threshold=0.01, out=tmp_path / "e", progress=True, max_bytes=10)
     assert len(text_tqdm._instances) == before
 
 

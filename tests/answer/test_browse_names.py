@@ -22,7 +22,7 @@ def women_page(women, tmp_path: Path):
     qs = pl.sample("women", split="test", alpha="zero", beta="equal", per_type=2, seed=0, out=tmp_path / "q",
                    types="2p", progress=False)
     method = SRC.over(observed_graph(load("women"), "test"), "women", backbone="observed")
-    answer_queries(qs.path, method, AnswerOptions(out_dir=str(tmp_path / "a"), explain=2, write_back=True,
+    answer_queries(qs.path, method, AnswerOptions(out=str(tmp_path / "a"), explain=2, write_back=True,
                                                   store=women["uri"], progress=False))
     qid = str(qs.frame["id"].iloc[0])
     return read_page_graph(women["store"], qid, dataset="women"), tmp_path

@@ -19,10 +19,10 @@ from tests.answer.toy import PREDICTED, write_toy_query_set
     ("options", "explain", "any_shape", "message"),
     [
         (MethodOptions(method="src"), 0, False, "give it"),
-        (MethodOptions(method="cone_ne"), 0, False, "model= RUN_DIR"),
-        (MethodOptions(method="cone_ne", model="r", calibration="D"), 0, False, "calibration= applies to src only"),
-        (MethodOptions(method="logice_ne", model="r"), 3, False, "explain= applies to src only"),
-        (MethodOptions(adjacency="a", union="conorm"), 0, False, "union= applies to logice_ne, cone_ne only"),
+        (MethodOptions(method="cone_ne"), 0, False, "--model RUN_DIR"),
+        (MethodOptions(method="cone_ne", model="r", calibration="D"), 0, False, "--calibration applies to src only"),
+        (MethodOptions(method="logice_ne", model="r"), 3, False, "--explain applies to src only"),
+        (MethodOptions(adjacency="a", union="conorm"), 0, False, "--union applies to logice_ne, cone_ne only"),
         (MethodOptions(model="r"), 0, True, "queries from the store may have any shape: use src"),
     ],
 )
@@ -35,10 +35,10 @@ def test_option_rules_come_from_capabilities(options: MethodOptions, explain: in
 
 def test_option_rules_speak_python_in_python() -> None:
     with pytest.raises(PipelineError) as err:
-        check_method_options(method_class(MethodOptions(name="cone_ne")), MethodOptions(name="cone_ne"), 0, False)
-    assert str(err.value) == ("method='cone_ne' answers from model=: give it (adjacency= for src, model= for "
-                              "logice_ne, model= for cone_ne)")
-    options = MethodOptions(name="cone_ne", model_run="r", calibration="D")
+        check_method_options(method_class(MethodOptions(method="cone_ne")), MethodOptions(method="cone_ne"), 0, False)
+    assert str(err.value) == ("method='cone_ne' answers from model= RUN_DIR: give it (adjacency= DIR for src, "
+                              "model= RUN_DIR for logice_ne, model= RUN_DIR for cone_ne)")
+    options = MethodOptions(method="cone_ne", model="r", calibration="D")
     with pytest.raises(PipelineError, match="^calibration= applies to src only"):
         check_method_options(method_class(options), options, 0, False)
 
