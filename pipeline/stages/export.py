@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -48,6 +49,7 @@ from pipeline.formats.adjacency import (
     write_shard,
 )
 from pipeline.models import box_bounds
+from pipeline.stages.export_prepare import PREPARE_SECONDS
 from pipeline.stages.export_select import check_top_k, select_block
 
 # The density guard: an export that keeps more than this share of all (h, r, t) pairs is refused (on every
@@ -74,6 +76,7 @@ def export_adjacency(
     executor: Executor | None = None,
     shards: str | Path | None = None,
     shard_heads: int | None = None,
+    prepare_seconds: float | None = PREPARE_SECONDS,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
@@ -92,6 +95,9 @@ def export_adjacency(
     ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export), reusing shards a
     killed run left; the same relation files result. shard_heads: heads per shard (rounded to whole scoring
     blocks so shards hold the same batches; default one block; a box model's pruned export: one relation).
+    prepare_seconds: once the export is in place (or found cached), build what the first ``pipeline
+    answer`` on it would (:mod:`pipeline.stages.export_prepare`: the engine index, then the data set's
+    multi-edge relation pairs for up to this many seconds; None: nothing); reported under "prepared".
     """
     from pipeline.models import load_run, read_run
 
@@ -114,7 +120,7 @@ def export_adjacency(
                 f"{out}: this export keeps {kept:.1%} of all (h, r, t) pairs, more than the density guard's "
                 f"{max_fraction:.0%}; choose a higher --threshold, or --allow-dense to use it anyway"
             )
-        return {**cached, "path": str(out), "cached": True}
+        return {**cached, "path": str(out), "cached": True, **_prepare(out, run.dataset, prepare_seconds, progress)}
     if out.exists() and not out.is_dir():
         raise ArtifactError(f"{out}: exists and is not a directory; choose another --out")
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
@@ -224,7 +230,27 @@ def export_adjacency(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {**manifest, "path": str(out), "cached": False}
+    return {**manifest, "path": str(out), "cached": False, **_prepare(out, run.dataset, prepare_seconds, progress)}
+
+
+def _prepare(out: Path, dataset: str, seconds: float | None, progress: bool) -> dict[str, Any]:
+    """{"prepared": ...} of export_prepare.prepare_answering (nothing when seconds is None). Never fails
+    the export: the export is complete without it (answering would build the same files)."""
+    if seconds is None:
+        return {}
+    from pipeline.stages.export_prepare import prepare_answering
+
+    try:
+        done = prepare_answering(out, dataset, seconds=seconds)
+    except (OSError, ValueError, RuntimeError) as exc:
+        done = {"skipped": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    if progress and "skipped" not in done:
+        tqdm.write(
+            f"prepared for answering: index {done['index_s']:.1f} s, {done['pairs']} relation pairs "
+            f"{done['pairs_s']:.1f} s ({done['pairs_left']} left), {done['bytes'] / 2**20:,.1f} MiB in {done['folder']}",
+            file=sys.stderr,
+        )
+    return {"prepared": done}
 
 
 def _pruned_relation(
