@@ -137,6 +137,13 @@ _CPU_CLOCK = (
 )
 
 
+def _error_line(stderr: str, rc: int) -> str:
+    """The command's `error: ...` line (progress bars share its stderr), else its last line, else rc."""
+    lines = [x for x in stderr.replace("\r", "\n").splitlines() if x.strip()]
+    errors = [x[x.index("error:"):] for x in lines if "error:" in x]
+    return errors[-1] if errors else lines[-1] if lines else f"exit status {rc}"
+
+
 def run_export(root: Path, args: argparse.Namespace, cache: Path, out: Path) -> dict[str, Any]:
     """A fresh `pipeline export` of --export-from into out (removed first); its wall seconds and what it
     prepared for answering (the code's "prepared" report; absent before issue 43)."""
@@ -147,7 +154,7 @@ def run_export(root: Path, args: argparse.Namespace, cache: Path, out: Path) -> 
     proc = subprocess.run(cmd, cwd=root, env=_env(root, cache), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode:
-        raise SystemExit(f"pipeline export failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+        raise SystemExit(f"pipeline export failed: {_error_line(proc.stderr, proc.returncode)}")
     doc = json.loads(proc.stdout)
     return {"export_s": wall, "scoring_s": doc.get("seconds"), "prepared": doc.get("prepared")}
 
@@ -191,7 +198,7 @@ def run_answer(
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise SystemExit(
-            f"pipeline answer failed ({calibration}, {workers} workers): {stderr.strip().splitlines()[-1] if stderr.strip() else proc.returncode}"
+            f"pipeline answer failed ({calibration}, {workers} workers): {_error_line(stderr, proc.returncode)}"
         )
     report = json.loads(stdout)
     key = "queries_per_s" if workers == 1 else "wall_queries_per_s"

