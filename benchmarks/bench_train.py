@@ -8,11 +8,15 @@ project's training loop beside a plain hand-written PyTorch loop of the same mat
         [--batch-size 1024] [--threads 2] [--json OUT.json]
 
 Each spec is DATASET:MODEL[:psl]. Published figures (test MSE on positives) are printed beside ours.
+--batch-size overrides the reference batch size; --draw-stream K (K > 0) trains with the seed's initial
+weights but draws every epoch's batches from another generator stream: on the CPU, what a CUDA run of the
+same seed is (other draws, the same distribution), so its test MSE shows whether that changes quality.
 
 --loop DATASET: UKGE logi with the reference settings (dim 128, batch 1024, 10 negatives per fact and side,
 L2 5e-4, Adam 1e-3), the same initial weights for both loops (after an untimed warm-up of 3 steps of each
 on throwaway copies), one epoch of each in turn (project, plain,
-project, ...; the box may be shared), under the deterministic kernels `pipeline train` runs with. "project"
+project, ...; the box may be shared), under the deterministic kernels `pipeline train` runs with
+(--kernels default: without them, to see what they cost). "project"
 is `pipeline.models.training.run_epoch`; "plain" is :func:`plain_epoch`, written here from the math alone
 (gather, product, sigmoid, squared error on each fact and its corruptions, L2 on the batch's rows, Adam),
 with every draw on the device and no host read until the epoch ends: on a GPU the floor the project's loop
@@ -144,8 +148,9 @@ def compare_loops(args) -> dict:
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.startswith("cuda") else (lambda: None)  # noqa: E731
     if dev.startswith("cuda"):
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = False
+    if args.kernels == "deterministic":  # as `pipeline train` runs
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = False
     # warm-up, untimed: a few steps of each loop on throwaway copies (lazy imports, first allocations and,
     # on CUDA, kernel loads and the allocator's pool would otherwise land in the first loop timed)
     few = Facts(*(x[: 3 * cfg.batch_size] for x in (facts.h, facts.r, facts.t, facts.c)))
@@ -179,7 +184,7 @@ def compare_loops(args) -> dict:
         f"{cfg.negatives} negatives per side; device {dev}"
         + (f" ({torch.cuda.get_device_name(dev)})" if dev.startswith("cuda") else "")
         + f"; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, {args.clock} clock; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+        f"{torch.get_num_threads()} threads, {args.clock} clock, {args.kernels} kernels; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
     )
     print("| loop | epochs | s/epoch min | median | max | steps/s (median) | last loss |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -193,7 +198,8 @@ def compare_loops(args) -> dict:
     ratio = summary["project"]["median"] / summary["plain"]["median"]
     print(f"\nproject / plain (medians): {ratio:.2f}")
     doc = {"dataset": args.loop, "device": dev, "batch_size": cfg.batch_size, "steps": steps, "epochs": rows,
-           "summary": summary, "ratio": ratio, "threads": torch.get_num_threads(), "clock": args.clock}
+           "summary": summary, "ratio": ratio, "threads": torch.get_num_threads(), "clock": args.clock,
+           "kernels": args.kernels}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(doc, indent=1))
     return doc
@@ -213,10 +219,19 @@ def main(argv: list[str] | None = None) -> int:
         "--summarize", nargs="*", type=Path, default=[], help="existing run directories to tabulate"
     )
     ap.add_argument("--loop", default=None, help="DATASET: time the project's loop beside the plain one")
-    ap.add_argument("--batch-size", type=int, default=None, help="--loop: batch size (default: the reference)")
+    ap.add_argument("--batch-size", type=int, default=None, help="batch size (default: the reference)")
+    ap.add_argument(
+        "--draw-stream", type=int, default=0,
+        help="--runs: draw the batches from stream K > 0 instead of the seed's, with the seed's initial "
+        "weights (what a CUDA run is to a CPU run: other draws, the same distribution)",
+    )
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     ap.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall", help="--loop: wall clock, or this process' CPU time"
+    )
+    ap.add_argument(
+        "--kernels", choices=("deterministic", "default"), default="deterministic",
+        help="--loop: torch's deterministic kernels (as `pipeline train`) or its defaults (what they cost)",
     )
     ap.add_argument("--json", dest="json_out", default=None, help="--loop: also write the figures here")
     args = ap.parse_args(argv)
@@ -227,6 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     from loaders import load
     from pipeline.models import default_config, train
 
+    if args.draw_stream:
+        import torch
+
+        import pipeline.models.training as training
+
+        def other_stream(seed: int, epoch: int, device="cpu") -> torch.Generator:
+            return torch.Generator(device=device).manual_seed(seed * 1_000_003 + epoch + 1 + args.draw_stream * 7_777_777)
+
+        training.epoch_generator = other_stream
     dirs = list(args.summarize)
     cache = {}
     for spec in args.runs:
@@ -234,9 +258,12 @@ def main(argv: list[str] | None = None) -> int:
         dataset, model, psl = parts[0], parts[1], len(parts) > 2 and parts[2] == "psl"
         kg = cache.setdefault(dataset, load(dataset))
         cfg = default_config(
-            dataset, model, psl=psl, epochs=args.epochs, seed=args.seed, device=args.device, lr=args.lr
+            dataset, model, psl=psl, epochs=args.epochs, seed=args.seed, device=args.device, lr=args.lr,
+            batch_size=args.batch_size, n_train=len(kg.graph("train")),
         )
         out = args.out / f"{dataset}-{model}{'-psl' if psl else ''}-s{args.seed}{args.tag}"
+        if args.draw_stream:
+            out = out.with_name(out.name + f"-d{args.draw_stream}")
         resume = args.resume and (out / "checkpoint.pt").exists()
         train(kg, cfg, out, resume=resume, overwrite=not resume)  # a benchmark retrains in place
         dirs.append(out)

@@ -3,7 +3,8 @@
 #   1. the tests marked gpu of the training loops (no host synchronisation between steps; the same seed
 #      gives the same model twice on the device);
 #   2. a UKGE logi epoch on PPI5k: the project's loop beside the plain hand-written loop of the same math,
-#      on cuda (benchmarks/bench_train.py --loop), then on the machine's CPU cores for reference;
+#      on cuda (benchmarks/bench_train.py --loop), again without deterministic kernels (their cost), then
+#      on the machine's CPU cores for reference;
 #   3. `pipeline reproduce ppi5k --epochs 100 --select-on last --seed 0 --device cuda` (100 queries per
 #      type, L 20 epochs), each stage's seconds (benchmarks/bench_reproduce.py) from a work folder whose
 #      ingest and sampling were done beforehand on the CPU (so no graph store is needed there: FalkorDB
@@ -112,6 +113,10 @@ timeout $(( $(left) > 100 ? 90 : 30 )) $PY -m pytest -q -p no:cacheprovider -m g
 log "2. one epoch: the project's loop and the plain loop, $DEVICE, then the CPU"
 timeout $(( $(left) > 200 ? 100 : 40 )) $PY benchmarks/bench_train.py --loop $DATASET --epochs $LOOP_EPOCHS \
     --device $DEVICE --json "$OUTDIR/loop_$DEVICE.json" 2>&1 | tail -9
+if [ "$DEVICE" != cpu ] && [ "$(left)" -gt 430 ]; then
+    echo "-- the same without deterministic kernels (what they cost on $DEVICE; printed only)"
+    timeout 40 $PY benchmarks/bench_train.py --loop $DATASET --epochs 2 --device $DEVICE --kernels default 2>&1 | tail -5
+fi
 if [ "$DEVICE" != cpu ] && [ "$(left)" -gt 420 ]; then
     timeout 45 $PY benchmarks/bench_train.py --loop $DATASET --epochs 1 --device cpu \
         --json "$OUTDIR/loop_cpu.json" 2>&1 | tail -7

@@ -182,8 +182,9 @@ def batch_negatives(
     the host (the trainer reads every batch's once per epoch); else it is read here. The j-th draw picks
     the j-th real answer in row-major order (what a boolean selection of the answers picks), through a
     table of the real answers' positions by rank built with one scatter: no boolean selection, whose size
-    only the host learns (a synchronisation on an accelerator); as fast on the CPU (a binary search over
-    the running count took 6x as long)."""
+    only the host learns (a synchronisation on an accelerator). On the CPU, 256 queries x 64 draws: 0.20-0.26
+    ms against 0.14-0.24 for the selection (a step of the models takes tens of ms); a binary search over the
+    running count took 1.6 ms."""
     m = int(data.mask.sum()) if pool_size is None else int(pool_size)
     b, dev = data.answers.shape[0], data.answers.device
     if m == 0:  # no answers in the batch: nothing to draw from but the padding

@@ -16,10 +16,15 @@ write (the same identity, names and bytes) and every answer is bit for bit that 
 built them itself. Which pairs: the ordered relation pairs ``(a, b)``, ``a != b``, that share an (h, t)
 somewhere in the data set's observed graph (train, valid and test facts), with both atoms read from their
 head side (``r_a(x, y) & r_b(x, y)``: the multi-edge of 2m and im); a sampled query's multi-edge is an
-observed one, so this covers every benchmark query. Most shared first, until ``seconds`` have passed (the
-index comes first, whatever the budget). A data set that cannot be loaded (a toy graph in a test) gives
-every ordered pair. Only the CPU's answering reads the pair cache (a GPU answers from the export it loads
-onto the device); with the cache off (``PIPELINE_PAIR_CACHE=off``) nothing is built.
+observed one, so this covers every benchmark query. Most shared first, until ``seconds`` have passed or
+``max_bytes`` of pair files are written (the index comes first, whatever the budget). A data set that
+cannot be loaded (a toy graph in a test) gives every ordered pair. Only the CPU's answering reads the pair
+cache (a GPU answers from the export it loads onto the device); with the cache off
+(``PIPELINE_PAIR_CACHE=off``) nothing is built.
+
+Cost measured on PPI5k (30-epoch UKGE logi, T = 0.1, 1.3M facts; docs/benchmarks.md, issue 43): 2.2-2.7 s
+more per export (index 0.23-0.29 s, the data set's graph 0.96-1.16 s, 42 pairs 0.75-1.07 s) and 101 MiB in
+the pair cache (the index 30 MiB, the pairs 70 MiB), which the first answer wrote before (67-101 MiB).
 """
 
 from __future__ import annotations
@@ -30,8 +35,12 @@ from typing import Any
 
 import pandas as pd
 
-# seconds the pairs may take after the index (PPI5k: all 42 pairs of its 7 relations in ~2 s on one core)
+# seconds the pairs may take after the index (PPI5k: all 42 pairs of its 7 relations in 0.75-1.07 s on a
+# shared 2-core machine, 30-epoch UKGE logi at T = 0.1; CN15k: 560 ordered pairs share an (h, t), unmeasured:
+# the budget bounds it)
 PREPARE_SECONDS = 60.0
+# bytes of pair files (beyond the index) written at most: PPI5k's 42 pairs take 70 MiB
+PREPARE_BYTES = 1 << 30
 
 Key = tuple[tuple[bool, int], tuple[bool, int]]
 
@@ -71,10 +80,12 @@ def observed_graph(dataset: str) -> pd.DataFrame | None:
 
 
 def prepare_answering(
-    folder: str | Path, dataset: str | None = None, *, seconds: float = PREPARE_SECONDS
+    folder: str | Path, dataset: str | None = None, *, seconds: float = PREPARE_SECONDS,
+    max_bytes: int = PREPARE_BYTES,
 ) -> dict[str, Any]:
     """Build the export's engine index and its likely relation pairs into its pair cache (module
-    docstring). Returns what was done: {index_s, pairs, pairs_left, pairs_s, graph_s, seconds, bytes}
+    docstring), the pairs until ``seconds`` have passed or ``max_bytes`` of pair files are written.
+    Returns what was done: {index_s, pairs, pairs_left, pairs_s, graph_s, seconds, bytes}
     (bytes: the cache folder's pair and index files), or {"skipped": reason}."""
     import torch
 
@@ -93,9 +104,10 @@ def prepare_answering(
     keys = candidate_keys(adj.n_relations, graph) if seconds > 0 else []
     done = 0
     t2 = time.perf_counter()
+    base = cache.used()
     with torch.no_grad():
         for key in keys:
-            if time.perf_counter() - t2 >= seconds:
+            if time.perf_counter() - t2 >= seconds or cache.used() - base >= max_bytes:
                 break
             adj.shared_facts(key)
             adj.column_front(key)

@@ -121,6 +121,9 @@ def test_budget_index_first_then_pairs_and_nothing_with_the_cache_off(
     # no preparation asked: no key; the cache off: nothing written, said so
     none = export_adjacency(run, 0.3, tmp_path / "exp2", progress=False, prepare_seconds=None)
     assert "prepared" not in none and not for_export(tmp_path / "exp2").folder.exists()
+    # a byte budget: the pairs stop once their files pass it (checked before each pair)
+    capped = prepare_answering(tmp_path / "exp2", max_bytes=1)
+    assert capped["pairs"] == 1 and capped["pairs_left"] == 1
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", "off")
     off = export_adjacency(run, 0.3, tmp_path / "exp3", progress=False)
     assert "PIPELINE_PAIR_CACHE" in off["prepared"]["skipped"]
