@@ -32,7 +32,7 @@ import torch
 
 from pipeline.core import atomic, config
 from pipeline.core.errors import ArtifactError, PipelineError, option
-from pipeline.core.progress import output
+from pipeline.core.progress import Output, output
 from pipeline.core.provenance import provenance
 from pipeline.executors.base import Executor, Task
 from pipeline.formats.adjacency import (
@@ -49,6 +49,7 @@ from pipeline.formats.adjacency import (
     write_shard,
 )
 from pipeline.models import box_bounds
+from pipeline.stages.export_prepare import PREPARE_SECONDS
 from pipeline.stages.export_select import (
     BYTES_PER_FACT,
     SizeBudget,
@@ -117,6 +118,7 @@ def write_export(
     shards: str | Path | None = None,
     shard_heads: int | None = None,
     overwrite: bool = False,
+    prepare_seconds: float | None = PREPARE_SECONDS,
 ) -> dict[str, Any]:
     """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
 
@@ -138,6 +140,9 @@ def write_export(
     blocks so shards hold the same batches; default one block; a box model's pruned export: one relation).
     overwrite: replace an export of another model, threshold or top-k at ``out`` (refused otherwise, naming
     what differs); an export of the same ones is reused, or written again where its files are damaged.
+    prepare_seconds: once the export is in place (or found cached), build what the first ``pipeline
+    answer`` on it would (:mod:`pipeline.stages.export_prepare`: the engine index, then the data set's
+    multi-edge relation pairs for up to this many seconds; None: nothing); reported under "prepared".
     """
     from pipeline.models import load_run, read_run
 
@@ -164,7 +169,7 @@ def write_export(
                 f"of {human_bytes(budget.bytes)} ({budget.why}); choose a higher {option('threshold')} or a "
                 f"{option('top_k')}, or {option('allow_dense', True)} to use it anyway"
             )
-        return {**cached, "path": str(out), "cached": True}
+        return {**cached, "path": str(out), "cached": True, **_prepare(out, run.dataset, prepare_seconds, progress)}
     if out.exists() and not out.is_dir():
         raise ArtifactError(f"{out}: exists and is not a directory; choose another {option('out')}")
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
@@ -263,7 +268,26 @@ def write_export(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {**manifest, "path": str(out), "cached": False}
+    return {**manifest, "path": str(out), "cached": False, **_prepare(out, run.dataset, prepare_seconds, progress)}
+
+
+def _prepare(out: Path, dataset: str, seconds: float | None, progress: bool | Output) -> dict[str, Any]:
+    """{"prepared": ...} of export_prepare.prepare_answering (nothing when seconds is None). Never fails
+    the export: the export is complete without it (answering would build the same files)."""
+    if seconds is None:
+        return {}
+    from pipeline.stages.export_prepare import prepare_answering
+
+    try:
+        done = prepare_answering(out, dataset, seconds=seconds)
+    except (OSError, ValueError, RuntimeError) as exc:
+        done = {"skipped": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    if "skipped" not in done:  # a terminal's line (a notebook's summary says enough)
+        output(progress).step_line(
+            f"prepared for answering: index {done['index_s']:.1f} s, {done['pairs']} relation pairs "
+            f"{done['pairs_s']:.1f} s ({done['pairs_left']} left), {done['bytes'] / 2**20:,.1f} MiB in {done['folder']}"
+        )
+    return {"prepared": done}
 
 
 def check_replaceable(out: Path, model_hash: str, threshold: float, top_k: int | None, run_path: Path) -> None:

@@ -256,3 +256,126 @@ def test_training_targets_cap_a_crossing_tie_group_at_random_not_by_id() -> None
     assert cap_answers("q1", answers, utils) == (a, u)  # seeded by the query id
     assert cap_answers("q2", answers, utils)[0] != a
     assert cap_answers("q", [1, 2], [0.3, 0.2]) == ([1, 2], [0.3, 0.2])  # short lists unchanged
+
+
+# ------------------------------------------------------------------- the loop without host round trips
+def _old_batch_negatives(data: Any, k: int, gen: torch.Generator) -> torch.Tensor:
+    """batch_negatives as written before issue 43: a boolean selection of the batch's answers."""
+    pool = data.answers[data.mask]
+    if pool.numel() == 0:
+        pool = data.answers.reshape(-1)
+    idx = torch.randint(0, pool.numel(), (data.answers.shape[0], k), generator=gen).to(pool.device)
+    return pool[idx]
+
+
+def test_in_batch_negatives_pick_what_a_boolean_selection_picks() -> None:
+    """The search over the mask's running count picks, draw for draw, the answer the earlier boolean
+    selection picked (the same generator stream), with the pool's size given or read; an empty pool
+    draws from the padding as before."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pipeline.stages.train_qe import batch_negatives
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.integers(1, 6), st.integers(1, 5), st.integers(1, 9), st.integers(0, 2**31), st.floats(0.0, 1.0))
+    def check(b: int, a: int, k: int, seed: int, density: float) -> None:
+        g = torch.Generator().manual_seed(seed)
+        answers = torch.randint(0, 50, (b, a), generator=g)
+        utils = torch.rand(b, a, generator=g) * (torch.rand(b, a, generator=g) < density)
+        data = _batch(answers.tolist(), utils.tolist())
+        want = _old_batch_negatives(data, k, torch.Generator().manual_seed(seed))
+        for pool in (None, int(data.mask.sum())):
+            got = batch_negatives(data, k, torch.Generator().manual_seed(seed), pool)
+            assert torch.equal(got, want)
+
+    check()
+
+
+def _epoch_inputs(toy: tuple[Path, Path], batch_size: int) -> tuple[Any, Any, Any, Any]:
+    import dataclasses
+
+    from pipeline.baselines.models import LogicENEModel
+    from pipeline.formats.queryset import read_query_set
+    from pipeline.stages.train_qe import train_tensors
+
+    cfg = dataclasses.replace(
+        toy_config(toy, "logice_ne", 1, "listwise"), batch_size=batch_size, batch_negatives=3, max_answers=1
+    )
+    torch.manual_seed(0)
+    model = LogicENEModel(40, 2, dim=8, hidden=16)
+    return model, torch.optim.Adam(model.parameters(), lr=cfg.lr), train_tensors([read_query_set(toy[0])]), cfg
+
+
+def test_a_cpu_qe_epoch_draws_what_the_earlier_loop_drew(toy: tuple[Path, Path]) -> None:
+    """On the CPU the epoch's device generator is the CPU generator: the same batches, answer subsamples,
+    uniform and in-batch negatives in the same order as the loop before issue 43, so the same loss sum
+    and weights bit for bit (seeded CPU runs made before it are reproduced)."""
+    from pipeline.stages.train_qe import epoch_batches, step_loss, subsample_answers, train_epoch
+
+    model, opt, data, cfg = _epoch_inputs(toy, 4)
+    ref, ref_opt, _, _ = _epoch_inputs(toy, 4)
+    for epoch in range(2):
+        got, seen = train_epoch(model, opt, data, cfg, 40, epoch)
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)  # the earlier loop, written out
+        total = 0.0
+        for plan, idx in epoch_batches({p: int(d.answers.shape[0]) for p, d in data.items()}, cfg.batch_size, gen):
+            full = data[plan].take(idx)
+            batch = subsample_answers(full, cfg.max_answers, gen)
+            neg = torch.randint(0, 40, (idx.shape[0], cfg.negatives), generator=gen)
+            neg = torch.cat([neg, _old_batch_negatives(full, cfg.batch_negatives, gen)], dim=1)
+            loss = step_loss(ref, plan, batch, neg, cfg.loss, answers=full)
+            ref_opt.zero_grad()
+            loss.backward()
+            ref_opt.step()
+            total += float(loss.detach()) * len(idx)
+        assert float(got) == total and seen == 24
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), ref.state_dict().values(), strict=True))
+
+
+def test_a_qe_epoch_reads_the_host_per_epoch_not_per_step(
+    toy: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No per-step host round trip: an epoch of 3 steps and one of 12 read the same two lists on the host
+    (the batches' order, the in-batch pools' sizes) and copy no tensor between devices."""
+    from pipeline.stages.train_qe import train_epoch
+    from tests.models.test_training import _host_traffic
+
+    seen = []
+    for batch_size in (8, 2):
+        model, opt, data, cfg = _epoch_inputs(toy, batch_size)
+        with monkeypatch.context() as m:
+            counts = _host_traffic(m)
+            train_epoch(model, opt, data, cfg, 40, 0)
+        seen.append(dict(counts))
+    assert seen[0] == seen[1] == {"reads": 2, "copies": 0}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_qe_epoch_never_waits_for_the_host_between_steps(toy: tuple[Path, Path]) -> None:
+    """On CUDA the steps of an epoch run with no synchronisation (torch's sync debug mode warns at each;
+    the two reads per epoch come before the first step), and a seeded epoch gives the same weights twice."""
+    import warnings
+
+    from pipeline.stages.train_qe import train_epoch
+
+    states = []
+    for _ in range(2):
+        model, opt, data, cfg = _epoch_inputs(toy, 2)
+        model = model.cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+        data = {p: d.to("cuda") for p, d in data.items()}
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                total, _ = train_epoch(model, opt, data, cfg, 40, 0)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        syncs = [str(w.message) for w in caught if "synchroniz" in str(w.message)]
+        assert len(syncs) <= 2, syncs  # the batches' order and the pools' sizes, once each
+        assert float(total) > 0
+        states.append({k: v.detach().cpu() for k, v in model.state_dict().items()})
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
