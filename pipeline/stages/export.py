@@ -99,7 +99,7 @@ def export_adjacency(run_dir: str | Path, options: ExportOptions | None = None, 
         return write_export(run_dir, o.threshold, o.out, device=o.device, progress=o.output,
                             block_rows=o.block_rows, allow_dense=o.allow_dense, max_bytes=o.max_bytes, prune=o.prune,
                             top_k=o.top_k, executor=executor, shards=o.shards, shard_heads=o.shard_heads,
-                            overwrite=o.overwrite)
+                            overwrite=o.overwrite, prepare_seconds=o.prepare_seconds)
 
 
 def write_export(

@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 
 from pipeline.engine import search_batch
 from pipeline.formats.engine_index import load_engine_index
 from pipeline.formats.pair_cache import for_export
+from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from pipeline.stages.export_prepare import candidate_keys, multi_edge_pairs, prepare_answering
 from tests.export.test_export import _train, export_adjacency
 
@@ -72,7 +72,7 @@ def test_export_builds_the_files_a_first_answer_would_and_the_same_answers(
 ) -> None:
     prepared = tmp_path / "prepared"
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(prepared))
-    man = export_adjacency(run, 0.3, tmp_path / "exp", progress=False)
+    man = export_adjacency(run, threshold=0.3, out=tmp_path / "exp", progress=False)
     done = man["prepared"]
     assert done["pairs"] == 2 and done["pairs_left"] == 0 and done["bytes"] > 0  # toy: every ordered pair
     folder = for_export(tmp_path / "exp").folder
@@ -111,21 +111,21 @@ def test_budget_index_first_then_pairs_and_nothing_with_the_cache_off(
     run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "pairs"))
-    man = export_adjacency(run, 0.3, tmp_path / "exp", progress=False, prepare_seconds=0)
+    man = export_adjacency(run, threshold=0.3, out=tmp_path / "exp", progress=False, prepare_seconds=0)
     assert man["prepared"]["pairs"] == 0 and man["prepared"]["pairs_left"] == 0
     assert set(_files(for_export(tmp_path / "exp").folder)) == {"index.bin"}  # the index whatever the budget
     # the same export again (cached): prepared on the way out, now with its pairs
-    again = export_adjacency(run, 0.3, tmp_path / "exp", progress=False)
+    again = export_adjacency(run, threshold=0.3, out=tmp_path / "exp", progress=False)
     assert again["cached"] and again["prepared"]["pairs"] == 2
     assert len(_files(for_export(tmp_path / "exp").folder)) == 5
     # no preparation asked: no key; the cache off: nothing written, said so
-    none = export_adjacency(run, 0.3, tmp_path / "exp2", progress=False, prepare_seconds=None)
+    none = export_adjacency(run, threshold=0.3, out=tmp_path / "exp2", progress=False, prepare_seconds=None)
     assert "prepared" not in none and not for_export(tmp_path / "exp2").folder.exists()
     # a byte budget: the pairs stop once their files pass it (checked before each pair)
     capped = prepare_answering(tmp_path / "exp2", max_bytes=1)
     assert capped["pairs"] == 1 and capped["pairs_left"] == 1
     monkeypatch.setenv("PIPELINE_PAIR_CACHE", "off")
-    off = export_adjacency(run, 0.3, tmp_path / "exp3", progress=False)
+    off = export_adjacency(run, threshold=0.3, out=tmp_path / "exp3", progress=False)
     assert "PIPELINE_PAIR_CACHE" in off["prepared"]["skipped"]
     assert prepare_answering(tmp_path / "exp3")["skipped"] == off["prepared"]["skipped"]
     assert os.listdir(tmp_path / "exp3")  # the export itself is complete either way
