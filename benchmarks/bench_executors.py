@@ -47,6 +47,7 @@ def _ray(workers: int) -> tuple[Any, float]:
 
 def bench_export(args: argparse.Namespace) -> list[dict[str, Any]]:
     from pipeline.stages.export import export_adjacency, write_export
+    from pipeline.stages.options import ExportOptions
 
     rows: list[dict[str, Any]] = []
     if args.relations:
@@ -68,7 +69,7 @@ def bench_export(args: argparse.Namespace) -> list[dict[str, Any]]:
         ex, start = _ray(w)
         try:
             t0 = time.perf_counter()
-            m = write_export(args.run, args.threshold, out, top_k=args.top_k, progress=False, executor=ex)
+            m = write_export(args.run, ExportOptions(threshold=args.threshold, out=out, top_k=args.top_k, progress=False), ex)
             wall = time.perf_counter() - t0
         finally:
             ex.close()

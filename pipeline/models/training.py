@@ -287,7 +287,7 @@ def _train(
     out = output(progress)
     # one bar over the epochs (a notebook's only one: the figures as its postfix, not 60 lines)
     with out.bar(total=cfg.epochs, initial=state["epoch"], desc=f"train {cfg.model}", unit="epoch") as epochs:
-        _epochs(epochs, out, model, opt, facts, psl, cfg, state, valid, valid_neg, run_dir)
+        _epochs(epochs, out, Fit(model, opt, facts, psl, valid, valid_neg), cfg, state, run_dir)
     if state["best_state"] is not None:
         model.load_state_dict(state["best_state"])
     model.eval()
@@ -317,10 +317,22 @@ def _train(
     return results
 
 
-def _epochs(bar: Any, out: Output, model: ConfidenceModel, opt: torch.optim.Optimizer, facts: Facts,
-            psl: Facts | None, cfg: TrainConfig, state: dict[str, Any], valid: pd.DataFrame,
-            valid_neg: pd.DataFrame, run_dir: Path) -> None:
+@dataclass(frozen=True)
+class Fit:
+    """What the epochs update and read: the model and its optimiser, the train facts (and soft-logic facts
+    of UKGE+PSL), the valid positives and the sampled valid negatives the selection reads."""
+
+    model: ConfidenceModel
+    opt: torch.optim.Optimizer
+    facts: Facts
+    psl: Facts | None
+    valid: pd.DataFrame
+    valid_neg: pd.DataFrame
+
+
+def _epochs(bar: Any, out: Output, fit: Fit, cfg: TrainConfig, state: dict[str, Any], run_dir: Path) -> None:
     """The epochs from state["epoch"] on, each checkpointed; ``bar`` counts them and shows the figures."""
+    model, opt, facts, psl, valid, valid_neg = fit.model, fit.opt, fit.facts, fit.psl, fit.valid, fit.valid_neg
     for epoch in range(state["epoch"], cfg.epochs):
         if state["stopped"]:
             break

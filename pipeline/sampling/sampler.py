@@ -125,27 +125,39 @@ def check_store_content(store, kg, dataset: str) -> None:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Draw:
+    """What one sampling draws: the split, the query types (None: the split's defaults, skipping the types
+    the graph cannot hold), queries per type, the alpha and beta modes, the seed, and the walk budget per
+    query asked for."""
+
+    split: str
+    types: Sequence[str] | None
+    per_type: int
+    alpha_mode: str
+    beta_mode: str
+    seed: int
+    attempts_per_query: int = ATTEMPTS_PER_QUERY
+
+
 def sample_queries(
     kg,
     store,
     *,
-    split: str,
-    types: Sequence[str] | None,
-    per_type: int,
-    alpha_mode: str,
-    beta_mode: str,
-    seed: int,
     alpha_table: np.ndarray,
     dataset: str | None = None,
-    attempts_per_query: int = ATTEMPTS_PER_QUERY,
     progress: bool | Output = True,
+    **draw: Any,
 ) -> tuple[list[dict], list[TypeReport]]:
-    """Sample per_type queries of each type on kg's split, walking the store's copy of the data set
+    """Sample per_type queries of each type on kg's split (``draw``: the fields of :class:`Draw`), walking the store's copy of the data set
     (``dataset``, default kg.name). Returns the query-set rows (see :mod:`pipeline.formats.queryset`)
     and one report per type. ``types`` named: each must fill within max(attempts_per_query * per_type,
     MIN_ATTEMPTS) walks, else SamplingError; ``types`` None (the split's defaults): the types the split's
     graph cannot hold are skipped and short types keep what they found, each with a ``note`` and a
     warning line (SamplingError only when nothing at all is found)."""
+    d = Draw(**draw)
+    split, types, per_type, alpha_mode, beta_mode, seed = d.split, d.types, d.per_type, d.alpha_mode, d.beta_mode, d.seed
+    attempts_per_query = d.attempts_per_query
     named = bool(types)
     types = resolve_types(types, split)
     check_alpha_mode(alpha_mode)

@@ -49,7 +49,6 @@ from pipeline.formats.adjacency import (
     write_shard,
 )
 from pipeline.models import box_bounds
-from pipeline.stages.export_prepare import PREPARE_SECONDS
 from pipeline.stages.export_select import (
     BYTES_PER_FACT,
     SizeBudget,
@@ -96,54 +95,35 @@ def export_adjacency(run_dir: str | Path, options: ExportOptions | None = None, 
 
     o = options if options is not None else ExportOptions(**settings)
     with make_executor(o.executor, o.address, o.workers) as executor:
-        return write_export(run_dir, o.threshold, o.out, device=o.device, progress=o.output,
-                            block_rows=o.block_rows, allow_dense=o.allow_dense, max_bytes=o.max_bytes, prune=o.prune,
-                            top_k=o.top_k, executor=executor, shards=o.shards, shard_heads=o.shard_heads,
-                            overwrite=o.overwrite, prepare_seconds=o.prepare_seconds)
+        return write_export(run_dir, o, executor)
 
 
-def write_export(
-    run_dir: str | Path,
-    threshold: float = 0.1,
-    out: str | Path | None = None,
-    *,
-    device: str | None = None,
-    progress: bool = True,
-    block_rows: int | None = None,
-    allow_dense: bool = False,
-    max_bytes: int | None = None,
-    prune: bool = True,
-    top_k: int | None = None,
-    executor: Executor | None = None,
-    shards: str | Path | None = None,
-    shard_heads: int | None = None,
-    overwrite: bool = False,
-    prepare_seconds: float | None = PREPARE_SECONDS,
-) -> dict[str, Any]:
-    """Score every (h, r, t) of the run's model and keep those with confidence >= threshold.
+def write_export(run_dir: str | Path, o: ExportOptions, executor: Executor | None = None) -> dict[str, Any]:
+    """Score every (h, r, t) of the run's model and keep those with confidence >= ``o.threshold``: the body of
+    :func:`export_adjacency`, on an ``executor`` already open (None: this process, streaming).
 
-    run_dir: a run directory (pipeline.models.runs); threshold in (0, 1]; out: export directory (default
-    under PIPELINE_HOME, named by the model hash); the size guard: stop with an error, naming the sizes,
-    when the export would take more bytes (12 per kept fact, extrapolated from the pairs scored so far)
-    than ``max_bytes`` (default: a quarter of the memory available or half the free disk under ``out``,
-    :func:`pipeline.stages.export_select.machine_budget`); allow_dense=True turns it off (`pipeline export
-    --allow-dense`); prune: for box models,
+    run_dir: a run directory (pipeline.models.runs); the options (:class:`~pipeline.stages.options.ExportOptions`):
+    out (default under PIPELINE_HOME, named by the model hash); the size guard: stop with an error, naming
+    the sizes, when the export would take more bytes (12 per kept fact, extrapolated from the pairs scored so
+    far) than ``max_bytes`` (default: a quarter of the memory available or half the free disk under ``out``,
+    :func:`pipeline.stages.export_select.machine_budget`), off with ``allow_dense``; prune: for box models,
     skip the block pairs whose confidence bound is below the threshold (pipeline.models.box_bounds: the same
-    facts; faster as far as the boxes are separated). Returns the manifest (with "path" and "cached": True
-    when an existing export of the same model and threshold was reused).
-    top_k: keep only each (head, relation)'s K best tails that pass the threshold
-    (:mod:`pipeline.stages.export_select`); box pruning applies to threshold-only exports.
-    executor: where the scoring runs (:mod:`pipeline.executors`; default: this process, streaming). An
-    executor that is not in-process (Ray) scores (relation, head block) shards as tasks written under
-    ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export), reusing shards a
-    killed run left; the same relation files result. shard_heads: heads per shard (rounded to whole scoring
-    blocks so shards hold the same batches; default one block; a box model's pruned export: one relation).
-    overwrite: replace an export of another model, threshold or top-k at ``out`` (refused otherwise, naming
-    what differs); an export of the same ones is reused, or written again where its files are damaged.
-    prepare_seconds: once the export is in place (or found cached), build what the first ``pipeline
-    answer`` on it would (:mod:`pipeline.stages.export_prepare`: the engine index, then the data set's
-    multi-edge relation pairs for up to this many seconds; None: nothing); reported under "prepared".
+    facts; faster as far as the boxes are separated); top_k: keep only each (head, relation)'s K best tails
+    that pass the threshold (:mod:`pipeline.stages.export_select`; box pruning applies to threshold-only
+    exports). An executor that is not in-process (Ray) scores (relation, head block) shards as tasks
+    written under ``shards`` (a folder or filesystem URI; default ``<out>.shards`` beside the export),
+    reusing shards a killed run left; the same relation files result; shard_heads: heads per shard (whole
+    scoring blocks; default one block; a box model's pruned export: one relation). overwrite: replace an
+    export of another model, threshold or top-k at ``out`` (refused otherwise, naming what differs); an
+    export of the same ones is reused, or written again where its files are damaged. prepare_seconds: once
+    the export is in place (or found cached), build what the first ``pipeline answer`` on it would
+    (:mod:`pipeline.stages.export_prepare`: the engine index, then the data set's multi-edge relation pairs
+    for up to this many seconds; None: nothing); reported under "prepared". Returns the manifest (with
+    "path" and "cached": True when an existing export of the same model and threshold was reused).
     """
+    threshold, out, device, progress, block_rows = o.threshold, o.out, o.device, o.output, o.block_rows
+    allow_dense, max_bytes, prune, top_k = o.allow_dense, o.max_bytes, o.prune, o.top_k
+    shards, shard_heads, overwrite, prepare_seconds = o.shards, o.shard_heads, o.overwrite, o.prepare_seconds
     from pipeline.models import load_run, read_run
 
     if not (0.0 < threshold <= 1.0):
@@ -206,7 +186,8 @@ def write_export(
         if sharded:
             assert executor is not None
             where = shards if shards is not None else out.with_name(out.name + ".shards")
-            relations, pruned_counts = _export_sharded(executor, model, tmp, meta_common=meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruner is not None, where=where, shard_heads=shard_heads, guard=guard, device=device, progress=progress)
+            plan = ShardPlan(meta_common, rows, threshold, top_k, pruner is not None, shard_heads, device)
+            relations, pruned_counts = _export_sharded(executor, model, tmp, plan, where, guard, progress)
             if pruner is not None:
                 for k, v in pruned_counts.items():
                     setattr(pruner, k, v)
@@ -370,12 +351,25 @@ _PRUNE_COUNTS = ("block_pairs", "blocks_pruned", "row_pairs", "rows_pruned", "pa
                  "pairs_cut", "pairs_exact", "pair_dims")
 
 
-def _shard_specs(
-    model: Any, meta_common: dict[str, str], *, rows: int, threshold: float, top_k: int | None, pruned: bool,
-    fs: Any, base: str, shard_heads: int | None, device: str | None,
-) -> list[ShardSpec]:
+@dataclass(frozen=True)
+class ShardPlan:
+    """How a sharded export scores: the files' common metadata, heads per scoring block, the threshold and
+    top-k, whether box pruning applies, heads per shard (None: one block) and the scoring device."""
+
+    meta_common: dict[str, str]
+    rows: int
+    threshold: float
+    top_k: int | None
+    pruned: bool
+    shard_heads: int | None
+    device: str | None
+
+
+def _shard_specs(model: Any, plan: ShardPlan, fs: Any, base: str) -> list[ShardSpec]:
     """Every shard of the export in (relation, head) order; boundaries on whole scoring blocks, so each
     shard's batches are the single-process export's batches of those heads."""
+    meta_common, rows, threshold, top_k, pruned = plan.meta_common, plan.rows, plan.threshold, plan.top_k, plan.pruned
+    shard_heads, device = plan.shard_heads, plan.device
     n = model.n_entities
     step = n if pruned else max(1, (shard_heads or rows) // rows) * rows
     specs = []
@@ -390,20 +384,8 @@ def _shard_specs(
 
 
 def _export_sharded(
-    executor: Executor,
-    model: Any,
-    tmp: Path,
-    *,
-    meta_common: dict[str, str],
-    rows: int,
-    threshold: float,
-    top_k: int | None,
-    pruned: bool,
-    where: str | Path,
-    shard_heads: int | None,
-    guard: _Guard | None,
-    device: str | None,
-    progress: bool,
+    executor: Executor, model: Any, tmp: Path, plan: ShardPlan, where: str | Path, guard: _Guard | None,
+    progress: bool | Output,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Score the shards through ``executor`` (reusing complete ones), then concatenate them in head order
     into tmp's relation files. Returns (the manifest's relation entries, summed pruning counts). The
@@ -411,7 +393,7 @@ def _export_sharded(
     fs, base = shard_filesystem(where)
     fs.create_dir(base, recursive=True)
     n = model.n_entities
-    specs = _shard_specs(model, meta_common, rows=rows, threshold=threshold, top_k=top_k, pruned=pruned, fs=fs, base=base, shard_heads=shard_heads, device=device)
+    specs = _shard_specs(model, plan, fs, base)
     total = scored = 0
     prune_sum = dict.fromkeys(_PRUNE_COUNTS, 0)
 
@@ -441,7 +423,7 @@ def _export_sharded(
     relations = []
     for r in range(model.n_relations):
         path = tmp / relation_file(r)
-        schema = SCHEMA.with_metadata({**meta_common, "relation": str(r)})
+        schema = SCHEMA.with_metadata({**plan.meta_common, "relation": str(r)})
         nnz = 0
         with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
             for spec in (s for s in specs if s.r == r):

@@ -90,7 +90,7 @@ class ExportOptions(Shown):
     # not on the command line: the scoring block (tests), box pruning (pipeline.models.box_bounds), the size guard
     block_rows: int | None = setting(None, low=1, cli=False, api=False, help="Heads scored per block.")
     prune: bool = setting(True, cli=False, api=False, help="Box models: skip block pairs bounded below the threshold.")
-    prepare_seconds: float | None = setting(60.0, low=0.0,
+    prepare_seconds: float | None = setting(60.0, low=0.0,  # export_prepare.PREPARE_SECONDS
                                             help="Then build what the first answer needs (the engine index, the multi-edge "
                                                  "relation pairs) for up to this many seconds (0: the index only).")
     max_bytes: int | None = setting(None, low=1, cli=False,

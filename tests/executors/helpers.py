@@ -10,6 +10,7 @@ from typing import Any
 from pipeline.executors import LocalExecutor
 from pipeline.models import default_config, train
 from pipeline.stages.export import write_export
+from pipeline.stages.options import ExportOptions
 from tests.models.toy import toy_kg
 
 N, THRESHOLD, ROWS = 120, 0.3, 17  # 17-head blocks: shards end mid-relation and the last block is short
@@ -36,7 +37,10 @@ def train_runs(root: Path) -> dict[str, Path]:
 
 def export(run: Path, out: Path, **kw: Any) -> dict[str, Any]:
     # an executor object (the tests' own: failing, counting) goes to the stage's body, write_export
-    return write_export(run, kw.pop("threshold", THRESHOLD), out, progress=False, block_rows=ROWS, allow_dense=True, **kw)
+    executor = kw.pop("executor", None)
+    options = ExportOptions(threshold=kw.pop("threshold", THRESHOLD), out=out, progress=False, block_rows=ROWS,
+                            allow_dense=True, **kw)
+    return write_export(run, options, executor)
 
 
 def same_files(a: Path, b: Path, manifest: dict[str, Any]) -> bool:

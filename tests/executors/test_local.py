@@ -14,6 +14,7 @@ from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.executors import EXECUTORS, LocalExecutor, Task, make_executor
 from pipeline.formats.adjacency import load_adjacency, shard_file
 from pipeline.stages.export import write_export
+from pipeline.stages.options import ExportOptions
 from tests.cases import ExecutorCase
 from tests.executors.helpers import ROWS, N, Stop, StopAfter, export, same_files
 
@@ -86,8 +87,8 @@ def test_a_shard_of_another_export_is_refused(runs: dict[str, Path], tmp_path: P
 def test_density_guard_stays_global(runs: dict[str, Path], tmp_path: Path) -> None:
     """The size guard judges the whole export on the driver: a tiny threshold over a small budget fails."""
     with pytest.raises(PipelineError, match="more than its budget of 1.0 KB"):
-        write_export(runs["ukge_logi"], 0.01, tmp_path / "x", progress=False, block_rows=ROWS,
-                     executor=LocalExecutor(), shards="mock://g", max_bytes=1000)
+        write_export(runs["ukge_logi"], ExportOptions(threshold=0.01, out=tmp_path / "x", progress=False, block_rows=ROWS,
+                                                      shards="mock://g", max_bytes=1000), LocalExecutor())
 
 
 def test_shard_filesystems(tmp_path: Path) -> None:
