@@ -59,6 +59,11 @@ class SRC(Method):
     def device(self) -> torch.device:
         return self.adjacency.device if self.adjacency is not None else torch.device("cpu")
 
+    def made_from(self) -> tuple[str, str | None] | None:
+        from pipeline.core.versions import KEY
+
+        return f"the export {self.manifest.get('path', '')}".rstrip(), self.manifest.get(KEY)
+
     def relation_sizes(self) -> list[int] | None:
         """Facts per relation of the export (from the index's row pointers: nothing is read per fact)."""
         if self.adjacency is None:

@@ -219,7 +219,12 @@ def _train(
         for name in (CHECKPOINT_FILE, MODEL_FILE, RESULTS_FILE):
             (run_dir / name).unlink(missing_ok=True)
     write_json(run_dir / CONFIG_FILE, cfg.to_dict())
-    write_json(run_dir / METADATA_FILE, run_metadata(kg.checksums, cfg.seed, device, cfg.to_dict()))
+    from pipeline.store.ingest import content_key
+
+    write_json(
+        run_dir / METADATA_FILE,
+        run_metadata(kg.checksums, cfg.seed, device, cfg.to_dict(), dataset_version=content_key(kg)),
+    )
 
     facts = Facts.from_frame(kg.graph("train"), device)
     psl = Facts.from_frame(kg.softlogic, device) if cfg.psl else None

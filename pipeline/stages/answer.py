@@ -24,6 +24,8 @@ import torch
 
 from pipeline.core.atomic import check_folder
 from pipeline.core.errors import PipelineError
+from pipeline.core.versions import KEY as VERSION_KEY
+from pipeline.core.versions import check_versions
 from pipeline.formats.answers import (
     TOP_K,
     RankedRows,
@@ -373,6 +375,14 @@ def answer_queries(
         built = method
         if options.explain and not built.capabilities.explain:
             raise PipelineError(f"--explain: {built.name} has no witnesses")
+    check_versions(dataset, [
+        (f"the query set {qs.path}", qs.meta.get(VERSION_KEY)),
+        *([built.made_from()] if built.made_from() is not None else []),
+        *((f"the {role} query set {q.path}", q.meta.get(VERSION_KEY)) for role, q in (("valid", valid), ("train", train))
+          if q is not None),
+        # the witnesses name entities by the data set as it is now
+        *([(f"the data set '{dataset}' as it is now", _current_version(dataset))] if options.explain else []),
+    ])
     report: AnswerReport = run_answer(qs, built, options.out_dir, {"valid": valid, "train": train},
                                       options.progress, executor)  # type: ignore[assignment]
     if options.explain:
@@ -382,6 +392,13 @@ def answer_queries(
 
         report["written_back"] = write_back_file(report["path"], options.store)
     return report
+
+
+def _current_version(dataset: str) -> str:
+    from loaders import load
+    from pipeline.store.ingest import content_key
+
+    return content_key(load(dataset))
 
 
 def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, progress: bool = True) -> str:

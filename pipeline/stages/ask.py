@@ -51,9 +51,14 @@ def ask(
         tensors: GraphTensors = observed_graph(kg, graph, device)
         source, where = f"graph {graph}", f"on graph {graph}"
     else:
+        from pipeline.core.versions import KEY, check_versions
         from pipeline.formats.adjacency import load_adjacency
+        from pipeline.store.ingest import content_key
 
         tensors, meta = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
+        # the query's names are resolved in the data set as it is now: the export's ids must mean the same
+        check_versions(kg.name, [(f"the data set '{kg.name}' as it is now", content_key(kg)),
+                                 (f"the export {adjacency}", meta.get(KEY))])
         source = f"adjacency {adjacency} (threshold {meta.get('threshold')})"
         where = f"in the export (facts >= {meta.get('threshold')})"
     adj = as_adjacency(tensors)  # built once: the witnesses read the same index
