@@ -22,6 +22,7 @@ the time of a CN15k batch (docs/benchmarks.md, issue 14, third round).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from tqdm import tqdm
 from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.core.kg import GraphTensors
+from pipeline.core.provenance import is_sealed, seal
 from pipeline.core.registry import Registry
 from pipeline.query.model import Conjunction, Query
 
@@ -540,7 +542,7 @@ def fit_affine(
 def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> None:
     """L.json (key, config, history) then L.pt (the state, whose presence marks the pair complete), each
     written atomically."""
-    atomic.write_json(path / "L.json", info)
+    atomic.write_json(path / "L.json", seal(info))
     state = checksums.seal_object({k: v.detach().cpu() for k, v in calib.state_dict().items()})
     atomic.write_with(path / "L.pt", lambda tmp: torch.save(state, tmp))
 
@@ -648,19 +650,47 @@ def fit_l(method: Any, train: Any, valid: Any, score: Callable[[Any], float] | N
 def choose_saved_delta(method: Any, score: Callable[[Any], float], fit: FitSettings) -> Any:
     """Calibration D: the method with the delta of the grid whose ``score`` (on the valid queries) is best,
     saved under ``fit.calib_dir`` and reused by content key."""
-    import json
 
     from pipeline.core.provenance import stable_key
 
     d_key = stable_key(**{**fit.key_parts, "l_key": method.info.get("l_key"), "grid": DELTA_GRID})
     d_file = fit.calib_dir / f"D-{d_key}.json" if fit.calib_dir is not None else None
-    if d_file is not None and d_file.exists():
-        try:
-            delta = float(json.loads(d_file.read_text())["delta"])
-        except (ValueError, KeyError) as exc:
-            raise ArtifactError(f"{d_file}: unreadable saved delta ({exc}); delete it to choose again") from None
-    else:
-        delta, scores = choose_delta(lambda d: score(method.with_delta(d)), progress=fit.progress)
-        if d_file is not None:
-            atomic.write_json(d_file, {"delta": delta, "scores": scores, "inputs": fit.key_parts})
+    if d_file is not None and d_file.exists() and (delta := read_saved_delta(d_file, unsealed_ok=True)) is not None:
+        return method.with_delta(delta)
+    delta, scores = choose_delta(lambda d: score(method.with_delta(d)), progress=fit.progress)
+    if d_file is not None:
+        atomic.write_json(d_file, seal({"delta": delta, "scores": scores, "inputs": fit.key_parts}))
     return method.with_delta(delta)
+
+
+def read_saved_delta(path: Path, unsealed_ok: bool = False) -> float | None:
+    """The delta of a saved ``D-<key>.json``, whose seal must hold (CorruptArtifactError naming the file
+    when it was edited: one changed digit of delta changes every answer). A file written before D files
+    were sealed: None with ``unsealed_ok`` (the caller chooses delta again and saves it sealed), else
+    ArtifactError saying how to make it again."""
+    import json
+
+    from pipeline.core.errors import CorruptArtifactError
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{path}: unreadable saved delta ({exc}); delete it to choose again") from None
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{path}: not a saved delta")
+    if "digest" not in doc:
+        if unsealed_ok:
+            return None
+        raise ArtifactError(
+            f"{path}: a saved delta from before D files were sealed: answer again with `--calibration D` "
+            "to save it sealed"
+        )
+    if not is_sealed(doc):
+        raise CorruptArtifactError(path, "the saved delta was edited or damaged (its digest no longer matches)")
+    try:
+        delta = float(doc["delta"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"{path}: not a saved delta ({exc})") from None
+    if not math.isfinite(delta):
+        raise ArtifactError(f"{path}: delta {delta} is not a finite number")
+    return delta

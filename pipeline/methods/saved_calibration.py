@@ -6,7 +6,6 @@ answers file holds. No fitting here: only what was saved is read, and its model 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +32,9 @@ def apply_saved(
         if p.is_file() and p.name.startswith("D-") and p.suffix == ".json":
             if parts and parts[0].startswith("D"):
                 raise PipelineError(f"{p}: a second D file (give at most one D and one L)")
-            try:
-                delta = float(json.loads(p.read_text())["delta"])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ArtifactError(f"{p}: not a saved delta ({exc})") from None
+            from pipeline.methods.calibration import read_saved_delta
+
+            delta = read_saved_delta(p)  # sealed: an edited delta is refused, naming the file
             parts.insert(0, f"D (delta {delta:g})")
         elif p.is_dir() and p.name.startswith("L-"):
             if l_seen:

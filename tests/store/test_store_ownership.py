@@ -154,7 +154,9 @@ class Listener:
         self.sock.close()
 
 
-def test_a_decoy_pid_is_never_signalled_and_its_port_never_gets_the_password(home):
+def test_a_decoy_pid_is_never_signalled_and_its_port_never_gets_the_password(home, monkeypatch):
+    # (a credentials file named by the user for URIs without a password is theirs to send: not this case)
+    monkeypatch.delenv("PIPELINE_STORE_CREDENTIALS", raising=False)
     info = embedded.start()
     creds = embedded.credentials(info)
     os.kill(info.pid, 9)
