@@ -50,7 +50,8 @@ class MethodOptions:
     its :class:`Capabilities`). name: the registry key (None: ``src``, or the baseline that trained
     ``model_run``); adjacency: an export (SRC); model_run: a ``train-qe`` run (baselines); calibration,
     run_dir (the backbone's run, for L), l_epochs, seed: SRC's calibration; union: the baselines'
-    disjunctions; device; kg: the loaded data set (default: loaded by name when needed)."""
+    disjunctions; device; kg: the loaded data set (default: loaded by name when needed); cycle_cap: SRC's
+    candidates per cycle variable (``--cycle-cap``; utilities of cyclic queries are then lower bounds)."""
 
     name: str | None = None
     adjacency: str | Path | None = None
@@ -62,6 +63,7 @@ class MethodOptions:
     device: str | None = None
     seed: int = 0
     kg: Any = None
+    cycle_cap: int | None = None  # SRC: at most this many candidates per cycle variable (lower bounds)
 
 
 @dataclass(frozen=True, kw_only=True)

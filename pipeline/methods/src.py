@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from pipeline.core.checks import check_int
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.engine import Adjacency, as_adjacency, search_batch
 from pipeline.formats import pair_cache as paircache
@@ -80,7 +81,10 @@ class SRC(Method):
         if self.adjacency is None:
             raise PipelineError("this SRC did not load its export (built for an executor's actors): answer through them")
         with torch.no_grad():
-            return search_batch([lower_alphas(q, self.delta) for q in queries], self.adjacency)
+            # a cycle cap (--cycle-cap, recorded with the method's settings) makes cyclic queries' utilities
+            # lower bounds; without one, a query whose cycles need too much work is refused by the engine
+            return search_batch([lower_alphas(q, self.delta) for q in queries], self.adjacency,
+                                self.info.get("cycle_cap"))
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -134,6 +138,7 @@ class SRC(Method):
         progress: bool = True,
         kg: Any = None,
         load: bool = True,
+        cycle_cap: int | None = None,
     ) -> SRC:
         """SRC on the export at ``adjacency_dir`` (of ``dataset``), calibrated.
 
@@ -155,10 +160,14 @@ class SRC(Method):
         if not load and calib.name == "none":
             from pipeline.formats.adjacency import checked_manifest
 
-            return cls(None, {**checked_manifest(adjacency_dir, dataset, *sizes), "path": str(adjacency_dir)})
+            info = {"cycle_cap": check_int(cycle_cap, "--cycle-cap", 1)} if cycle_cap is not None else {}
+            return cls(None, {**checked_manifest(adjacency_dir, dataset, *sizes), "path": str(adjacency_dir)}, info=info)
         adj, manifest = load_engine_index(adjacency_dir, dataset, dev, *sizes)
         manifest = {**manifest, "path": str(adjacency_dir)}
-        method = cls(adj, manifest, calib.name, info={"seed": seed} if calib.uses_l else {})
+        info = {"seed": seed} if calib.uses_l else {}
+        if cycle_cap is not None:
+            info["cycle_cap"] = check_int(cycle_cap, "--cycle-cap", 1)
+        method = cls(adj, manifest, calib.name, info=info)
         if calib.uses_delta and (valid is None or score is None):
             raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
         if calib.uses_l and train is None:
@@ -189,7 +198,7 @@ class SRC(Method):
             options.adjacency, inputs.dataset, options.calibration, valid=inputs.valid, train=inputs.train,
             score=inputs.score, run_dir=options.run_dir, device=options.device, seed=options.seed,
             l_epochs=options.l_epochs, progress=inputs.progress, kg=options.kg,
-            load=options.calibration != "none" or inputs.load,
+            load=options.calibration != "none" or inputs.load, cycle_cap=options.cycle_cap,
         )
 
 
