@@ -15,15 +15,15 @@ from typing import Any
 
 import click
 
-from pipeline.core.errors import PathError, PipelineError
+from pipeline.core.errors import PipelineError, os_error_line
 
 
 def _path_error(exc: OSError) -> str | None:
     """The one line for an OSError about a path the user gave (``--out`` under a file or in a folder they
-    cannot write, ``--plot`` likewise): every command that writes gets it here, not one by one. None for
-    an OSError that names no file (not the user's path: left as it is)."""
-    err = PathError.of(exc)
-    return None if err is None else f"error: {err}"
+    cannot write, ``--plot`` likewise) or a full disk: every command that writes gets it here, not one by
+    one (pipeline.core.errors.os_error_line). None for any other OSError (left as it is)."""
+    line = os_error_line(exc)
+    return None if line is None else f"error: {line}"
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class PipelineError(Exception):
     """Base of every error the CLI reports as one line (exit code 2); the Python API raises the same.
@@ -83,6 +86,24 @@ class PathError(PipelineError, OSError):
         """The PathError of an OSError that names a file; None for one that names none (not the caller's
         path: left as it is)."""
         return None if exc.filename is None else cls(exc)
+
+
+# a disk that cannot take more: full, over a quota, a file past its size limit, mounted read-only
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def os_error_line(exc: OSError) -> str | None:
+    """The one line the CLI prints for an OSError: one about a path the user gave (:class:`PathError`), or
+    a full disk (ENOSPC and its kin: pyarrow and Python's own writes raise them without a file name); None
+    for any other (not the user's to fix: left as it is). Every writer of the project writes a temporary
+    and renames it last (:mod:`pipeline.core.atomic`), so a failed write replaced nothing."""
+    err = PathError.of(exc)
+    if err is not None:
+        return str(err)
+    if exc.errno in DISK_ERRNOS:
+        what = os.strerror(exc.errno) if exc.errno is not None else str(exc)
+        return f"{what} (errno {exc.errno}) while writing: nothing was replaced or left half-written; free some space and run it again"
+    return None
 
 
 def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:
