@@ -318,9 +318,16 @@ def stage_from_path(
 ) -> Staged:
     """Read, validate and stage a user data set from a folder (train/valid/test files) or one file
     (split deterministically by ``split`` and ``seed``)."""
+    from pipeline.core.checks import check_seed
+
     check_name(name, reserved)
+    check_seed(seed, "--seed")
+    if not isinstance(path, (str, Path)):
+        raise PipelineError(f"--from {path!r}: expected a file or folder")
     path = Path(path).expanduser().resolve()
     cols = Columns.parse(columns)
+    if path.exists() and not (path.is_dir() or path.is_file()):
+        raise PipelineError(f"--from {path}: not a regular file or folder (a FIFO, a device?): give a file or folder")
     if path.is_dir():
         files = find_split_files(path)
         tables = {role: read_table(p, cols) for role, p in files.items()}
@@ -328,8 +335,8 @@ def stage_from_path(
         settings: dict[str, Any] = {"layout": "folder", "columns": list(cols.names())}
         ordered = [files[r] for r in RECORDED]
     elif path.is_file():
+        fractions = parse_fractions(split)  # before the file is read: a bad --split costs nothing
         rows = read_table(path, cols)
-        fractions = parse_fractions(split)
         tables = split_rows(rows, fractions, seed)
         settings = {"layout": "one file", "split": list(fractions), "seed": seed, "columns": list(cols.names())}
         ordered = [path]
@@ -345,7 +352,11 @@ def stage_from_rows(
 ) -> Staged:
     """Stage a user data set from named rows pulled elsewhere (a graph store): validated like a file
     named by ``source``, then split like one file."""
+    from pipeline.core.checks import check_seed
+
     check_name(name, reserved)
+    check_seed(seed, "--seed")
+    parse_fractions(split)
     if rows.empty:
         raise DataFormatError(source, None, None, "empty: no facts")
     frame = rows.assign(confidence=rows["conf"], line=np.arange(1, len(rows) + 1))

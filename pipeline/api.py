@@ -31,7 +31,10 @@ def _one_line(fn: F) -> F:
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from pipeline.core.config import check_environment
+
         try:
+            check_environment()
             return fn(*args, **kwargs)
         except PipelineError:
             raise
@@ -59,12 +62,21 @@ def _check_options(given: dict[str, Any], known: Sequence[str], what: str) -> No
 
 
 def _name(ds: Dataset | str) -> str:
-    return ds.name if isinstance(ds, Dataset) else str(ds)
+    if isinstance(ds, Dataset):
+        return ds.name
+    if not isinstance(ds, str):
+        raise PipelineError(f"dataset: expected a Dataset or a data set name, got {type(ds).__name__}")
+    return ds
 
 
-def _path(x: Any) -> str:
-    """An Export/Run/QuerySet/Answers or a path, as the path string the stages take."""
-    return str(x.path) if hasattr(x, "path") else str(x)
+def _path(x: Any, what: str = "path") -> str:
+    """An Export/Run/QuerySet/Answers or a path, as the path string the stages take (``what``: the
+    argument's name, for the error)."""
+    if hasattr(x, "path"):
+        return str(x.path)
+    if not isinstance(x, (str, Path)):
+        raise PipelineError(f"{what}: expected a path or a result of the API, got {type(x).__name__}")
+    return str(x)
 
 
 # ------------------------------------------------------------------------------------------ data sets
@@ -93,6 +105,8 @@ def ingest(name: str, source: str | Path | None = None, *, store: str | None = N
     from loaders import BENCHMARKS
     from pipeline.stages.user_ingest import ingest_benchmark, ingest_user
 
+    if not isinstance(name, str):
+        raise PipelineError(f"name: expected a data set name, got {type(name).__name__}")
     _check_options(options, USER_OPTIONS, "ingest")
     progress = bool(options.pop("progress", True))
     from_store = options.pop("from_store", None)
@@ -170,7 +184,7 @@ def query(
 
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
-    ans = ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency),
+    ans = ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency, "adjacency"),
               top=top, cycle_cap=cycle_cap, explain=int(explain) if explain else False,
               calibration=tuple(str(c) for c in calibration or ()))
     frame = pd.DataFrame(ans.rows, columns=["eid", "name", "utility"])
@@ -249,7 +263,7 @@ def export(
     """
     from pipeline.stages.export import MAX_FRACTION, export_adjacency
 
-    man = export_adjacency(_path(run), 0.1 if threshold is None else threshold, out, device=device,
+    man = export_adjacency(_path(run, "run"), 0.1 if threshold is None else threshold, out, device=device,
                            progress=progress, top_k=top_k, max_fraction=1.0 if allow_dense else MAX_FRACTION)
     return Export(Path(man["path"]), man)
 
@@ -348,7 +362,7 @@ def answer(
     train_set = options.get("train")
     method = MethodOptions(
         name=None if method_name is None else METHODS.canonical(method_name),
-        adjacency=None if adjacency is None else _path(adjacency),
+        adjacency=None if adjacency is None else _path(adjacency, "adjacency"),
         model_run=None if model is None else str(model),
         calibration=CALIBRATIONS.canonical(calibration),
         union=options.get("union"),
@@ -359,8 +373,8 @@ def answer(
     )
     how = AnswerOptions(
         out_dir=None if out is None else str(out),
-        valid_queries=None if valid is None else _path(valid),
-        train_queries=None if train_set is None else _path(train_set),
+        valid_queries=None if valid is None else _path(valid, "valid"),
+        train_queries=None if train_set is None else _path(train_set, "train"),
         allow_split_mismatch=bool(options.get("allow_split_mismatch", False)),
         explain=int(options.get("explain", 0)),
         write_back=bool(options.get("write_back")),
@@ -373,7 +387,7 @@ def answer(
 
     workers = options.get("workers")
     with answer_executor(workers=None if workers is None else int(workers)) as executor:
-        report = dict(answer_queries(_path(queries), method, replace(how, executor=executor)))
+        report = dict(answer_queries(_path(queries, "queries"), method, replace(how, executor=executor)))
     read = read_answers(report["path"])
     frame = read.frame.copy()
     if col.ENTITY_NAME in frame:
@@ -407,7 +421,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     from pipeline.formats.answers import find_answer_files
     from pipeline.stages.evaluate import evaluate_file, ordered_types
 
-    path = Path(_path(answers))
+    path = Path(_path(answers, "answers"))
     files = find_answer_files(path)  # a missing path: the command's line
     if len(files) != 1:
         raise PipelineError(f"{path}: {len(files)} answers files; evaluate one at a time")

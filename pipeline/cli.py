@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from pipeline.core.errors import PipelineError, os_error_line
+from pipeline.core.errors import PipelineError, os_error_line, printable
 
 
 def _path_error(exc: OSError) -> str | None:
@@ -34,13 +34,13 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {printable(exc)}", err=True)
             sys.exit(2)
         except OSError as exc:
             line = _path_error(exc)
             if line is None:
                 raise
-            click.echo(line, err=True)
+            click.echo(printable(line), err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -55,7 +55,8 @@ def print_table(rows: list[dict[str, Any]], columns: list[str] | None = None) ->
         click.echo("(none)")
         return
     columns = columns or list(rows[0])
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    # names come from the data (an entity named with a terminal escape): shown escaped, never acted on
+    cells = [[printable(r.get(c, ""), keep="") for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     click.echo("  ".join("-" * w for w in widths))
@@ -75,13 +76,13 @@ class FriendlyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {printable(exc)}", err=True)
             sys.exit(2)
         except OSError as exc:  # a command not wrapped by _friendly
             line = _path_error(exc)
             if line is None:
                 raise
-            click.echo(line, err=True)
+            click.echo(printable(line), err=True)
             sys.exit(2)
 
 
@@ -89,6 +90,9 @@ class FriendlyGroup(click.Group):
 @click.version_option(package_name="soft-queries")
 def cli() -> None:
     """Soft queries over uncertain knowledge graphs: ingest, sample, train, export, answer, evaluate."""
+    from pipeline.core.config import check_environment
+
+    check_environment()  # a typo in PIPELINE_KERNELS / _VERIFY / _PAIR_CACHE: one line, not ignored
 
 
 # ------------------------------------------------------------------------------------------------------ ls
@@ -439,15 +443,15 @@ def query_cmd(
             click.echo(ans.empty_reason, err=True)  # stdout stays one document
         echo_json(ans.witnesses if explain else ans.rows)
         return
-    click.echo(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]")
+    click.echo(printable(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]"))
     if ans.empty_reason:
-        click.echo(ans.empty_reason)
+        click.echo(printable(ans.empty_reason))
         return
     if explain:
         from pipeline.stages.witness_records import witness_lines
 
         for i, rec in enumerate(ans.witnesses or []):
-            click.echo("\n".join(witness_lines(i + 1, rec)))
+            click.echo(printable("\n".join(witness_lines(i + 1, rec))))
         return
     print_table([{"rank": i + 1, **r} for i, r in enumerate(ans.rows)], ["rank", "eid", "name", "utility"])
 
@@ -796,7 +800,7 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
         echo_json(report)
         return
     for e in report["errors"]:
-        click.echo(f"query {e['qid']} ({e['text']!r}) not answered: {e['error']}", err=True)
+        click.echo(printable(f"query {e['qid']} ({e['text']!r}) not answered: {e['error']}"), err=True)
     if report["path"] is None:
         click.echo(f"no query of set {report['set']} parsed; nothing answered")
         return

@@ -22,6 +22,59 @@ def default_store_uri() -> str:
     return os.environ.get("PIPELINE_STORE", "embedded")
 
 
+KERNEL_MODES = ("auto", "numba", "torch")  # PIPELINE_KERNELS (pipeline.engine.kernels)
+VERIFY_MODES = ("auto", "always")  # PIPELINE_VERIFY (pipeline.formats.pair_cache)
+_OFF = ("off", "0", "none")
+
+
+def _env_error(name: str, raw: str, expected: str):
+    from pipeline.core.errors import PipelineError
+
+    return PipelineError(f"{name}={raw!r}: expected {expected}")
+
+
+def kernel_mode() -> str:
+    """PIPELINE_KERNELS: auto (default), numba or torch."""
+    raw = os.environ.get("PIPELINE_KERNELS", "")
+    got = raw.strip().lower() or "auto"
+    if got not in KERNEL_MODES:
+        raise _env_error("PIPELINE_KERNELS", raw, " or ".join(KERNEL_MODES))
+    return got
+
+
+def verify_mode() -> str:
+    """PIPELINE_VERIFY: auto (default: a pair-cache file is summed once per write) or always."""
+    raw = os.environ.get("PIPELINE_VERIFY", "")
+    got = raw.strip().lower() or "auto"
+    if got not in VERIFY_MODES:
+        raise _env_error("PIPELINE_VERIFY", raw, " or ".join(VERIFY_MODES))
+    return got
+
+
+def pair_cache_root() -> Path | None:
+    """PIPELINE_PAIR_CACHE: a folder (made when missing) or off; default PIPELINE_HOME/pairs. A path that is
+    a file (or under one) is refused, not ignored."""
+    raw = os.environ.get("PIPELINE_PAIR_CACHE")
+    if raw is not None and raw.strip().lower() in (*_OFF, ""):
+        return None
+    base = Path(raw).expanduser() if raw else home() / "pairs"
+    if raw:
+        there = next((p for p in (base, *base.parents) if p.exists()), None)
+        if (there is base and not base.is_dir()) or (there is not None and not there.is_dir()):
+            raise _env_error("PIPELINE_PAIR_CACHE", raw, f"a folder or off ({there} is not a folder)")
+    return base
+
+
+def check_environment() -> None:
+    """The project's environment variables that change what a command does, checked at the door (the CLI
+    before any command, the Python API before any function): a typo is one line, never ignored.
+    (PIPELINE_LOCK_TIMEOUT, PIPELINE_STORE_WAIT, PIPELINE_STORE_MEMORY and PIPELINE_CYCLE_WORK are checked
+    where they are read, with the same one line.)"""
+    kernel_mode()
+    verify_mode()
+    pair_cache_root()
+
+
 def repo_root() -> Path:
     """The checkout root (holds cypher/, docs/)."""
     return Path(__file__).resolve().parents[2]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
+from pipeline.core.errors import PipelineError
 from pipeline.query.model import Query
 
 if TYPE_CHECKING:
@@ -64,6 +65,17 @@ class MethodOptions:
     seed: int = 0
     kg: Any = None
     cycle_cap: int | None = None  # SRC: at most this many candidates per cycle variable (lower bounds)
+
+    def __post_init__(self) -> None:
+        from pipeline.core.checks import check_int, check_seed
+
+        check_seed(self.seed, "--seed")
+        check_int(self.l_epochs, "--l-epochs", 1, 10**6)
+        if self.cycle_cap is not None:
+            check_int(self.cycle_cap, "--cycle-cap", 1)
+        for value, option in ((self.adjacency, "--adjacency"), (self.model_run, "--model"), (self.run_dir, "--run")):
+            if value is not None and not isinstance(value, (str, Path)):
+                raise PipelineError(f"{option}: expected a folder, got {type(value).__name__}")
 
 
 @dataclass(frozen=True, kw_only=True)

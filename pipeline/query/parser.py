@@ -224,6 +224,8 @@ class _Parser:
             else (self.vocab.entities if kind == "entity" else self.vocab.relations)
         )
         if t.kind == "id":
+            if len(t.text) > 18:  # beyond any id (and Python's 4300-digit limit of int() with 5000)
+                raise self.fail(f"{kind} id #{t.text[:20]}... is too long ({len(t.text)} digits)", t)
             i = int(t.text)
             if names is not None and i >= len(names):
                 raise self.fail(f"{kind} id #{i} out of range 0..{len(names) - 1}", t)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.core.errors import ResolutionError, close_matches
+from pipeline.core.errors import ResolutionError, close_matches, printable
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class Vocabulary:
         where = f"column {column}: " if column is not None else ""
         ids = index.get(name)
         if ids is None:
-            hints = close_matches(name, list(index))
-            msg = f"{where}unknown {kind} '{name}'"
+            hints = close_matches(name, list(index)) if len(name) <= 200 else []
+            msg = f"{where}unknown {kind} '{printable(name, 80)}'"
             if hints:
                 msg += f" (did you mean {', '.join(repr(h) for h in hints)}?)"
             elif len(names) <= 50:  # a short vocabulary (relations) is worth listing in full

@@ -87,13 +87,18 @@ def sample_dataset(
     data set, sample over the store (:func:`sample_to_dir`). types: None = the split's defaults."""
     from loaders import load
     from pipeline.core.atomic import check_folder
+    from pipeline.core.checks import check_int, check_seed, check_text
     from pipeline.sampling.sampler import SamplingError, resolve_types
     from pipeline.store import open_store
 
+    check_text(dataset, "dataset")
+    check_seed(seed, "--seed")
     check_folder(out_dir, "--out")
     names = resolve_types(types, split)
-    if per_type is not None and per_type < 1:
-        raise SamplingError(f"--per-type must be at least 1, got {per_type}")
+    if per_type is not None:
+        if isinstance(per_type, int) and not isinstance(per_type, bool) and per_type < 1:
+            raise SamplingError(f"--per-type must be at least 1, got {per_type}")
+        check_int(per_type, "--per-type", 1, 10**7)
     kg = load(dataset, source=source)
     with open_store(store_uri) as store:
         return sample_to_dir(kg, store, out_dir, split=split, types=names, per_type=per_type, alpha=alpha, beta=beta, seed=seed, browse=browse, progress=progress)

@@ -343,7 +343,9 @@ def valid_score(valid: QuerySet) -> Callable[[Method], float]:
     return lambda method: selection_score(answer_query_set(valid, method, progress=False)[0])
 
 
-def _query_set(qs: QuerySet | str | Path | None) -> QuerySet | None:
+def _query_set(qs: QuerySet | str | Path | None, what: str = "queries") -> QuerySet | None:
+    if qs is not None and not isinstance(qs, (QuerySet, str, Path)):
+        raise PipelineError(f"{what}: expected a query set or its file, got {type(qs).__name__}")
     return qs if qs is None or isinstance(qs, QuerySet) else read_query_set(qs)
 
 
@@ -355,10 +357,13 @@ def answer_queries(
     method: a built :class:`Method`, or :class:`MethodOptions` to build one (its option rules checked
     against the method's capabilities; calibration fitted on the valid/train sets of ``options``).
     Returns the :class:`AnswerReport` (the answers file at report["path"])."""
+    if queries is None:
+        raise PipelineError("queries: give a query set or its file")
     qs = _query_set(queries)
     assert qs is not None
     dataset = qs.meta["dataset"]
-    valid, train = _query_set(options.valid_queries), _query_set(options.train_queries)
+    valid = _query_set(options.valid_queries, "--valid-queries")
+    train = _query_set(options.train_queries, "--train-queries")
     check_role(valid, "--valid-queries", dataset, options.allow_split_mismatch)
     check_role(train, "--train-queries", dataset, options.allow_split_mismatch)
     executor = options.executor

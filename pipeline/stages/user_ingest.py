@@ -39,6 +39,13 @@ def ingest_user(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Stage, load into the store, commit. Returns the report (counts, source, checksum, store report)."""
+    from pipeline.core.checks import check_int, check_text
+
+    check_text(name, "name")
+    check_int(batch_size, "batch_size", 1, 10**7)
+    for value, option in ((from_path, "--from"), (from_store, "--from-store"), (store_uri, "--store")):
+        if value is not None and not isinstance(value, str):
+            raise PipelineError(f"{option}: expected a path or URI, got {type(value).__name__}")
     if bool(from_path) == bool(from_store):
         raise PipelineError("give exactly one of --from PATH and --from-store URI")
     with _one_at_a_time(name):
@@ -109,9 +116,12 @@ def ingest_benchmark(
     """``pipeline ingest NAME [--source DIR]`` for a registered data set: validate its files, then load the
     store. Returns (the store's :class:`pipeline.store.ingest.IngestReport`, the store's URI)."""
     from loaders import load
+    from pipeline.core.checks import check_int, check_text
     from pipeline.store import open_store
     from pipeline.store.ingest import ingest
 
+    check_text(name, "name")
+    check_int(batch_size, "batch_size", 1, 10**7)
     kg = load(name, source=source)  # validated before the store is touched
     with open_store(store_uri) as store:
         report = ingest(kg, store, batch_size=batch_size, progress=progress)
