@@ -63,7 +63,9 @@ class SRC(Method):
     def made_from(self) -> tuple[str, str | None] | None:
         from pipeline.core.versions import KEY
 
-        return f"the export {self.manifest.get('path', '')}".rstrip(), self.manifest.get(KEY)
+        if not self.manifest.get("path"):
+            return None  # over an in-memory graph (SRC.over): no file to check
+        return f"the export {self.manifest['path']}", self.manifest.get(KEY)
 
     def relation_sizes(self) -> list[int] | None:
         """Facts per relation of the export (from the index's row pointers: nothing is read per fact)."""

@@ -117,3 +117,17 @@ def test_the_server_compacts_by_itself_and_snapshots_as_rdb(home):
     got = admin.config_get("auto-aof-rewrite-*") | admin.config_get("aof-use-rdb-preamble")
     assert got["aof-use-rdb-preamble"] == "yes" and got["auto-aof-rewrite-percentage"] == "100"
     assert int(got["auto-aof-rewrite-min-size"]) == 64 << 20
+
+
+def test_of_four_simultaneous_starts_one_says_started(home):
+    """Issue 45, item 16: four `store start` at once all printed `started:`; one server is started, and the
+    others say it was running already."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    code = "from pipeline.cli import main; import sys; sys.argv = ['pipeline', 'store', 'start']; main()"
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert sum(o.startswith("started:") for o in outs) == 1, outs
+    assert sum(o.startswith("already running:") for o in outs) == 3, outs
+    assert len({o.split("(pid ")[1].split(",")[0] for o in outs}) == 1  # one server
