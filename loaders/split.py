@@ -20,10 +20,11 @@ def parse_fractions(text: str) -> tuple[float, float, float]:
         parts = tuple(float(p) for p in text.split(","))
     except ValueError:
         raise PipelineError(f"--split {text!r}: expected three numbers, e.g. 0.8,0.1,0.1") from None
-    # every part finite and > 0 (NaN passed the old comparisons and wrote NaN fractions; an empty valid or
-    # test split trained with a valid MSE of nan), summing to 1
-    if len(parts) != 3 or not all(math.isfinite(p) and p > 0 for p in parts) or abs(sum(parts) - 1.0) > 1e-6:
-        raise PipelineError(f"--split {text!r}: expected three fractions > 0 summing to 1, e.g. 0.8,0.1,0.1")
+    # every part finite and >= 0, train > 0, summing to 1 (NaN passed the old comparisons and wrote NaN
+    # fractions). 1,0,0 is a data set to query only: training refuses it (no valid facts to select on)
+    if (len(parts) != 3 or not all(math.isfinite(p) and p >= 0 for p in parts) or parts[0] <= 0
+            or abs(sum(parts) - 1.0) > 1e-6):
+        raise PipelineError(f"--split {text!r}: expected three fractions >= 0 summing to 1, train > 0, e.g. 0.8,0.1,0.1")
     return parts  # type: ignore[return-value]
 
 

@@ -39,8 +39,8 @@ def run(*args: str):
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
-    (["--split", "nan,0,1"], "--split 'nan,0,1'"), (["--split", "1,0,0"], "fractions > 0"),
-    (["--split", "0.5,0.5,0"], "fractions > 0"), (["--seed", "-1"], "--seed: -1"),
+    (["--split", "nan,0,1"], "--split 'nan,0,1'"), (["--split", "0,0.5,0.5"], "train > 0"),
+    (["--split", "1.5,-0.5,0"], "fractions >= 0"), (["--seed", "-1"], "--seed: -1"),
     (["--seed", "12345678901234567890123"], "--seed: 12345678901234567890123"),
 ])  # fmt: skip
 def test_ingest_options_out_of_range(home, tmp_path, flags, needle):
@@ -112,3 +112,15 @@ def test_names_with_terminal_escapes_never_reach_the_terminal_raw(home, tmp_path
     assert "evil\\x1b]0;PWNED\\x07x" in shown  # escaped, readable
     as_json = json.loads(run("query", "knows(cid, ?y)", "--dataset", "esc", "--graph", "test", "--json").stdout)
     assert as_json[0]["name"] == EVIL  # the data itself is kept exactly
+
+
+def test_a_data_set_without_valid_facts_is_not_trained_to_a_nan_selection(home, tmp_path, fresh_store):
+    """`--split 1,0,0` records a data set to query; training it selected epochs on a valid MSE of nan."""
+    src = tmp_path / "kg.tsv"
+    src.write_text(KG)
+    assert run("ingest", "novalid", "--from", str(src), "--split", "1,0,0", "--store", fresh_store.uri).exit_code == 0
+    one_line(run("train", "novalid", "--model", "ukge_logi", "--dim", "8", "--epochs", "1", "--out",
+                 str(tmp_path / "r")), "no valid facts", "--select-on last")
+    ok = run("train", "novalid", "--model", "ukge_logi", "--dim", "8", "--epochs", "1", "--out", str(tmp_path / "r"),
+             "--select-on", "last", "--device", "cpu")
+    assert ok.exit_code == 0, ok.output

@@ -195,6 +195,12 @@ def _train(
         raise PipelineError(
             f"--psl needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
         )
+    if cfg.select_on != "last" and len(kg.split_facts("val")) == 0:
+        # (a user KG ingested with --split 1,0,0 trained to a valid MSE of nan, issue 45)
+        raise PipelineError(
+            f"{kg.name} has no valid facts to select the epoch on (ingested with a valid fraction of 0?): "
+            "ingest it again with --split 0.8,0.1,0.1, or train with --select-on last"
+        )
 
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)

@@ -209,7 +209,13 @@ class Store(ABC):
             self.run(cypher, {**extra, "rows": chunk})
             if progress is not None:
                 progress.update(len(chunk))
+            self._after_batch()
         return len(rows)
+
+    def _after_batch(self) -> None:
+        """A hook after each batch of a long write (the embedded store compacts its log there too, so a
+        crash in the middle of a large write-back leaves little to replay)."""
+        return None
 
     # ------------------------------------------------------------------------------------------ schema
     def indexes(self) -> set[tuple[str, str]]:

@@ -55,11 +55,12 @@ SAVE_POLICY = ""
 # (Redis documents up to 2 s when the disk stalls). "always" would fsync every write: far slower ingest.
 APPENDFSYNC = "everysec"
 # The log part of the append-only file is replayed statement by statement at a restart (a write-back's
-# 20 MB took ~31 s, issue 45), its snapshot part (an RDB) loads at disk speed. A writer's checkpoint
-# compacts it (BGREWRITEAOF, in a forked child: 25 rewrites with 20 new connections each and two writers
-# running stalled no connection, issue 45) once the log part outgrew this many bytes and a sixteenth of the
-# snapshot part, so a restart replays at most a few seconds of statements.
-COMPACT_BYTES = 4 << 20
+# 20 MB took ~31 s in issue 45; here 51 MB of CN15k's ingest and 10 write-backs took over 15 minutes), its
+# snapshot part (an RDB) loads at disk speed (9 MB of CN15k and write-backs: 0.7 s). A writer compacts it
+# (BGREWRITEAOF, in a forked child: 25 rewrites with 20 new connections each and two writers running
+# stalled no connection, issue 45) at its checkpoint and every few seconds of a long batched write, once
+# the log part outgrew this many bytes and a sixteenth of the snapshot part.
+COMPACT_BYTES = 1 << 20
 # The server's own rule for writers that never checkpoint (a `pipeline cypher` loop): rewrite once the file
 # doubled since the last rewrite and is at least this big.
 AUTO_REWRITE_MIN = "64mb"

@@ -313,6 +313,14 @@ class FalkorDBStore(Store):
         if self.on_checkpoint is not None:
             self.on_checkpoint()
 
+    def _after_batch(self) -> None:
+        import time
+
+        # at most every few seconds: the check stats the server's log files
+        if self.on_checkpoint is not None and time.monotonic() - getattr(self, "_compacted_at", 0.0) > 5.0:
+            self._compacted_at = time.monotonic()
+            self.on_checkpoint()
+
     def _twin(self) -> FalkorDBStore:
         # the client's graph object is not meant to be shared between threads: the renewal gets its own
         return self.fresh(self.graph)
