@@ -455,7 +455,7 @@ def launch(
         if outcome == "died":
             raise StoreUnavailable(
                 f"the embedded FalkorDB server (pid {info.pid}) ended while it loaded its append-only file "
-                f"(stopped by `pipeline store stop`, or it failed: see {log})"
+                f"(stopped by `pipeline store stop`, or it failed: see {log}){_oom_hint(data_dir)}"
             )
         if outcome in ("never", "refused") and proc.poll() is None:
             # it never listened (or a fresh server rejects the users it was given): nothing loads there
@@ -473,8 +473,15 @@ def launch(
         if port is not None:
             raise PortTaken(f"port {port} on {HOST} was taken before the server could listen there")
     raise StoreUnavailable(
-        f"the embedded FalkorDB server did not start: {last_error or 'no output'} (log: {log})"
+        f"the embedded FalkorDB server did not start: {last_error or 'no output'} (log: {log}){_oom_hint(data_dir)}"
     )
+
+
+def _oom_hint(folder: Path) -> str:
+    """What to do when the server's log says it ran out of its memory cap (a store grown past it)."""
+    if "out of memory" not in _tail(folder, LOG_FILE, 4000).lower():
+        return ""
+    return f"; it ran out of its memory cap of {memory_limit_bytes() / (1 << 30):.1f} GiB: raise {MEMORY_ENV}"
 
 
 class PortTaken(StoreUnavailable):
@@ -482,7 +489,7 @@ class PortTaken(StoreUnavailable):
 
 
 def memory_limit_bytes() -> int:
-    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (>= MIN_MEMORY_GIB), else half of the
+    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (>= MIN_MEMORY_GIB), else a quarter of the
     machine's memory, at least 2 GiB."""
     raw = os.environ.get(MEMORY_ENV)
     if raw is not None and raw.strip():
@@ -497,7 +504,7 @@ def memory_limit_bytes() -> int:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         total = 8 << 30
-    return max(2 << 30, total // 2)
+    return max(2 << 30, total // 4)
 
 
 def _spawn(cmd: list[str], data_dir: Path, memory: int | None = None) -> subprocess.Popen:
