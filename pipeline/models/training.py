@@ -195,11 +195,14 @@ def _train(
         raise PipelineError(
             f"--psl needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
         )
-    if cfg.select_on != "last" and len(kg.split_facts("val")) == 0:
-        # (a user KG ingested with --split 1,0,0 trained to a valid MSE of nan, issue 45)
-        raise PipelineError(
-            f"{kg.name} has no valid facts to select the epoch on (ingested with a valid fraction of 0?): "
-            "ingest it again with --split 0.8,0.1,0.1, or train with --select-on last"
+    # a data set without valid facts (a user KG ingested with --split 1,0,0, or a tiny one) selected its
+    # epoch on a valid MSE of nan (issue 45): it keeps the last epoch instead, and says so
+    select_on = cfg.select_on
+    if select_on != "last" and len(kg.split_facts("val")) == 0:
+        select_on = "last"
+        sys.stderr.write(
+            f"note: {kg.name} has no valid facts to select an epoch on: the last epoch is kept (as --select-on "
+            "last); ingest it with a valid fraction > 0 to select on valid\n"
         )
 
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(device)
@@ -257,7 +260,7 @@ def _train(
                 "seconds": seconds,
             }
         )
-        if cfg.select_on == "last" or sel < state["best_valid_mse"]:
+        if select_on == "last" or sel < state["best_valid_mse"]:
             state.update(best_valid_mse=sel, best_epoch=epoch + 1, best_state=_snapshot(model))
         elif epoch + 1 - state["best_epoch"] >= cfg.patience:
             state["stopped"] = True
@@ -288,7 +291,7 @@ def _train(
         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])) if history else None,
         "train_seconds": float(sum(h["seconds"] for h in history)),
         "model_hash": model.content_hash(),
-        "selection": cfg.select_on,
+        "selection": cfg.select_on if select_on == cfg.select_on else "last (no valid facts)",
         "selection_mse": state["best_valid_mse"],
         **evaluate_run(model, kg),
         "valid_negatives": confidence_errors(model, valid_neg),
