@@ -74,7 +74,11 @@ class DatasetRegistry(Registry[DatasetSpec]):
         return [*self._items, *self._users()]
 
     def rows(self) -> list[dict[str, Any]]:
-        return [*super().rows(), *(_row(s) for s in self._users().values())]
+        damaged = [
+            {"name": name, "domain": "user", "kind": "user (damaged record)", "source": why}
+            for name, why in user.damaged_records()
+        ]
+        return [*super().rows(), *(_row(s) for s in self._users().values()), *damaged]
 
 
 # the benchmarks alone (what a user data set may not shadow) and every data set

@@ -3,6 +3,7 @@ every relation, head and tail of valid/test must occur in train (a model cannot 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +14,17 @@ from pipeline.core.errors import DataFormatError, PipelineError
 
 def parse_fractions(text: str) -> tuple[float, float, float]:
     """``--split 0.8,0.1,0.1`` -> three fractions summing to 1 (train > 0)."""
+    if not isinstance(text, str):
+        raise PipelineError(f"--split {text!r}: expected three numbers, e.g. 0.8,0.1,0.1")
     try:
         parts = tuple(float(p) for p in text.split(","))
     except ValueError:
         raise PipelineError(f"--split {text!r}: expected three numbers, e.g. 0.8,0.1,0.1") from None
-    if len(parts) != 3 or min(parts) < 0 or parts[0] <= 0 or abs(sum(parts) - 1.0) > 1e-6:
-        raise PipelineError(f"--split {text!r}: expected three fractions >= 0 summing to 1, train > 0")
+    # every part finite and >= 0, train > 0, summing to 1 (NaN passed the old comparisons and wrote NaN
+    # fractions). 1,0,0 is a data set to query only: training refuses it (no valid facts to select on)
+    if (len(parts) != 3 or not all(math.isfinite(p) and p >= 0 for p in parts) or parts[0] <= 0
+            or abs(sum(parts) - 1.0) > 1e-6):
+        raise PipelineError(f"--split {text!r}: expected three fractions >= 0 summing to 1, train > 0, e.g. 0.8,0.1,0.1")
     return parts  # type: ignore[return-value]
 
 

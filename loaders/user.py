@@ -217,28 +217,55 @@ def read_record(name: str) -> dict[str, Any] | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataFormatError(path, None, None, f"unreadable user data set record: {exc}") from None
+    if not isinstance(record, dict):
+        raise DataFormatError(path, None, None, f"not a user data set record (a JSON {type(record).__name__})")
     if record.get("format") != FORMAT:
         raise DataFormatError(path, None, "format", f"not a user data set record ({record.get('format')!r})")
     return record
 
 
 def spec_from_record(record: dict[str, Any], folder: Path) -> UserDatasetSpec:
-    counts = record["counts"]
-    stamp = f"file://{folder}/"
-    files = tuple(FileSpec(f["role"], f["filename"], stamp + f["filename"], f["md5"], f["lines"]) for f in record["files"])
+    """The spec a record describes; DataFormatError naming the record's file and field when a field is
+    missing or of the wrong type (a damaged spec.json)."""
+    where = Path(folder) / SPEC_FILE
+    field = "counts"
+    try:
+        counts = record["counts"]
+        facts = {str(k): int(v) for k, v in dict(counts["rows"]).items()}
+        n_entities, n_relations = int(counts["entities"]), int(counts["relations"])
+        field = "files"
+        stamp = f"file://{folder}/"
+        files = tuple(
+            FileSpec(str(f["role"]), str(f["filename"]), stamp + str(f["filename"]), str(f["md5"]), int(f["lines"]))
+            for f in record["files"]
+        )
+        field = "name"
+        name, source, checksum = (_text(record, k) for k in ("name", "source", "checksum"))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DataFormatError(where, None, field, f"damaged user data set record ({type(exc).__name__}: {exc}); "
+                              f"record it again with `pipeline ingest {Path(folder).name} --from ...`") from None
+    if name != Path(folder).name:
+        raise DataFormatError(where, None, "name", f"names data set {name!r}, not {Path(folder).name!r}")
     return UserDatasetSpec(
-        name=record["name"],
+        name=name,
         domain="user",
-        description=f"user data set from {record['source']}",
+        description=f"user data set from {source}",
         files=files,
-        n_entities=int(counts["entities"]),
-        n_relations=int(counts["relations"]),
+        n_entities=n_entities,
+        n_relations=n_relations,
         id_format="names",
-        facts=dict(counts["rows"]),
+        facts=facts,
         folder=str(folder),
-        source=record["source"],
-        checksum=record["checksum"],
+        source=source,
+        checksum=checksum,
     )
+
+
+def _text(record: dict[str, Any], key: str) -> str:
+    value = record[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key} is {type(value).__name__}, not text")
+    return value
 
 
 def user_spec(name: str) -> UserDatasetSpec | None:
@@ -250,17 +277,28 @@ def user_spec(name: str) -> UserDatasetSpec | None:
 
 
 def user_specs() -> list[UserDatasetSpec]:
-    """Every recorded user data set, by name; broken records are left out of listings."""
+    """Every recorded user data set, by name; broken records are left out (see :func:`damaged_records`)."""
+    return [s for s in _scan() if isinstance(s, UserDatasetSpec)]
+
+
+def damaged_records() -> list[tuple[str, str]]:
+    """(name, why) of every recorded user data set whose record cannot be read: `pipeline ls datasets`
+    marks them and goes on with the others."""
+    return [s for s in _scan() if isinstance(s, tuple)]
+
+
+def _scan() -> list[UserDatasetSpec | tuple[str, str]]:
     root = datasets_root()
     if not root.is_dir():
         return []
-    out = []
+    out: list[UserDatasetSpec | tuple[str, str]] = []
     for d in sorted(root.iterdir()):
         if d.name.startswith(".") or not (d / SPEC_FILE).is_file():
             continue
         try:
             spec = user_spec(d.name)
-        except DataFormatError:
+        except DataFormatError as exc:
+            out.append((d.name, str(exc)))
             continue
         if spec is not None:
             out.append(spec)
@@ -280,9 +318,16 @@ def stage_from_path(
 ) -> Staged:
     """Read, validate and stage a user data set from a folder (train/valid/test files) or one file
     (split deterministically by ``split`` and ``seed``)."""
+    from pipeline.core.checks import check_seed
+
     check_name(name, reserved)
+    check_seed(seed, "--seed")
+    if not isinstance(path, (str, Path)):
+        raise PipelineError(f"--from {path!r}: expected a file or folder")
     path = Path(path).expanduser().resolve()
     cols = Columns.parse(columns)
+    if path.exists() and not (path.is_dir() or path.is_file()):
+        raise PipelineError(f"--from {path}: not a regular file or folder (a FIFO, a device?): give a file or folder")
     if path.is_dir():
         files = find_split_files(path)
         tables = {role: read_table(p, cols) for role, p in files.items()}
@@ -290,8 +335,8 @@ def stage_from_path(
         settings: dict[str, Any] = {"layout": "folder", "columns": list(cols.names())}
         ordered = [files[r] for r in RECORDED]
     elif path.is_file():
+        fractions = parse_fractions(split)  # before the file is read: a bad --split costs nothing
         rows = read_table(path, cols)
-        fractions = parse_fractions(split)
         tables = split_rows(rows, fractions, seed)
         settings = {"layout": "one file", "split": list(fractions), "seed": seed, "columns": list(cols.names())}
         ordered = [path]
@@ -307,7 +352,11 @@ def stage_from_rows(
 ) -> Staged:
     """Stage a user data set from named rows pulled elsewhere (a graph store): validated like a file
     named by ``source``, then split like one file."""
+    from pipeline.core.checks import check_seed
+
     check_name(name, reserved)
+    check_seed(seed, "--seed")
+    parse_fractions(split)
     if rows.empty:
         raise DataFormatError(source, None, None, "empty: no facts")
     frame = rows.assign(confidence=rows["conf"], line=np.arange(1, len(rows) + 1))

@@ -44,7 +44,10 @@ def _one_line(fn: F) -> F:
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from pipeline.core.config import check_environment
+
         try:
+            check_environment()
             return fn(*args, **kwargs)
         except PipelineError:
             raise
@@ -62,12 +65,21 @@ METRIC_ROWS = ("tau", "rho", "map", "ndcg")
 
 
 def _name(ds: Dataset | str) -> str:
-    return ds.name if isinstance(ds, Dataset) else str(ds)
+    if isinstance(ds, Dataset):
+        return ds.name
+    if not isinstance(ds, str):
+        raise PipelineError(f"dataset: expected a Dataset or a data set name, got {type(ds).__name__}")
+    return ds
 
 
-def _path(x: Any) -> str:
-    """An Export/Run/QuerySet/Answers or a path, as the path string the stages take."""
-    return str(x.path) if hasattr(x, "path") else str(x)
+def _path(x: Any, what: str = "path") -> str:
+    """An Export/Run/QuerySet/Answers or a path, as the path string the stages take (``what``: the
+    argument's name, for the error)."""
+    if hasattr(x, "path"):
+        return str(x.path)
+    if not isinstance(x, (str, Path)):
+        raise PipelineError(f"{what}: expected a path or a result of the API, got {type(x).__name__}")
+    return str(x)
 
 
 # ------------------------------------------------------------------------------------------ data sets
@@ -362,7 +374,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     from pipeline.softquery.types import ordered_types
     from pipeline.stages.evaluate import evaluate_file
 
-    path = Path(_path(answers))
+    path = Path(_path(answers, "answers"))
     files = find_answer_files(path)  # a missing path: the command's line
     if len(files) != 1:
         raise PipelineError(f"{path}: {len(files)} answers files; evaluate one at a time")

@@ -46,6 +46,8 @@ def test_an_edited_saved_delta_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name,content,message", [
     ("D-x.json", "{}", "not a saved delta"),
+    ("D-x.json", "[]", "not a saved delta"),
+    ("D-x.json", '{"delta": 0.0, "digest": "x"', "not a saved delta"),
     ("D-y.json", '{"delta": 0.1, "scores": {}}', "not a saved delta"),  # the unsealed format of older code
     ("other.json", "{}", "not a saved calibration"),
     ("L-x", None, "needs its backbone's run directory"),

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from pipeline.cli.group import cli, echo_json, friendly, json_option, print_table
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, printable
 from pipeline.core.options import click_options, from_command
 from pipeline.methods.options import MethodOptions
 from pipeline.stages.options import AnswerOptions
@@ -72,7 +72,7 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
         echo_json(report)
         return
     for e in report["errors"]:
-        click.echo(f"query {e['qid']} ({e['text']!r}) not answered: {e['error']}", err=True)
+        click.echo(printable(f"query {e['qid']} ({e['text']!r}) not answered: {e['error']}"), err=True)
     if report["path"] is None:
         click.echo(f"no query of set {report['set']} parsed; nothing answered")
         return

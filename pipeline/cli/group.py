@@ -14,16 +14,16 @@ from typing import Any
 
 import click
 
-from pipeline.core.errors import PathError, PipelineError, use_front_end
+from pipeline.core.errors import PipelineError, os_error_line, printable, use_front_end
 from pipeline.core.options import registry_choice
 
 
 def _path_error(exc: OSError) -> str | None:
     """The one line for an OSError about a path the user gave (``--out`` under a file or in a folder they
-    cannot write, ``--plot`` likewise): every command that writes gets it here, not one by one. None for
-    an OSError that names no file (not the user's path: left as it is)."""
-    err = PathError.of(exc)
-    return None if err is None else f"error: {err}"
+    cannot write, ``--plot`` likewise) or a full disk: every command that writes gets it here, not one by
+    one (pipeline.core.errors.os_error_line). None for any other OSError (left as it is)."""
+    line = os_error_line(exc)
+    return None if line is None else f"error: {line}"
 
 
 def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -34,13 +34,13 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {printable(exc)}", err=True)
             sys.exit(2)
         except OSError as exc:
             line = _path_error(exc)
             if line is None:
                 raise
-            click.echo(line, err=True)
+            click.echo(printable(line), err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -55,7 +55,8 @@ def print_table(rows: list[dict[str, Any]], columns: list[str] | None = None) ->
         click.echo("(none)")
         return
     columns = columns or list(rows[0])
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    # names come from the data (an entity named with a terminal escape): shown escaped, never acted on
+    cells = [[printable(r.get(c, ""), keep="") for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     click.echo("  ".join("-" * w for w in widths))
@@ -86,13 +87,13 @@ class FriendlyGroup(click.Group):
             with use_front_end("cli"):  # messages name options as flags (pipeline.core.errors.option)
                 return super().invoke(ctx)
         except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {printable(exc)}", err=True)
             sys.exit(2)
         except OSError as exc:  # a command not wrapped by friendly
             line = _path_error(exc)
             if line is None:
                 raise
-            click.echo(line, err=True)
+            click.echo(printable(line), err=True)
             sys.exit(2)
 
 
@@ -100,3 +101,6 @@ class FriendlyGroup(click.Group):
 @click.version_option(package_name="soft-queries")
 def cli() -> None:
     """Soft queries over uncertain knowledge graphs: ingest, sample, train, export, answer, evaluate."""
+    from pipeline.core.config import check_environment
+
+    check_environment()  # a typo in PIPELINE_KERNELS / _VERIFY / _PAIR_CACHE: one line, not ignored

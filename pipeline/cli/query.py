@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pipeline.cli.group import cli, echo_json, friendly, print_table
+from pipeline.core.errors import printable
 
 
 @cli.command("query")
@@ -54,13 +55,13 @@ def query_cmd(
             click.echo(ans.empty_reason, err=True)  # stdout stays one document
         echo_json([e.record for e in ans.explanations] if explain else ans.rows)
         return
-    click.echo(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]")
+    click.echo(printable(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]"))
     if ans.empty_reason:
-        click.echo(ans.empty_reason)
+        click.echo(printable(ans.empty_reason))
         return
     if explain:
         for e in ans.explanations:
-            click.echo(e.text)
+            click.echo(printable(e.text))
         return
     print_table([{"rank": i + 1, **r} for i, r in enumerate(ans.rows)], ["rank", "eid", "name", "utility"])
 

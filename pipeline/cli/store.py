@@ -43,9 +43,8 @@ def store_start_cmd(port: int | None) -> None:
     """Start the embedded server on loopback (no-op when it runs already); it requires its password."""
     from pipeline.store import embedded
 
-    was = embedded.status()
-    info = embedded.start(port=port)
-    state = "already running" if was else "started"
+    info, started = embedded.ensure_running(port=port)
+    state = "started" if started else "already running"
     click.echo(f"{state}: {info.uri} (pid {info.pid}, data {info.data_dir})")
 
 
@@ -67,13 +66,17 @@ def store_status_cmd(as_json: bool) -> None:
 
     from pipeline.store import auth, embedded
 
-    info = embedded.status()
+    st = embedded.server_state()
+    info = st.info
     folder = Path(info.data_dir) if info else embedded.store_dir()
     login = {"user": auth.DATA_USER, "credentials_file": str(auth.credentials_path(folder))}
     if as_json:
-        echo_json({"running": info is not None, **(asdict(info) if info else {}), "auth": login})
+        echo_json({"running": st.state == "running", "state": st.state, **(asdict(info) if info else {}),
+                   **({"note": st.note} if st.note else {}), "auth": login})
     elif info is None:
         click.echo(f"not running (data {embedded.store_dir()})")
+    elif st.state != "running":
+        click.echo(f"{st.state}: {info.uri} (pid {info.pid}, data {info.data_dir}){': ' + st.note if st.note else ''}")
     else:
         click.echo(f"running: {info.uri} (pid {info.pid}, data {info.data_dir})")
         click.echo(
@@ -88,19 +91,27 @@ def store_status_cmd(as_json: bool) -> None:
               help="A query parameter $NAME (VALUE read as JSON when it is JSON, else a string); repeatable.")
 @click.option("--store", "store_uri", default=None, help="embedded (default) | falkordb://h:p[/graph] | bolt://h:p | neo4j://h:p")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as one JSON document.")
+@click.option("--timeout", "timeout_s", type=float, default=None,
+              help="Seconds the server lets it run (default 60, at most 600); a write stopped there is not applied.")
 @friendly
-def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, as_json: bool) -> None:
-    """Run one Cypher STATEMENT on the project's store (authenticated) and print its rows.
-    Example: pipeline cypher "MATCH (q:Query {dataset: $d}) RETURN q.qid, q.text LIMIT 5" --param d=ppi5k"""
-    from pipeline.store import query_store
-    from pipeline.store.statement import cell, parse_params
+def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, as_json: bool,
+               timeout_s: float | None) -> None:
+    """Run one Cypher STATEMENT on the project's store (authenticated) and print its rows, and what a
+    write changed. Example: pipeline cypher "MATCH (q:Query {dataset: $d}) RETURN q.qid, q.text LIMIT 5" --param d=ppi5k"""
+    from pipeline.store import run_cypher
+    from pipeline.store.statement import cell, counters_line, parse_params
 
     values = parse_params(params)  # checked before the store is started
-    rows = query_store(statement, values, store_uri)
+    done = run_cypher(statement, values, store_uri, timeout_s)
     if as_json:
-        echo_json(rows)
+        echo_json(done.rows)
+        if done.counters:
+            click.echo(counters_line(done.counters), err=True)
         return
-    print_table([{k: cell(v) for k, v in r.items()} for r in rows])
+    if done.rows or not done.counters:
+        print_table([{k: cell(v) for k, v in r.items()} for r in done.rows])
+    if done.counters:
+        click.echo(counters_line(done.counters))
 
 
 @cli.command("ingest")

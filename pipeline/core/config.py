@@ -22,15 +22,89 @@ def default_store_uri() -> str:
     return os.environ.get("PIPELINE_STORE", "embedded")
 
 
+KERNEL_MODES = ("auto", "numba", "torch")  # PIPELINE_KERNELS (pipeline.engine.kernels)
+VERIFY_MODES = ("auto", "always")  # PIPELINE_VERIFY (pipeline.formats.pair_cache)
+_OFF = ("off", "0", "none")
+
+
+def _env_error(name: str, raw: str, expected: str):
+    from pipeline.core.errors import PipelineError
+
+    return PipelineError(f"{name}={raw!r}: expected {expected}")
+
+
+def kernel_mode() -> str:
+    """PIPELINE_KERNELS: auto (default), numba or torch."""
+    raw = os.environ.get("PIPELINE_KERNELS", "")
+    got = raw.strip().lower() or "auto"
+    if got not in KERNEL_MODES:
+        raise _env_error("PIPELINE_KERNELS", raw, " or ".join(KERNEL_MODES))
+    return got
+
+
+def verify_mode() -> str:
+    """PIPELINE_VERIFY: auto (default: a pair-cache file is summed once per write) or always."""
+    raw = os.environ.get("PIPELINE_VERIFY", "")
+    got = raw.strip().lower() or "auto"
+    if got not in VERIFY_MODES:
+        raise _env_error("PIPELINE_VERIFY", raw, " or ".join(VERIFY_MODES))
+    return got
+
+
+def pair_cache_root() -> Path | None:
+    """PIPELINE_PAIR_CACHE: a folder (made when missing) or off; default PIPELINE_HOME/pairs. A path that is
+    a file (or under one) is refused, not ignored."""
+    raw = os.environ.get("PIPELINE_PAIR_CACHE")
+    if raw is not None and raw.strip().lower() in (*_OFF, ""):
+        return None
+    base = Path(raw).expanduser() if raw else home() / "pairs"
+    if raw:
+        there = next((p for p in (base, *base.parents) if p.exists()), None)
+        if (there is base and not base.is_dir()) or (there is not None and not there.is_dir()):
+            raise _env_error("PIPELINE_PAIR_CACHE", raw, f"a folder or off ({there} is not a folder)")
+    return base
+
+
+def check_environment() -> None:
+    """The project's environment variables that change what a command does, checked at the door (the CLI
+    before any command, the Python API before any function): a typo is one line, never ignored.
+    (PIPELINE_LOCK_TIMEOUT, PIPELINE_STORE_WAIT, PIPELINE_STORE_MEMORY and PIPELINE_CYCLE_WORK are checked
+    where they are read, with the same one line.)"""
+    kernel_mode()
+    verify_mode()
+    pair_cache_root()
+
+
 def repo_root() -> Path:
     """The checkout root (holds cypher/, docs/)."""
     return Path(__file__).resolve().parents[2]
 
 
 def select_device(requested: str | None = None) -> str:
-    """'cuda' when present unless a device is requested explicitly; never hard-coded."""
-    if requested:
-        return requested
+    """'cuda' when present unless a device is requested explicitly; never hard-coded. A requested device
+    must exist here: ``cpu``, ``cuda``/``cuda:N`` with CUDA in this torch build and that GPU visible, or
+    ``mps``; anything else is one PipelineError (not torch's traceback at the first tensor)."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    from pipeline.core.errors import PipelineError
+
+    if requested is None or requested == "":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not isinstance(requested, str):
+        raise PipelineError(f"--device: expected cpu, cuda or cuda:N, got {requested!r}")
+    try:
+        dev = torch.device(requested)
+    except (RuntimeError, ValueError):
+        raise PipelineError(f"--device {requested!r}: not a device; expected cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, no GPU visible"
+            raise PipelineError(f"--device {requested}: torch {torch.__version__} here is {build}; use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise PipelineError(f"--device {requested}: only {torch.cuda.device_count()} GPU(s) visible")
+    elif dev.type == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise PipelineError(f"--device {requested}: no MPS device here; use --device cpu")
+    elif dev.type != "cpu":
+        raise PipelineError(f"--device {requested!r}: expected cpu, cuda or cuda:N")
+    return requested

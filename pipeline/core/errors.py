@@ -8,6 +8,9 @@ same stage code speaks both languages. The CLI sets the front end once (:func:`u
 from __future__ import annotations
 
 import contextvars
+import errno
+import os
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -92,8 +95,15 @@ class QuerySyntaxError(PipelineError):
 
     def __init__(self, text: str, column: int, message: str) -> None:
         self.text, self.column = text, column
-        pointer = " " * (column - 1) + "^"
-        super().__init__(f"column {column}: {message}\n  {text}\n  {pointer}")
+        # the text around the column only (a query of thousands of characters is not echoed whole), its
+        # control characters escaped (they would act on the terminal)
+        start = max(0, column - 61)
+        shown = printable(text[start : start + 120], keep="")
+        left = printable(text[start : column - 1], keep="")
+        prefix = "..." if start else ""
+        suffix = "..." if start + 120 < len(text) else ""
+        pointer = " " * (len(prefix) + len(left)) + "^"
+        super().__init__(f"column {column}: {message}\n  {prefix}{shown}{suffix}\n  {pointer}")
 
 
 class ResolutionError(PipelineError):
@@ -132,6 +142,41 @@ class PathError(PipelineError, OSError):
         return None if exc.filename is None else cls(exc)
 
 
+def printable(text: object, limit: int | None = None, keep: str = "\n\t") -> str:
+    r"""``text`` safe to print on a terminal: control characters (an escape sequence in an entity name,
+    ``evil\x1b]0;PWNED\x07``) shown as ``\x1b`` escapes instead of acted on, except those in ``keep``; with
+    ``limit``, cut to that many characters with the length said (a 100k-character name is not echoed
+    whole)."""
+    s = str(text)
+    cut = limit is not None and len(s) > limit
+    if cut:
+        s = s[:limit]
+    out = "".join(
+        c if c in keep or (c.isprintable() and not unicodedata.category(c).startswith("C")) or c == " "
+        else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        for c in s
+    )
+    return out + (f"... ({len(str(text)):,} characters)" if cut else "")
+
+
+# a disk that cannot take more: full, over a quota, a file past its size limit, mounted read-only
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def os_error_line(exc: OSError) -> str | None:
+    """The one line the CLI prints for an OSError: one about a path the user gave (:class:`PathError`), or
+    a full disk (ENOSPC and its kin: pyarrow and Python's own writes raise them without a file name); None
+    for any other (not the user's to fix: left as it is). Every writer of the project writes a temporary
+    and renames it last (:mod:`pipeline.core.atomic`), so a failed write replaced nothing."""
+    err = PathError.of(exc)
+    if err is not None:
+        return str(err)
+    if exc.errno in DISK_ERRNOS:
+        what = os.strerror(exc.errno) if exc.errno is not None else str(exc)
+        return f"{what} (errno {exc.errno}) while writing: nothing was replaced or left half-written; free some space and run it again"
+    return None
+
+
 def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:
     """Up to n vocabulary entries closest to word (for 'did you mean' messages)."""
     import difflib
@@ -141,8 +186,8 @@ def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:
 
 def unknown_name(kind: str, name: str, known: list[str]) -> UnknownNameError:
     """An UnknownNameError listing the known names and the closest ones."""
-    hint = close_matches(name, known)
-    msg = f"unknown {kind} '{name}'"
+    hint = close_matches(name, known) if len(name) <= 200 else []  # (difflib on a huge name takes long)
+    msg = f"unknown {kind} '{printable(name, 80)}'"
     if hint:
         msg += f" (did you mean {', '.join(hint)}?)"
     msg += f"; known: {', '.join(sorted(known))}"

@@ -31,7 +31,7 @@ SPLIT_WORK = 1 << 21  # entries x rows per thread from which a step's entries ar
 KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compiled form (mode auto)
 WAIT_AFTER = 1 << 27  # entry-rows run in the torch form while loading (~0.4 s) before a step waits (CPU)
 GPU_MIN_WORK = 1 << 16  # entries x rows from which a CUDA step runs the fused kernel (triton)
-MODES = ("auto", "numba", "torch")
+MODES = ("auto", "numba", "torch")  # = pipeline.core.config.KERNEL_MODES
 _LANES = 8  # _stream_numba.LANES (kept here: importing that module imports numba)
 _state: dict[str, Any] = {}  # "kernel": the compiled function, or None where numba is unavailable
 _lock = threading.Lock()
@@ -39,12 +39,9 @@ _lock = threading.Lock()
 
 def mode() -> str:
     """PIPELINE_KERNELS (auto, numba or torch; default auto). PipelineError on another value."""
-    got = os.environ.get("PIPELINE_KERNELS", "auto").strip().lower() or "auto"
-    if got not in MODES:
-        from pipeline.core.errors import PipelineError
+    from pipeline.core.config import kernel_mode
 
-        raise PipelineError(f"PIPELINE_KERNELS={got!r}: expected one of {', '.join(MODES)}")
-    return got
+    return kernel_mode()
 
 
 def applies(device: torch.device, work: int) -> bool:

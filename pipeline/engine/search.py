@@ -34,6 +34,34 @@ from pipeline.softquery.model import FREE, TOP_K, Atom, Conjunction, Const, Quer
 from pipeline.softquery.types import conjunction_shape
 
 MAX_BATCH = 256  # conjunctions per batched computation: bounds memory at a few (B, N) float32 states
+# An exact answer of a query with cycles enumerates, nested, the candidates of one variable per cycle: the
+# product of their counts (its cycle work) is what made a 5-variable, 15-atom cycle run for hours on a
+# 200-entity graph (issue 45, item 9; ~0.2 ms a substitution batched, 1.5-6 ms nested: 10^4 took 15 s).
+# Above this bound a query without --cycle-cap is refused, saying how to bound it; PIPELINE_CYCLE_WORK
+# raises the bound (an exact answer over more, taking its time).
+CYCLE_WORK_ENV = "PIPELINE_CYCLE_WORK"
+DEFAULT_CYCLE_WORK = 50_000
+
+
+class CycleWorkExceeded(PipelineError):
+    """A query's cycles need more candidate substitutions than the bound (CYCLE_WORK_ENV) and no cap
+    was given."""
+
+
+def cycle_work_limit() -> int:
+    """PIPELINE_CYCLE_WORK when set (an integer >= 1), else DEFAULT_CYCLE_WORK."""
+    import os
+
+    raw = os.environ.get(CYCLE_WORK_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_CYCLE_WORK
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise PipelineError(f"{CYCLE_WORK_ENV}={raw!r}: expected a whole number of substitutions >= 1")
+    return value
 
 
 @dataclass(frozen=True)
@@ -72,6 +100,8 @@ def solve(
     n = adj.n_entities
     for q in queries:
         _check_ids(q, adj)
+    if cycle_cap is None:
+        _check_cycle_work(queries, adj)
     out = torch.full((len(queries), n), NEG_INF, dtype=torch.float32, device=adj.device)
     approx = torch.zeros(len(queries), dtype=torch.int32, device=adj.device)
     groups: dict[tuple, list[tuple[int, Conjunction]]] = {}
@@ -98,6 +128,42 @@ def solve(
         vals = torch.cat([u for _, u in graded])
         out = out.view(-1).scatter_reduce(0, flat, vals, reduce="amax", include_self=True).view(out.shape)
     return SearchResult(out, approx > 0)
+
+
+def cycle_work(conj: Conjunction, adj: Adjacency, cycle_cap: int | None = None) -> int:
+    """An upper bound of the substitutions an exact answer of ``conj`` enumerates (1 without a cycle): the
+    product, over the variables the search enumerates one cycle at a time, of their candidate counts on
+    ``conj`` itself (a substitution only narrows them), each at most ``cycle_cap``. Which variable is
+    enumerated depends on the shape only, so the plan is followed with a stand-in constant."""
+    work, c = 1, conj
+    while QueryGraph(c).has_cycle:
+        v = QueryGraph(c).cycle_variables()[0]
+        n = int(_candidates(conj, v, adj).numel())
+        work *= min(n, cycle_cap) if cycle_cap is not None else n
+        if work == 0:
+            return 0
+        c = _substitute(c, v, 0)
+    return work
+
+
+def _check_cycle_work(queries: Sequence[Query], adj: Adjacency) -> None:
+    limit = None
+    for q in queries:
+        for c in q.conjunctions:
+            if not QueryGraph(c).has_cycle:
+                continue
+            limit = cycle_work_limit() if limit is None else limit
+            work = cycle_work(c, adj)
+            if work > limit:
+                from pipeline.softquery.printer import to_text
+
+                text = to_text(q)
+                raise CycleWorkExceeded(
+                    f"the query {text if len(text) <= 100 else text[:97] + '...'}: its cycles need up to "
+                    f"{work:,} candidate substitutions, more than the bound of {limit:,} (an exact answer could "
+                    f"take hours): give --cycle-cap K (at most K candidates per cycle variable; utilities are "
+                    f"then lower bounds), or raise {CYCLE_WORK_ENV} for the exact answer"
+                )
 
 
 def _max_into(out: torch.Tensor, qis: list[int], util: torch.Tensor, written: set[int]) -> None:

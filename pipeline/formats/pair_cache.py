@@ -232,7 +232,9 @@ def _record_path(path: Path) -> Path:
 def _recorded(path: Path, st: os.stat_result, header_crc: int) -> bool:
     """Whether the file open as ``st`` is the one a full check recorded (module docstring); never with
     PIPELINE_VERIFY=always. A missing, unreadable or foreign record means no."""
-    if os.environ.get("PIPELINE_VERIFY", "").strip().lower() == "always":
+    from pipeline.core.config import verify_mode
+
+    if verify_mode() == "always":
         return False
     try:
         got = json.loads(_record_path(path).read_bytes())
@@ -361,11 +363,8 @@ def default_folder(identity: str) -> Path | None:
     PIPELINE_HOME/pairs, then the export's identity."""
     from pipeline.core import config
 
-    root = os.environ.get("PIPELINE_PAIR_CACHE")
-    if root is not None and root.strip().lower() in ("off", "0", "none", ""):
-        return None
-    base = Path(root).expanduser() if root else config.home() / "pairs"
-    return base / identity
+    base = config.pair_cache_root()
+    return None if base is None else base / identity
 
 
 def for_export(folder: str | Path, salt: str = "") -> PairCache | None:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from pipeline.core.errors import ArtifactError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.formats import meta as metafile
 from pipeline.softquery.model import Atom, Conjunction, Const, Query, Var
 
@@ -124,7 +124,17 @@ def read_query_set(path: str | Path) -> QuerySet:
     missing = [f.name for f in SCHEMA if f.name not in table.column_names]
     if missing:
         raise ArtifactError(f"{path}: missing column(s) {', '.join(missing)}")
-    return QuerySet(table.to_pandas(), meta, path)
+    qs = QuerySet(table.to_pandas(), meta, path)
+    # every query checked on read, as a typed one is (alpha, beta, terms): a beta of 1e39 written by any
+    # writer is refused here, not answered as inf (the parsed queries are kept for the reader)
+    parsed = []
+    for qid, atoms in zip(qs.frame["id"], qs.frame["atoms"], strict=True):
+        try:
+            parsed.append(records_to_query(list(atoms)))
+        except ArtifactError as exc:
+            raise ArtifactError(f"{path}: query {qid}: {exc}") from None
+    qs._parsed = (qs.frame, parsed)
+    return qs
 
 
 # The answer-list columns, hashed as raw little-endian arrays (lengths, then values): JSON-encoding their
@@ -206,7 +216,7 @@ def records_to_query(records: list[dict[str, Any]]) -> Query:
                 float(rec["beta"]),
                 bool(rec["negated"]),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, PipelineError) as exc:
             raise ArtifactError(f"malformed atom record {rec}: {exc}") from exc
         conjs.setdefault(int(rec["conj"]), []).append(atom)
     if not conjs:

@@ -101,6 +101,11 @@ class Method(ABC):
 
         return torch.device("cpu")
 
+    def made_from(self) -> tuple[str, str | None] | None:
+        """(what, the content key of the data set version it was made from) for the version check of the
+        answering stage (:mod:`pipeline.core.versions`); None: made from query sets only (checked there)."""
+        return None
+
     def relation_sizes(self) -> list[int] | None:
         """The facts per relation this method streams (for balancing the parts of a query type cut
         across workers: :mod:`pipeline.stages.answer_plan`; never for results), or None (parts by counts)."""

@@ -25,9 +25,11 @@ class MethodOptions:
     union: str | None = setting(None, choices=("dnf", "conorm"),
                                 help="Baselines: answer disjunctions by DNF (max over branches, default) or LogicE's t-conorm.")
     run: str | Path | None = setting(None, help="The backbone's run directory, for calibration L (default: the export's).")
-    l_epochs: int = setting(20, low=0, help="Epochs of calibration L.")
+    l_epochs: int = setting(20, low=0, high=10**6, help="Epochs of calibration L.")
     device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
-    seed: int = setting(0, low=0, help="Seed of calibration L's training.")
+    seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of calibration L's training.")
+    cycle_cap: int | None = setting(None, low=1, help="SRC: at most this many candidates per cycle variable of a query "
+                                                      "with cycles (its utilities are then lower bounds).")
     kg: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -75,6 +75,26 @@ class TrainConfig:
     model_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # every source of a config passes here (flags, a replayed config.json, the Python API): values out
+        # of range are one line naming the setting, never clamped and never a traceback in training
+        from pipeline.core.checks import check_float, check_int, check_seed, check_text
+
+        check_text(self.dataset, "dataset")
+        check_text(self.model, "model")
+        if not isinstance(self.psl, bool):
+            raise PipelineError(f"psl: expected true or false, got {self.psl!r}")
+        check_int(self.dim, "dim", 1, 1 << 16)
+        check_int(self.epochs, "epochs", 1, 10**6)
+        check_float(self.lr, "lr", 0.0, 10.0, lo_open=True)
+        check_int(self.batch_size, "batch_size", 1, 1 << 30)
+        check_int(self.negatives, "negatives", 1, 10**4)
+        check_int(self.patience, "patience", 1, 10**6)
+        check_float(self.psl_weight, "psl_weight", 0.0)
+        check_seed(self.seed, "seed")
+        if self.device is not None and not isinstance(self.device, str):
+            raise PipelineError(f"device: expected cpu, cuda or cuda:N, got {self.device!r}")
+        if not isinstance(self.model_kwargs, dict):
+            raise PipelineError(f"model_kwargs: expected a mapping, got {self.model_kwargs!r}")
         if self.select_on not in SELECT_ON:
             raise PipelineError(f"select_on must be one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
 
@@ -83,10 +103,16 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        if not isinstance(d, dict):
+            raise ArtifactError(f"config.json: expected a JSON object, got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names
         if unknown:
-            raise ArtifactError(f"config.json: unknown field(s) {', '.join(sorted(unknown))}")
+            raise ArtifactError(f"config.json: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in d
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ArtifactError(f"config.json: missing field(s) {', '.join(missing)}")
         return cls(**d)
 
     def resumable_from(self, other: TrainConfig) -> bool:
@@ -123,10 +149,18 @@ def train_config(dataset: str, model: str | None, config_file: str | Path | None
     from pipeline.formats.meta import read_json
 
     path = Path(config_file)
+    if (path.parent / "checksums.json").exists():
+        # a run directory's config.json: sealed by its checksums.json, as export and --resume read it
+        from pipeline.models.runs import read_json as read_run_json
+
+        read_run_json(path)
     saved = read_json(path, "--config")
     if not isinstance(saved, dict):
         raise ArtifactError(f"{option('config', str(path))}: not a JSON object")
-    cfg = TrainConfig.from_dict(saved)
+    try:
+        cfg = TrainConfig.from_dict(saved)
+    except PipelineError as exc:
+        raise ArtifactError(f"{option('config', str(path))}: {str(exc).removeprefix('config.json: ')}") from None
     if cfg.dataset != dataset:
         raise PipelineError(f"{option('config', str(path))}: a config for data set '{cfg.dataset}', not '{dataset}'")
     if model is not None and model != cfg.model:

@@ -186,12 +186,16 @@ def load_run(
     return model.to(device)
 
 
-def run_metadata(checksums: dict[str, str], seed: int, device: str, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_metadata(
+    checksums: dict[str, str], seed: int, device: str, cfg: dict[str, Any] | None = None,
+    dataset_version: str | None = None,
+) -> dict[str, Any]:
     """The run's provenance (:func:`pipeline.core.provenance.provenance`: versions, git hash, config, seed, data
-    checksums) plus its device."""
+    checksums) plus its device and the content key of the data set version it was trained on."""
     return {
         **provenance(cfg, seed, inputs={"data_checksums": dict(checksums)}),
         "data_checksums": dict(checksums),
+        **({"dataset_version": dataset_version} if dataset_version else {}),
         "device": device,
         "device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or "cpu",
         "torch_threads": torch.get_num_threads(),

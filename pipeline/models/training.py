@@ -23,6 +23,7 @@ weight for weight.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -251,6 +252,15 @@ def _train(
         raise PipelineError(
             f"{option('psl')} needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
         )
+    # a data set without valid facts (a user KG ingested with --split 1,0,0, or a tiny one) selected its
+    # epoch on a valid MSE of nan (issue 45): it keeps the last epoch instead, and says so
+    select_on = cfg.select_on
+    if select_on != "last" and len(kg.split_facts("val")) == 0:
+        select_on = "last"
+        output(progress).warn(
+            f"{kg.name} has no valid facts to select an epoch on: the last epoch is kept (as "
+            f"{option('select_on', 'last')}); ingest it with a valid fraction > 0 to select on valid"
+        )
 
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
@@ -278,7 +288,12 @@ def _train(
         for name in (CHECKPOINT_FILE, MODEL_FILE, RESULTS_FILE):
             (run_dir / name).unlink(missing_ok=True)
     write_run_json(run_dir / CONFIG_FILE, cfg.to_dict())
-    write_run_json(run_dir / METADATA_FILE, run_metadata(kg.checksums, cfg.seed, device, cfg.to_dict()))
+    from pipeline.store.ingest import content_key
+
+    write_run_json(
+        run_dir / METADATA_FILE,
+        run_metadata(kg.checksums, cfg.seed, device, cfg.to_dict(), dataset_version=content_key(kg)),
+    )
 
     facts = Facts.from_frame(kg.graph("train"), device)
     psl = Facts.from_frame(kg.softlogic, device) if cfg.psl else None
@@ -287,7 +302,8 @@ def _train(
     out = output(progress)
     # one bar over the epochs (a notebook's only one: the figures as its postfix, not 60 lines)
     with out.bar(total=cfg.epochs, initial=state["epoch"], desc=f"train {cfg.model}", unit="epoch") as epochs:
-        _epochs(epochs, out, Fit(model, opt, facts, psl, valid, valid_neg), cfg, state, run_dir)
+        loop = cfg if select_on == cfg.select_on else dataclasses.replace(cfg, select_on=select_on)
+        _epochs(epochs, out, Fit(model, opt, facts, psl, valid, valid_neg), loop, state, run_dir)
     if state["best_state"] is not None:
         model.load_state_dict(state["best_state"])
     model.eval()
@@ -305,7 +321,7 @@ def _train(
         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])) if history else None,
         "train_seconds": float(sum(h["seconds"] for h in history)),
         "model_hash": model.content_hash(),
-        "selection": cfg.select_on,
+        "selection": cfg.select_on if select_on == cfg.select_on else "last (no valid facts)",
         "selection_mse": state["best_valid_mse"],
         **evaluate_run(model, kg),
         "valid_negatives": confidence_errors(model, valid_neg),

@@ -43,6 +43,10 @@ Term = Var | Const
 FREE = Var("y")
 
 
+# the largest importance an atom may have: a sum of a thousand such atoms stays far inside float32
+MAX_BETA = 1e6
+
+
 @dataclass(frozen=True)
 class Atom:
     """A soft atom `relation(head, tail, alpha, beta)`, optionally negated.
@@ -64,8 +68,10 @@ class Atom:
             raise PipelineError(f"atom terms must be Var or Const, got {self.head!r}, {self.tail!r}")
         if not (0.0 <= float(self.alpha) <= 1.0):
             raise PipelineError(f"alpha {self.alpha} is outside [0, 1]")
-        if not (math.isfinite(float(self.beta)) and float(self.beta) >= 0.0):
-            raise PipelineError(f"beta {self.beta} must be a finite number >= 0")
+        if not (math.isfinite(float(self.beta)) and 0.0 <= float(self.beta) <= MAX_BETA):
+            # the bound the query text has (pipeline.softquery.parser): past float32's range (1e39) every
+            # utility would be inf; every way of building an atom (a query set file too) is held to it
+            raise PipelineError(f"beta {self.beta} must be a finite number in [0, {MAX_BETA:g}]")
         if int(self.relation) < 0:
             raise PipelineError(f"relation id {self.relation} is negative")
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from pipeline.core.errors import QuerySyntaxError, ResolutionError
-from pipeline.softquery.model import FREE, Atom, Const, Query, Term, Var
+from pipeline.softquery.model import FREE, MAX_BETA, Atom, Const, Query, Term, Var
 from pipeline.softquery.vocab import Vocabulary
 
 BARE = re.compile(r"[A-Za-z0-9_.:-]+")
@@ -30,7 +30,6 @@ _VAR = re.compile(r"\?([A-Za-z_][A-Za-z0-9_]*)")
 _ID = re.compile(r"#([0-9]+)")
 _SPACE = re.compile(r"\s+")
 MAX_CONJUNCTIONS = 4096  # distributing '&' over '|' can explode; refuse rather than hang
-MAX_BETA = 1e6  # far inside float32 (see the module docstring)
 MAX_DEPTH = 100  # nested '(' and '!': each level is a few Python frames, the interpreter allows ~1000
 
 
@@ -225,6 +224,8 @@ class _Parser:
             else (self.vocab.entities if kind == "entity" else self.vocab.relations)
         )
         if t.kind == "id":
+            if len(t.text) > 18:  # beyond any id (and Python's 4300-digit limit of int() with 5000)
+                raise self.fail(f"{kind} id #{t.text[:20]}... is too long ({len(t.text)} digits)", t)
             i = int(t.text)
             if names is not None and i >= len(names):
                 raise self.fail(f"{kind} id #{i} out of range 0..{len(names) - 1}", t)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.core.errors import ResolutionError, close_matches
+from pipeline.core.errors import ResolutionError, close_matches, printable
 
 # A vocabulary this short (a graph's relations, usually) is listed in full when a name is unknown; a longer
 # one shows its closest names and a count (a notebook cell should not print 32 or 15,000 names).
@@ -22,6 +22,8 @@ def unknown_hint(name: str, known: list[str]) -> str:
     vocabulary, else the closest few and how many there are."""
     import difflib
 
+    if len(name) > 200:  # nothing is close to a name this long; matching it would take seconds
+        return f" ({len(known)} known; no close match)"
     hints = close_matches(name, known)
     if hints:
         return f" (did you mean {', '.join(repr(h) for h in hints)}?)"
@@ -76,7 +78,8 @@ class Vocabulary:
         where = f"column {column}: " if column is not None else ""
         ids = index.get(name)
         if ids is None:
-            raise ResolutionError(f"{where}unknown {kind} '{name}'{unknown_hint(name, list(index))}")
+            # a name is shown escaped and cut (a 100k-character name, a terminal escape: issue 45)
+            raise ResolutionError(f"{where}unknown {kind} '{printable(name, 80)}'{unknown_hint(name, list(index))}")
         if len(ids) > 1:
             forms = ", ".join(f"#{i}" for i in ids[:10])
             raise ResolutionError(

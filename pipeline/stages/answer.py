@@ -24,6 +24,8 @@ import torch
 
 from pipeline.core.atomic import check_folder
 from pipeline.core.errors import PipelineError, option
+from pipeline.core.versions import KEY as VERSION_KEY
+from pipeline.core.versions import check_versions
 from pipeline.formats.answers import (
     TOP_K,
     RankedRows,
@@ -328,7 +330,9 @@ def valid_score(valid: QuerySet) -> Callable[[Method], float]:
     return lambda method: selection_score(answer_query_set(valid, method, progress=False)[0])
 
 
-def _query_set(qs: QuerySet | str | Path | None) -> QuerySet | None:
+def _query_set(qs: QuerySet | str | Path | None, what: str = "queries") -> QuerySet | None:
+    if qs is not None and not isinstance(qs, (QuerySet, str, Path)):
+        raise PipelineError(f"{option(what)}: expected a query set or its file, got {type(qs).__name__}")
     return qs if qs is None or isinstance(qs, QuerySet) else read_query_set(qs)
 
 
@@ -345,10 +349,12 @@ def answer_queries(
 
     options = options if options is not None else AnswerOptions()
     check_folder(options.out, "out")  # refused before any fitting starts
+    if queries is None:
+        raise PipelineError(f"{option('queries')}: give a query set or its file")
     qs = _query_set(queries)
     assert qs is not None
     dataset = qs.meta["dataset"]
-    valid, train = _query_set(options.valid_queries), _query_set(options.train_queries)
+    valid, train = _query_set(options.valid_queries, "valid_queries"), _query_set(options.train_queries, "train_queries")
     check_role(valid, "valid_queries", dataset, options.allow_split_mismatch)
     check_role(train, "train_queries", dataset, options.allow_split_mismatch)
     from contextlib import nullcontext
@@ -369,6 +375,15 @@ def answer_queries(
             built = method
             if options.explain and not built.capabilities.explain:
                 raise PipelineError(f"{option('explain')}: {built.name} has no witnesses")
+        # every file read is of one version of the data set (the ids mean the same entities everywhere)
+        check_versions(dataset, [
+            (f"the query set {qs.path}", qs.meta.get(VERSION_KEY)),
+            *([built.made_from()] if built.made_from() is not None else []),
+            *((f"the {role} query set {q.path}", q.meta.get(VERSION_KEY)) for role, q in (("valid", valid), ("train", train))
+              if q is not None),
+            # the witnesses name entities by the data set as it is now
+            *([(f"the data set '{dataset}' as it is now", _current_version(dataset))] if options.explain else []),
+        ])
         if executor.in_process and options.keep_heap:  # answered here: reuse the heap it frees, as workers do
             from pipeline.core.heap import keep_freed_heap
 
@@ -382,6 +397,13 @@ def answer_queries(
 
         report["written_back"] = write_back_file(report["path"], options.store)
     return report
+
+
+def _current_version(dataset: str) -> str:
+    from loaders import load
+    from pipeline.store.ingest import content_key
+
+    return content_key(load(dataset))
 
 
 def explain_answers_file(path: str | Path, qs: QuerySet, method: Any, k: int, progress: bool = True) -> str:

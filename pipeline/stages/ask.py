@@ -57,10 +57,38 @@ def ask(
     ``pipeline answer``). top None: every answer. explain: True explains every row returned, a number K
     the first K of them."""
     from loaders import load
+    from pipeline.core.checks import check_int, check_text
     from pipeline.core.kg import observed_graph
     from pipeline.methods.src.method import SRC
     from pipeline.methods.src.saved import saved_label, saved_paths
 
+    # the arguments of `pipeline query` and pl.query, checked here where both pass: one line naming each
+    check_text(text, "text")
+    check_text(dataset, "dataset")
+    if top is not None:
+        check_int(top, "top", 1)
+    if cycle_cap is not None:
+        check_int(cycle_cap, "cycle_cap", 1)
+    if not isinstance(explain, bool):
+        check_int(explain, "explain", 0)
+    if graph is not None and graph not in ("train", "valid", "test"):
+        raise PipelineError(f"{option('graph', graph)}: expected train, valid or test")
+    if adjacency is not None and not isinstance(adjacency, (str, Path)):
+        raise PipelineError(f"{option('adjacency')}: expected an export folder, got {type(adjacency).__name__}")
+
+    # the arguments of `pipeline query` and pl.query, checked here where both pass: one line naming each
+    check_text(text, "text")
+    check_text(dataset, "dataset")
+    if top is not None:
+        check_int(top, "top", 1)
+    if cycle_cap is not None:
+        check_int(cycle_cap, "cycle_cap", 1)
+    if not isinstance(explain, bool):
+        check_int(explain, "explain", 0)
+    if graph is not None and graph not in ("train", "valid", "test"):
+        raise PipelineError(f"graph: expected train, valid or test, got {graph!r}")
+    if adjacency is not None and not isinstance(adjacency, (str, Path)):
+        raise PipelineError(f"adjacency: expected an export folder, got {type(adjacency).__name__}")
     if (graph is None) == (adjacency is None):
         raise PipelineError(f"give exactly one of {option('graph')} (train, valid or test) or {option('adjacency')} "
                             "(a neural adjacency export folder)")
@@ -73,7 +101,13 @@ def ask(
         src = SRC.over(tensors, kg.name)
         source, where = f"graph {graph}", f"on graph {graph}"
     else:
+        from pipeline.core.versions import KEY, check_versions
+        from pipeline.store.ingest import content_key
+
         src = SRC.load(adjacency, kg.name, device=device, kg=kg)
+        # the query's names are resolved in the data set as it is now: the export's ids must mean the same
+        check_versions(kg.name, [(f"the data set '{kg.name}' as it is now", content_key(kg)),
+                                 (f"the export {adjacency}", src.manifest.get(KEY))])
         threshold = src.manifest.get("threshold")
         source, where = f"adjacency {adjacency} (threshold {threshold})", f"in the export (facts >= {threshold})"
     if calibration:

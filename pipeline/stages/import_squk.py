@@ -28,7 +28,10 @@ def import_squk(
     """One query set per SQUK file, written to out_dir/<file stem>.parquet. Returns one summary per file:
     queries, how many our engine answers exactly as published (ids in order and values to 4 decimals),
     and how many formulas do not have the shape their file name's type says."""
+    from pipeline.store.ingest import content_key
+
     graphs: dict[str, Adjacency] = {}
+    version = content_key(kg)  # the data set version the ids mean (pipeline.core.versions)
 
     def adj(which: str) -> Adjacency:
         if which not in graphs:
@@ -73,6 +76,7 @@ def import_squk(
                 "beta": info.beta or "given",
                 "source": f"squk:{Path(path).name}",
                 "seed": int(seed),
+                "dataset_version": version,
             }
             target = write_query_set(
                 rows, Path(out_dir) / (Path(path).name.removesuffix(".json") + ".parquet"), meta

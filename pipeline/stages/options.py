@@ -111,7 +111,7 @@ class SampleOptions(Shown):
     per_type: int | None = setting(None, low=1, help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")
     alpha: str = setting("zero", registry="alpha-modes", help="Necessity levels (`pipeline ls alpha-modes`).")
     beta: str = setting("equal", registry="beta-modes", help="Importances (`pipeline ls beta-modes`).")
-    seed: int = setting(0, low=0, help="Seed of the walks and the requirements.")
+    seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of the walks and the requirements.")
     store: str | None = setting(None, help=STORE_HELP)
     source: str | None = setting(None, help=SOURCE_HELP)
     browse: bool = setting(True, flag="--browse/--no-browse", help="Also write (:Query) nodes into the store for browsing.")
@@ -139,7 +139,7 @@ class TrainOptions(Shown):
                                     help="Early stopping / selection MSE: valid positives + sampled negatives (default), "
                                          "positives only, or last (keep the final epoch, no early stopping).")
     out: str | Path | None = setting(None, help="Run directory (default PIPELINE_HOME/runs/DATASET-MODEL[-psl]-sSEED).")
-    seed: int | None = setting(None, low=0, help="Random seed (default 0, or the --config file's).")
+    seed: int | None = setting(None, low=0, high=2**32 - 1, help="Random seed (default 0, or the --config file's).")
     device: str | None = setting(None, help=DEVICE_HELP)
     resume: bool = setting(False, help="Continue from the run directory's checkpoint.")
     overwrite: bool = setting(False, help="Start over in a run directory that holds a run (its checkpoint and model are deleted).")
@@ -166,7 +166,7 @@ class IngestOptions(Shown):
     :func:`pipeline.stages.user_ingest.ingest_user`)."""
 
     split: str = setting("0.8,0.1,0.1", help="train,valid,test fractions of a single file.")
-    seed: int = setting(0, low=0, help="Seed of the single file's split.")
+    seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of the single file's split.")
     columns: str | None = setting(None, help="Header names of head,relation,tail,confidence (e.g. s,p,o,w).")
     confidence_property: str | None = setting(None, help="From a store: the relationship property holding c.")
     rel_types: str | None = setting(None, help="From a store: only these relationship types (A,B).")

@@ -43,7 +43,7 @@ class ReproduceConfig:
     threshold: float = setting(0.1, low=0.0, high=1.0, help="Export threshold.")
     l_epochs: int = setting(20, low=0, help="Epochs of calibration L.")
     calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
-    seed: int = setting(0, low=0, help="Seed of every stage.")
+    seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of every stage.")
     device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
     psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
     select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),

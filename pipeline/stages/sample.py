@@ -68,9 +68,11 @@ def sample_dataset(dataset: str, options: SampleOptions | None = None, /, **sett
     fields as keywords (``settings``); types None = the split's defaults."""
     from loaders import load
     from pipeline.core.atomic import check_folder
+    from pipeline.core.checks import check_text
     from pipeline.sampling.sampler import resolve_types
     from pipeline.store import open_store
 
+    check_text(dataset, "dataset")
     o = options if options is not None else SampleOptions(**settings)
     check_folder(o.out, "out")
     names = resolve_types(list(o.types), o.split) if o.types else None  # None: the defaults, skipping what cannot exist

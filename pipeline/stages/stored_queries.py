@@ -120,6 +120,8 @@ def read_stored_queries(
     meta = {
         "dataset": dataset, "split": splits.pop() if len(splits) == 1 else None, "alpha": "stored",
         "beta": "stored", "source": "store", "store_set": set_name,
+        # the store's version the ids were read in: an export of another version is refused when answering
+        **({"dataset_version": version} if version else {}),
     }
     path = write_query_set(rows, queries_file(dataset, set_name, out_dir), meta)
     return StoredQueries(dataset, set_name, path, errors, adopted)

@@ -71,6 +71,11 @@ def generate(
     F = n_facts exactly; no self-loops; every entity in 0..n_entities-1 occurs at least once; sorted by
     (head, relation, tail). Deterministic for the arguments and seed.
     """
+    from pipeline.core.checks import check_int, check_seed
+
+    check_seed(seed, "--seed")
+    for value, option in ((n_entities, "--entities"), (n_relations, "--relations"), (n_facts, "--facts")):
+        check_int(value, option, 1, 2**31 - 1)
     if n_entities < 2 or n_relations < 1:
         raise PipelineError(f"--entities must be >= 2 and --relations >= 1, got {n_entities} and {n_relations}")
     most = n_entities * (n_entities - 1) * n_relations

@@ -37,6 +37,12 @@ def ingest_user(
     (``from_store``) or from a pandas DataFrame (``from_frame``: head, relation, tail, confidence and an
     optional split column). options: an :class:`~pipeline.stages.options.IngestOptions`, or its fields as
     keywords. Returns the report (counts, source, checksum, store report)."""
+    from pipeline.core.checks import check_text
+
+    check_text(name, "name")
+    for value, what in ((from_path, "from"), (from_store, "from_store")):
+        if value is not None and not isinstance(value, str):
+            raise PipelineError(f"{option(what)}: expected a path or URI, got {type(value).__name__}")
     if sum(x is not None and x is not False and not (isinstance(x, str) and not x)
            for x in (from_path, from_store, from_frame)) != 1:
         raise PipelineError(f"give exactly one of {_source_option()} and {option('from_store')} (a store URI)")
@@ -112,9 +118,12 @@ def ingest_benchmark(
     """``pipeline ingest NAME [--source DIR]`` for a registered data set: validate its files, then load the
     store. Returns (the store's :class:`pipeline.store.ingest.IngestReport`, the store's URI)."""
     from loaders import load
+    from pipeline.core.checks import check_int, check_text
     from pipeline.store import open_store
     from pipeline.store.ingest import ingest
 
+    check_text(name, "name")
+    check_int(batch_size, "batch_size", 1, 10**7)
     kg = load(name, source=source)  # validated before the store is touched
     with open_store(store_uri) as store:
         report = ingest(kg, store, batch_size=batch_size, progress=progress)

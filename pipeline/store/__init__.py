@@ -24,6 +24,7 @@ from pipeline.store.backends import STORES, StoreBackend, backend_for
 from pipeline.store.base import (
     CONF_COLUMNS,
     CypherError,
+    Outcome,
     Store,
     quote_rel_type,
     relation_type,
@@ -39,6 +40,8 @@ def open_store(uri: str | None = None, graph: str | None = None) -> Store:
     its scheme opens it (:mod:`pipeline.store.backends`, ``pipeline ls stores``). ``graph`` overrides the
     FalkorDB graph / Neo4j database named in the URI. Raises StoreUnavailable when it cannot be reached,
     PipelineError on a malformed URI or an unknown scheme."""
+    if uri is not None and not isinstance(uri, str):
+        raise PipelineError(f"store: expected a store URI, got {type(uri).__name__}")
     uri = (uri or config.default_store_uri()).strip()
     return backend_for(uri).open(uri, graph)
 
@@ -47,6 +50,7 @@ __all__ = [
     "CONF_COLUMNS",
     "STORES",
     "CypherError",
+    "Outcome",
     "Store",
     "StoreBackend",
     "StoreLockLost",
@@ -58,17 +62,28 @@ __all__ = [
     "quote_rel_type",
     "relation_type",
     "relation_types",
+    "run_cypher",
     "with_rel_type",
 ]
 
 
 def query_store(statement: str, params: dict[str, Any] | None = None, store_uri: str | None = None) -> list[dict]:
     """``pipeline cypher``: one statement on the store at ``store_uri`` (default: PIPELINE_STORE, else the
-    embedded server, logged in from its credentials file); its rows. An empty statement is refused before
-    the store is opened (or started)."""
-    from pipeline.store.statement import run_statement
+    embedded server, logged in from its credentials file); its rows. An empty statement or a parameter the
+    store cannot take exactly is refused before the store is opened (or started)."""
+    return run_cypher(statement, params, store_uri).rows
 
-    if not statement.strip():
-        raise PipelineError("empty Cypher statement")
+
+def run_cypher(
+    statement: str, params: dict[str, Any] | None = None, store_uri: str | None = None, timeout_s: float | None = None
+) -> Outcome:
+    """:func:`query_store` with the write counters (nodes deleted, relationships created, ...); the server
+    stops the statement after ``timeout_s`` (default ``statement.USER_TIMEOUT_S``)."""
+    from pipeline.store.statement import check_params, check_statement, execute_statement
+
+    check_statement(statement)
+    check_params(params)
+    if store_uri is not None and not isinstance(store_uri, str):
+        raise PipelineError(f"store: expected a store URI, got {type(store_uri).__name__}")
     with open_store(store_uri) as store:
-        return run_statement(store, statement, params)
+        return execute_statement(store, statement, params, timeout_s)

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+import pipeline.store.private as private
 from pipeline.core.errors import StoreUnavailable
 
 CREDENTIALS_FILE = "credentials.json"
@@ -64,46 +63,41 @@ def credentials_path(folder: Path) -> Path:
 
 
 def private_folder(folder: Path) -> Path:
-    """Create ``folder`` (and parents, with the user's umask) and make it 0700: the store's data, its
-    log and its passwords are its owner's alone."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, stat.S_IRWXU)
-    return folder
+    """Create or check ``folder``: a real folder of this user's, made 0700, holding only entries of this
+    user's (see :mod:`pipeline.store.private`; UnsafeStorePath otherwise): the store's data, its log and its
+    passwords are its owner's alone."""
+    return private.private_folder(folder)
 
 
 def ensure(folder: Path) -> Credentials:
     """The credentials of the server whose data is in ``folder``: read them, or generate them at the first
-    start; (re)write the ACL file the server loads. Makes the folder 0700 and both files 0600."""
+    start; (re)write the ACL file the server loads. Makes the folder 0700 and both files 0600; a folder or
+    file of another user, or a symlink in their place, is refused (UnsafeStorePath) before anything is
+    read or written."""
     folder = private_folder(folder)
     creds = read(folder)
     if creds is None:
         creds = Credentials(DATA_USER, secrets.token_urlsafe(32), ADMIN_USER, secrets.token_urlsafe(32))
         doc = {"user": creds.user, "password": creds.password,
                "admin_user": creds.admin_user, "admin_password": creds.admin_password}
-        _write_private(credentials_path(folder), json.dumps(doc, indent=1) + "\n")
-    _write_private(folder / ACL_FILE, acl_text(creds))
+        private.write_file(folder, CREDENTIALS_FILE, (json.dumps(doc, indent=1) + "\n").encode())
+    private.write_file(folder, ACL_FILE, acl_text(creds).encode())
     return creds
 
 
 def read(folder: Path) -> Credentials | None:
     """The credentials kept in ``folder``, or None when there are none (a store never started). Raises
-    StoreUnavailable when the file is unreadable or others can read it (then it is no secret any more)."""
+    StoreUnavailable when the file is unreadable, UnsafeStorePath when it or its folder is not this user's
+    alone (another owner, a symlink, readable by others: then it is no secret any more)."""
     path = credentials_path(folder)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
+    data = private.read_file(Path(folder), CREDENTIALS_FILE, secret=True)
+    if data is None:
         return None
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise StoreUnavailable(
-            f"{path} is readable by other users (mode {stat.S_IMODE(st.st_mode):o}): its passwords may be "
-            f"known; delete it and restart the store (`pipeline store stop; pipeline store start`) for new ones"
-        )
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(data)
         return Credentials(str(doc["user"]), str(doc["password"]), str(doc["admin_user"]),
                            str(doc["admin_password"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise StoreUnavailable(f"cannot read the store's credentials {path}: {exc}") from None
 
 
@@ -119,19 +113,3 @@ def acl_text(creds: Credentials) -> str:
 
 def _sha256(password: str) -> str:
     return hashlib.sha256(password.encode()).hexdigest()
-
-
-def _write_private(path: Path, text: str) -> None:
-    # created 0600 from the first byte (never briefly world-readable), then renamed into place atomically
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
-    try:
-        os.fchmod(fd, stat.S_IRUSR | stat.S_IWUSR)  # O_CREAT on a leftover keeps its mode: set it again
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)

@@ -128,7 +128,9 @@ def open_embedded(uri: str, parts: SplitResult, graph: str | None) -> Store:
     from pipeline.store.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
 
     info = embedded.start()
-    return FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
+    store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
+    store.on_checkpoint = lambda: embedded.compact(info)
+    return store
 
 
 def open_falkordb(uri: str, parts: SplitResult, graph: str | None) -> Store:

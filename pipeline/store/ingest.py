@@ -5,7 +5,9 @@ relation vocabulary by their ``dataset`` property and its facts only through tho
 goes in under a staging name (``<name>\\x1fnext``) that no reader asks for, and ONE statement commits it
 (cypher/dataset_commit): the nodes readers saw are renamed ``<name>\\x1fold``, the staged ones become
 ``<name>``, and the ``(:Dataset {name, key, complete, entities, relations, facts})`` load marker is
-written complete with the content key. The old version is deleted after the commit. Killed (the server by
+written complete with the content key, but only when the staged copy is what was loaded (its counts and
+a checksum of its (head, tail, relation) triples, checked by the same statement wherever it runs, a
+restart's replay included: issue 45). The old version is deleted after the commit. Killed (the server by
 ``kill -9`` or ``pipeline store stop``, or this process) at any moment, the store shows the previous
 complete version or the new one; the leftovers under the two reserved names are ignored by readers and
 deleted by the next ingest, so a killed-then-rerun load ends in the same state as one clean run.
@@ -89,6 +91,24 @@ def content_key(kg) -> str:
     # the alpha levels count duplicate rows, which the merged facts above do not show
     h.update(repr(sorted(alpha_levels(kg).items())).encode())
     return h.hexdigest()[:32]
+
+
+CHECKSUM_P = 2147483647  # 2^31 - 1
+
+
+def fact_keys(h: np.ndarray, t: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """One number per fact, ``((((h*1000003 + t) % P) * (h + 2t + 7919)) % P * 131 + r) % P``: products
+    of head and tail, so swapping two entities changes the sum (a linear key would keep it whenever their
+    degrees match). int64 without overflow for ids below 10^9."""
+    a = (h * 1000003 + t) % CHECKSUM_P
+    return ((a * (h + 2 * t + 7919)) % CHECKSUM_P * 131 + r) % CHECKSUM_P
+
+
+def facts_checksum(facts: pd.DataFrame) -> int:
+    """The sum of :func:`fact_keys` over the facts: cypher/dataset_commit computes the same over the staged
+    copy and commits only when they agree, so facts wired to other nodes are never committed."""
+    h, t, r = (facts[c].to_numpy(np.int64) for c in ("h", "t", "r"))
+    return int(fact_keys(h, t, r).sum())
 
 
 def validate(kg) -> pd.DataFrame:
@@ -182,7 +202,18 @@ def ingest(
             )
         replaced = st.present
         _load(kg, store, facts, types, staging, batch_size, progress)
-        store.run(cypher_text("dataset_commit"), {"dataset": ds, "staging": staging, "old": old, "key": key, **counts})
+        committed = store.run(
+            cypher_text("dataset_commit"),
+            {"dataset": ds, "staging": staging, "old": old, "key": key, "checksum": facts_checksum(facts), **counts},
+        )
+        if not committed:
+            staged = dataset_status(store, staging)
+            raise PipelineError(
+                f"the copy of '{ds}' staged in the store is not what was loaded ({staged.stored[0]} entities, "
+                f"{staged.stored[1]} relations, {staged.stored[2]} facts staged; {kg.n_entities}, "
+                f"{kg.n_relations}, {len(facts)} loaded, or facts wired to other entities): nothing was "
+                "committed, the previous version stays; run the ingest again"
+            )
         delete_dataset(store, old)
         stale = stale_work(store, ds, key) if replaced else ((), ())
     return IngestReport(

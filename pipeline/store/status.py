@@ -69,6 +69,10 @@ def dataset_status(store: Store, dataset: str) -> DatasetStatus:
     marked = tuple(r[f"marked_{c}"] for c in COUNTS)
     markers = int(r["markers"])
     facts = count_facts(store, dataset, list(r["relation_types"] or ()))
+    if markers == 1 and r["marked_facts"] is not None and facts != int(r["marked_facts"]):
+        # the per-type counts are the server's statistics, not the edges: before a copy is called
+        # damaged, its facts are counted one by one
+        facts = scan_facts(store, dataset)
     return DatasetStatus(
         dataset=dataset,
         markers=markers,
@@ -85,9 +89,14 @@ def count_facts(store: Store, dataset: str, types: list[str]) -> int:
     shared = {row["type"] for row in store.run(cypher_text("dataset_shared_types"), {"dataset": dataset})}
     if not types or shared or STORE_EDGE_TYPES & set(types):
         # (no vocabulary: nothing or a fragment is stored, and the scan is short)
-        return int(store.run(cypher_text("dataset_facts"), {"dataset": dataset})[0]["n"])
+        return scan_facts(store, dataset)
     template = cypher_text("dataset_type_count")
     return sum(int(store.run(with_rel_type(template, t))[0]["n"]) for t in types)
+
+
+def scan_facts(store: Store, dataset: str) -> int:
+    """The data set's facts counted edge by edge through its entities (O(facts))."""
+    return int(store.run(cypher_text("dataset_facts"), {"dataset": dataset})[0]["n"])
 
 
 def dataset_names(store: Store) -> list[str]:

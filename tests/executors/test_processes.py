@@ -104,7 +104,7 @@ def test_cli_workers(toy_pipeline: dict, tmp_path: Path, monkeypatch: pytest.Mon
     for w in ("1", "2"):
         res = runner.invoke(cli, [*args, "--workers", w, "--out", str(tmp_path / w)])
         assert res.exit_code == 0, res.output
-        frames.append(read_answers(json.loads(res.output)["path"]).frame)
+        frames.append(read_answers(json.loads(res.stdout)["path"]).frame)
     pd.testing.assert_frame_equal(*frames)
     bad = runner.invoke(cli, [*args, "--workers", "0", "--out", str(tmp_path / "0")])
     assert (

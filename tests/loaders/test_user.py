@@ -269,3 +269,44 @@ def test_parquet_name_with_a_line_break_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match="line break") as info:
         read_table(p)
     assert (info.value.line, info.value.field) == (2, "head")
+
+
+@pytest.mark.parametrize("damage", ["flip", "[]", "null", "counts", "files", "name", "lines"])
+def test_a_damaged_record_is_one_line_naming_it_and_ls_goes_on(home: Path, tmp_path: Path, damage: str) -> None:
+    """Issue 45, item 8: one flipped bit, `[]`, `null` or a field of the wrong type in datasets/NAME/spec.json
+    gave KeyError/AttributeError/TypeError tracebacks and broke `pipeline ls datasets` whole."""
+    import json
+
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    stage_user_files("good", _folder(tmp_path / "g")).commit()
+    stage_user_files("hurt", _folder(tmp_path / "h")).commit()
+    spec = home / "datasets" / "hurt" / "spec.json"
+    text = spec.read_text()
+    doc = json.loads(text)
+    if damage == "flip":
+        i = text.index('"counts"') + 2
+        spec.write_bytes(text[:i].encode() + bytes([text.encode()[i] ^ 0x40]) + text[i + 1 :].encode())
+    elif damage in ("[]", "null"):
+        spec.write_text(damage)
+    elif damage == "counts":
+        spec.write_text(json.dumps({**doc, "counts": "many"}))
+    elif damage == "files":
+        spec.write_text(json.dumps({**doc, "files": [{"role": "train"}]}))
+    elif damage == "name":
+        spec.write_text(json.dumps({**doc, "name": 7}))
+    else:
+        spec.write_text(json.dumps({**doc, "files": [{**f, "lines": "x"} for f in doc["files"]]}))
+    for args in (["query", "knows(alice, ?y)", "--dataset", "hurt", "--graph", "test"], ["train", "hurt", "--model", "ukge_logi", "--out", str(tmp_path / "r")]):
+        res = CliRunner().invoke(cli, args)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.exit_code == 2 and len(lines) == 1 and str(spec) in lines[0], res.output
+        assert "Traceback" not in res.output
+    listed = CliRunner().invoke(cli, ["ls", "datasets", "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["good"]["kind"] == "user" and rows["hurt"]["kind"] == "user (damaged record)"
+    assert str(spec) in rows["hurt"]["source"] and "ppi5k" in rows
+    assert load("good").n_entities == 3

@@ -79,3 +79,20 @@ def test_bad_files_name_the_problem(tmp_path):
     write_query_set([bad], tmp_path / "x" / "bad.parquet", META)
     with pytest.raises(ArtifactError, match="exactly one of head_var, head_eid"):
         read_query_set(tmp_path / "x").queries()
+
+
+@pytest.mark.parametrize("beta", [1e39, float("inf"), float("nan"), -0.5, 1e6 * 1.5])
+def test_a_beta_the_query_text_refuses_is_refused_in_a_file_too(tmp_path, beta):
+    """Issue 45, item 11: beta 1e39 written by the project's own writer was answered (every utility inf) while
+    a typed query refuses it; reading the file now checks every atom as the parser does, naming the query."""
+    from pipeline.softquery import parse
+
+    q = parse("#0(#1, ?y, 0.5, 2)")
+    row = _row(0, q)
+    row["atoms"] = [{**row["atoms"][0], "beta": beta}]
+    path = tmp_path / "set.parquet"
+    write_query_set([_row(1, q), row], path, META)
+    with pytest.raises(ArtifactError, match=r"set\.parquet: query t-0: malformed atom record .*beta"):
+        read_query_set(path)
+    with pytest.raises(Exception, match="beta 1e39 must be in"):
+        parse("#0(#1, ?y, 0.5, 1e39)")  # the typed query's rule, which the file is now held to

@@ -30,6 +30,7 @@ from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.core.kg import GraphTensors
 from pipeline.core.progress import output
+from pipeline.core.provenance import seal
 from pipeline.methods.src.delta import zero_alphas
 from pipeline.softquery.model import Query
 
@@ -468,7 +469,7 @@ def fit_affine(
 def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> None:
     """L.json (key, config, history) then L.pt (the state, whose presence marks the pair complete), each
     written atomically."""
-    atomic.write_json(path / "L.json", info)
+    atomic.write_json(path / "L.json", seal(info))
     state = checksums.seal_object({k: v.detach().cpu() for k, v in calib.state_dict().items()})
     atomic.write_with(path / "L.pt", lambda tmp: torch.save(state, tmp))
 

@@ -66,6 +66,15 @@ class SRC(Method):
     def device(self) -> torch.device:
         return self.adjacency.device if self.adjacency is not None else torch.device("cpu")
 
+    def made_from(self) -> tuple[str, str | None] | None:
+        """(the export, the data set version it was made from) for the answering stage's version check
+        (:mod:`pipeline.core.versions`); None over an in-memory graph (:meth:`over`: no file to check)."""
+        from pipeline.core.versions import KEY
+
+        if not self.manifest.get("path"):
+            return None
+        return f"the export {self.manifest['path']}", self.manifest.get(KEY)
+
     def relation_sizes(self) -> list[int] | None:
         """Facts per relation of the export (from the index's row pointers: nothing is read per fact)."""
         if self.adjacency is None:
@@ -106,6 +115,8 @@ class SRC(Method):
             "threshold": self.manifest["threshold"],
             "device": str(self.device) if self.adjacency is not None else "each actor's",
             **({"delta": self.delta} if CALIBRATIONS[self.calibration].uses_delta else {}),
+            # a cycle cap makes the utilities of cyclic queries lower bounds: recorded with the answers
+            **({"cycle_cap": self.cycle_cap} if self.cycle_cap is not None else {}),
             **self.info,
         }
 
@@ -120,6 +131,7 @@ class SRC(Method):
             "calibration": self.calibration,
             "delta": self.delta,
             "info": dict(self.info),
+            "cycle_cap": self.cycle_cap,
         }
         return rebuild, (recipe,)
 
@@ -282,7 +294,8 @@ class SRC(Method):
         dev = config.select_device(options.device)
         method = cls.load(options.adjacency, inputs.dataset, device=dev, kg=options.kg,
                           load=calib.name != "none" or inputs.load)
-        method = replace(method, calibration=calib.name, info={"seed": options.seed} if calib.uses_l else {})
+        method = replace(method, calibration=calib.name, info={"seed": options.seed} if calib.uses_l else {},
+                         cycle_cap=options.cycle_cap)
         if calib.name == "none":
             return method
         run_path = Path(options.run or method.manifest.get("run_dir", ""))
@@ -311,8 +324,9 @@ def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
     info = recipe["info"]
     method = SRC(adj, {**manifest, "path": recipe["path"]}, recipe["calibration"], 0.0, info)
     uses_l = CALIBRATIONS[recipe["calibration"]].uses_l
-    return method.apply_saved(l_dir=info["l_dir"] if uses_l else None, run_dir=info.get("l_run"),
-                              delta=float(recipe["delta"]))
+    method = method.apply_saved(l_dir=info["l_dir"] if uses_l else None, run_dir=info.get("l_run"),
+                                delta=float(recipe["delta"]))
+    return replace(method, cycle_cap=recipe.get("cycle_cap"))
 
 
 def _registered_sizes(get_spec: Any, dataset: str) -> tuple[int | None, int | None]:

@@ -1,0 +1,247 @@
+"""Ownership before trust (issue 45, items 1-3 and 16): a store folder or file of another OS user, a symlink
+where the store keeps its folder or a file, and a pid in server.json that is not the server are refused or
+left alone: no password goes to them, nothing of theirs is used, nothing of a victim's is written, no decoy
+process is signalled. Real servers; files of another owner made with os.chown where the test runs as root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from pipeline.store import auth, embedded, open_store
+from pipeline.store.private import UnsafeStorePath
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PIPELINE_STORE", raising=False)
+    yield tmp_path / "home"
+    try:
+        embedded.stop()
+    except UnsafeStorePath:
+        pass
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make files of another owner (os.chown)")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+# ------------------------------------------------------------------------------------------ another owner
+def test_a_store_folder_made_by_another_user_with_planted_passwords_is_refused(home):
+    needs_root()
+    folder = home / "store"
+    folder.mkdir(parents=True)
+    planted = {"user": "pipeline", "password": "planted", "admin_user": "admin", "admin_password": "planted"}
+    (folder / auth.CREDENTIALS_FILE).write_text(json.dumps(planted))
+    os.chmod(folder / auth.CREDENTIALS_FILE, 0o600)
+    for p in (folder, folder / auth.CREDENTIALS_FILE):
+        os.chown(p, NOBODY, NOBODY)
+    with pytest.raises(UnsafeStorePath, match="owned by uid 65534"):
+        embedded.start()
+    one_line_error(invoke("store", "start"), str(folder), "owned by uid 65534")
+    one_line_error(invoke("cypher", "RETURN 1"), "owned by uid 65534")
+    one_line_error(invoke("store", "status"), "owned by uid 65534")  # not "not running" (item 16)
+    assert os.stat(folder).st_mode & 0o777 == 0o755  # not chmodded, nothing started there
+    assert sorted(os.listdir(folder)) == [auth.CREDENTIALS_FILE]
+
+
+@pytest.mark.parametrize("name", [auth.CREDENTIALS_FILE, "server.json", "port", "server.log", "appendonlydir"])
+def test_a_file_of_another_user_in_the_store_folder_is_refused(home, name):
+    needs_root()
+    embedded.start()
+    embedded.stop()
+    path = home / "store" / name
+    if not path.exists():
+        path.write_text("{}")
+    os.chown(path, NOBODY, NOBODY)
+    with pytest.raises(UnsafeStorePath, match=f"{name}: owned by uid 65534"):
+        embedded.start()
+    os.chown(path, os.geteuid(), os.getegid())  # given back: the store starts again, its data kept
+    assert embedded.start().pid > 0
+
+
+# ------------------------------------------------------------------------------------------ symlinks
+def test_a_symlinked_store_folder_is_refused_and_the_victim_untouched(home, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    os.chmod(victim, 0o755)
+    (victim / "keep.txt").write_text("mine")
+    home.mkdir()
+    (home / "store").symlink_to(victim)
+    one_line_error(invoke("store", "start"), "symbolic link")
+    with pytest.raises(UnsafeStorePath, match="symbolic link"):
+        embedded.start()
+    assert os.stat(victim).st_mode & 0o777 == 0o755  # never chmodded
+    assert sorted(os.listdir(victim)) == ["keep.txt"]  # no credentials, log or data written there
+
+
+@pytest.mark.parametrize("name", ["server.err", "port", "server.json", auth.CREDENTIALS_FILE, "server.log"])
+def test_a_symlinked_file_in_the_store_folder_is_refused_and_its_target_untouched(home, tmp_path, name):
+    embedded.start()
+    embedded.stop()
+    victim = tmp_path / "victimfile"
+    victim.write_text("precious\n")
+    path = home / "store" / name
+    path.unlink(missing_ok=True)
+    path.symlink_to(victim)
+    with pytest.raises(UnsafeStorePath, match="symbolic link"):
+        embedded.start()
+    one_line_error(invoke("store", "start"), name, "symbolic link")
+    assert victim.read_text() == "precious\n"  # neither truncated nor overwritten
+
+
+# ------------------------------------------------------------------------------------------ stale pids
+class Listener:
+    """Another program on the remembered port: records every byte a client sends it."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen()
+        self.sock.settimeout(0.2)
+        self.received = b""
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.settimeout(0.5)
+            try:
+                while chunk := conn.recv(4096):
+                    self.received += chunk
+                    conn.sendall(b"-ERR who are you\r\n")
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+def test_a_decoy_pid_is_never_signalled_and_its_port_never_gets_the_password(home, monkeypatch):
+    # (a credentials file named by the user for URIs without a password is theirs to send: not this case)
+    monkeypatch.delenv("PIPELINE_STORE_CREDENTIALS", raising=False)
+    info = embedded.start()
+    creds = embedded.credentials(info)
+    os.kill(info.pid, 9)
+    while embedded.pid_alive(info.pid):
+        embedded._reap(info.pid)
+    decoy = subprocess.Popen(["sleep", "300"])
+    listener = Listener(info.port)
+    try:
+        (home / "store" / "server.json").write_text(json.dumps({**json.loads(
+            (home / "store" / "server.json").read_text()), "pid": decoy.pid}))
+        assert embedded.status() is None
+        assert invoke("store", "status").stdout.startswith("not running")
+        assert invoke("store", "stop").stdout.strip() == "not running"
+        assert decoy.poll() is None  # the decoy survives `store stop`
+        # the URI `store status` printed before the crash: no password for whoever listens there now
+        by_uri = invoke("cypher", "RETURN 1", "--store", f"falkordb://127.0.0.1:{info.port}")
+        assert by_uri.exit_code == 2 and "Traceback" not in by_uri.output
+        ran = invoke("cypher", "RETURN 1 AS one", "--json")  # starts a new server elsewhere
+        assert ran.exit_code == 0, ran.output and json.loads(ran.stdout) == [{"one": 1}]
+        assert creds.password.encode() not in listener.received
+        assert creds.admin_password.encode() not in listener.received
+        assert b"AUTH" not in listener.received.upper()
+        assert embedded.status().port != info.port
+        assert decoy.poll() is None
+    finally:
+        listener.close()
+        decoy.kill()
+        decoy.wait()
+
+
+def test_a_server_of_another_folder_is_not_taken_for_ours(home, tmp_path):
+    """A live redis-server of this user, but working in another folder (another home's store): not ours."""
+    other, proc = embedded.launch(tmp_path / "other", persist=False)
+    try:
+        folder = home / "store"
+        auth.ensure(folder)
+        (folder / "server.json").write_text(json.dumps({**other.__dict__, "data_dir": str(folder)}))
+        assert not embedded.is_our_server(embedded._recorded(folder))
+        assert embedded.stop() is False and proc.poll() is None  # not signalled
+        started = embedded.start()
+        assert started.pid != other.pid
+    finally:
+        embedded.shutdown(other)
+        proc.wait(30)
+
+
+# ------------------------------------------------------------------------------------------ as nobody
+def _runuser() -> str:
+    runuser = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
+    if os.geteuid() != 0 or runuser is None:
+        pytest.skip("needs root and runuser to act as a second OS user")
+    return runuser
+
+
+def test_another_user_planting_the_store_in_a_shared_home_gains_nothing(tmp_path, monkeypatch):
+    """The issue's case end to end: `nobody` pre-creates PIPELINE_HOME/store with its own passwords in a
+    home both can write to; our start refuses it, so nobody's AUTH admin <planted> reaches no server."""
+    runuser = _runuser()
+    shared = Path(tempfile_dir())
+    try:
+        home = shared / "home"
+        home.mkdir()
+        os.chmod(home, 0o777)
+        monkeypatch.setenv("PIPELINE_HOME", str(home))
+        monkeypatch.delenv("PIPELINE_STORE", raising=False)
+        plant = (
+            f"import json, os; os.makedirs('{home}/store', 0o700); "
+            f"open('{home}/store/credentials.json', 'w').write(json.dumps({{'user': 'pipeline', 'password': 'p', "
+            f"'admin_user': 'admin', 'admin_password': 'planted'}})); os.chmod('{home}/store/credentials.json', 0o600)"
+        )
+        res = subprocess.run([runuser, "-u", "nobody", "--", "/usr/bin/python3", "-c", plant],
+                             capture_output=True, text=True, timeout=60, cwd="/tmp")
+        if res.returncode != 0:
+            pytest.skip(f"user nobody cannot run a system python3 here: {res.stderr[-200:]}")
+        one_line_error(invoke("store", "start"), "owned by uid 65534")
+        with pytest.raises(UnsafeStorePath):
+            open_store()
+        assert not any(p.name == "server.json" for p in (home / "store").iterdir())
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def tempfile_dir() -> str:
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="owner-", dir="/tmp")
+    os.chmod(d, 0o755)
+    return d
