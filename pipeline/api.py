@@ -196,10 +196,6 @@ def query(
     """
     from pipeline.stages.ask import ask
 
-    if not isinstance(text, str):
-        raise PipelineError(f"query: text must be a soft query (a string), not {text!r}")
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-        raise PipelineError(f"top={top!r}: expected a positive integer (or None for every answer)")
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
     return ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency),
@@ -336,7 +332,8 @@ def answer(queries: QuerySet | str | Path, **options: Any) -> Answers:
     method, how = split_options(options, MethodOptions, AnswerOptions, what="answer")
     paths = {k: _path(getattr(method, k)) for k in ("adjacency", "model", "run") if getattr(method, k) is not None}
     sets = {k: _path(getattr(how, k)) for k in ("valid_queries", "train_queries") if getattr(how, k) is not None}
-    report = dict(answer_queries(_path(queries), replace(method, **paths), replace(how, **sets)))
+    report = dict(answer_queries(None if queries is None else _path(queries, "queries"), replace(method, **paths),
+                                 replace(how, **sets)))
     ans = read_answers(report["path"])
     frame = ans.frame
     if col.ENTITY_NAME in frame:

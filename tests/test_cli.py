@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from loaders import REGISTRY
@@ -50,3 +51,36 @@ def test_errors_name_options_as_the_front_end_spells_them():
     finally:
         cli.commands.pop("_echo-option")
     assert res.exit_code == 2 and "ask for fewer with --per-type" in res.output
+
+
+@pytest.mark.parametrize(
+    ("command", "api", "classes", "own"),
+    [
+        ("answer", "answer", ("pipeline.methods.options.MethodOptions", "pipeline.stages.options.AnswerOptions"),
+         {"queries", "from_store", "set_name", "as_json"}),
+        ("export", "export", ("pipeline.stages.options.ExportOptions",), {"run_dir", "as_json"}),
+        ("sample", "sample", ("pipeline.stages.options.SampleOptions",), {"dataset", "as_json"}),
+        ("train", "train", ("pipeline.stages.options.TrainOptions",), {"dataset", "as_json"}),
+        ("reproduce", "run", ("pipeline.stages.reproduce.ReproduceConfig",),
+         {"dataset", "out_dir", "docs_dir", "store_uri", "runs", "config_file", "qe_settings", "study", "as_json"}),
+    ],
+)
+def test_each_option_is_declared_once(command: str, api: str, classes: tuple[str, ...], own: set[str]) -> None:
+    """The command's options and the API function's keywords are the declared fields (issue 47: one
+    declaration, two doors); a field added to the class appears in both, with its help."""
+    import inspect
+    from importlib import import_module
+
+    import pipeline as pl
+    from pipeline.cli import cli
+    from pipeline.core.options import declared
+
+    decl = [d for path in classes for d in declared(getattr(import_module(path.rpartition(".")[0]), path.rpartition(".")[2]))]
+    params = {p.name: p for p in cli.commands[command].params}
+    assert set(params) - own == {d.name for d in decl if d.option.cli}
+    for d in decl:
+        if d.option.cli:
+            assert params[d.name].help.startswith(d.option.help.split(" (comma")[0][:40])
+    keywords = {n for n, p in inspect.signature(getattr(pl, api)).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert {d.name for d in decl if d.option.api} <= keywords
+    assert all(d.name in (getattr(pl, api).__doc__ or "") for d in decl if d.option.api)

@@ -126,6 +126,11 @@ def declared(cls: type) -> list[Declared]:
 # ------------------------------------------------------------------------------------------------ checks
 
 
+def _num(x: float) -> str:
+    """A bound as a person reads it: 4294967295, 0.5."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _fail(name: str, value: Any, why: str) -> PipelineError:
     shown = value if not isinstance(value, str) or len(value) <= 80 else value[:77] + "..."
     return PipelineError(f"{option(name, shown)}: {why}")
@@ -151,9 +156,9 @@ def _checked(d: Declared, value: Any) -> Any:
             raise _fail(d.name, value, "must be a finite number")
         value = int(value) if d.kind == "int" else float(value)
         if o.low is not None and value < o.low:
-            raise _fail(d.name, value, f"must be at least {o.low:g}")
+            raise _fail(d.name, value, f"must be at least {_num(o.low)}")
         if o.high is not None and value > o.high:
-            raise _fail(d.name, value, f"must be at most {o.high:g}")
+            raise _fail(d.name, value, f"must be at most {_num(o.high)}")
         return value
     if d.kind == "strs":
         if isinstance(value, str):

@@ -75,20 +75,6 @@ def ask(
         raise PipelineError(f"{option('graph', graph)}: expected train, valid or test")
     if adjacency is not None and not isinstance(adjacency, (str, Path)):
         raise PipelineError(f"{option('adjacency')}: expected an export folder, got {type(adjacency).__name__}")
-
-    # the arguments of `pipeline query` and pl.query, checked here where both pass: one line naming each
-    check_text(text, "text")
-    check_text(dataset, "dataset")
-    if top is not None:
-        check_int(top, "top", 1)
-    if cycle_cap is not None:
-        check_int(cycle_cap, "cycle_cap", 1)
-    if not isinstance(explain, bool):
-        check_int(explain, "explain", 0)
-    if graph is not None and graph not in ("train", "valid", "test"):
-        raise PipelineError(f"graph: expected train, valid or test, got {graph!r}")
-    if adjacency is not None and not isinstance(adjacency, (str, Path)):
-        raise PipelineError(f"adjacency: expected an export folder, got {type(adjacency).__name__}")
     if (graph is None) == (adjacency is None):
         raise PipelineError(f"give exactly one of {option('graph')} (train, valid or test) or {option('adjacency')} "
                             "(a neural adjacency export folder)")

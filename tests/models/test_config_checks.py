@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from pipeline.cli import cli
 from pipeline.core.errors import ArtifactError, CorruptArtifactError, PipelineError
 from pipeline.models.config import TrainConfig, default_config, train_config
-from pipeline.models.runs import CONFIG_FILE, write_json
+from pipeline.models.runs import CONFIG_FILE, write_run_json
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_an_edited_sealed_config_is_refused_by_train_config(tmp_path: Path):
     run = tmp_path / "run"
     run.mkdir()
     cfg = default_config("ppi5k", "ukge_logi", dim=16, epochs=3)
-    write_json(run / CONFIG_FILE, cfg.to_dict())  # sealed by the run's checksums.json
+    write_run_json(run / CONFIG_FILE, cfg.to_dict())  # sealed by the run's checksums.json
     assert train_config("ppi5k", None, run / CONFIG_FILE) == cfg
     text = (run / CONFIG_FILE).read_text()
     (run / CONFIG_FILE).write_text(text.replace('"dim": 16', '"dim": 17'))
