@@ -11,6 +11,8 @@ import click
 
 from pipeline.cli.group import RegistryChoice, cli, echo_json, friendly, print_table
 from pipeline.core.errors import PipelineError
+from pipeline.core.options import click_options, from_command
+from pipeline.methods.options import LOptions
 
 
 @cli.command("reproduce")
@@ -27,7 +29,6 @@ from pipeline.core.errors import PipelineError
 @click.option("--alpha", type=RegistryChoice("alpha-modes"), default="hybrid", show_default=True, help="Alpha mode of the valid/test queries.")
 @click.option("--beta", type=RegistryChoice("beta-modes"), default="random", show_default=True, help="Beta mode of all queries.")
 @click.option("--threshold", type=float, default=0.1, show_default=True, help="Export threshold.")
-@click.option("--l-epochs", type=int, default=20, show_default=True, help="Epochs of calibration L.")
 @click.option("--calibrations", default="none,D,L,D+L", show_default=True, help="Comma-separated SRC variants.")
 @click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
               help="Update DIR/results.json and DIR/results.md (e.g. docs).")
@@ -45,13 +46,15 @@ from pipeline.core.errors import PipelineError
 @click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click_options(LOptions)  # calibration L's settings: the same declarations as `pipeline answer`'s
 @click.pass_context
 @friendly
 def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: str, out_dir: str | None, models: str, epochs: int | None, dim: int | None,
                   select_on: str | None, per_type: int,
-                  train_per_type: int, alpha: str, beta: str, threshold: float, l_epochs: int, calibrations: str,
+                  train_per_type: int, alpha: str, beta: str, threshold: float, calibrations: str,
                   docs_dir: str | None, store_uri: str | None, runs: tuple[str, ...], seed: int, device: str | None,
-                  study: str, as_json: bool, baselines: str = "", qe_settings: tuple[str, ...] = ()) -> None:
+                  study: str, as_json: bool, baselines: str = "", qe_settings: tuple[str, ...] = (),
+                  **l_given: Any) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline.core import config
@@ -75,7 +78,8 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
 
     given = dict(dataset=dataset, models=tuple(m.strip() for m in models.split(",") if m.strip()), epochs=epochs,
                  dim=dim, per_type=per_type, train_per_type=train_per_type, alpha=alpha, beta=beta,
-                 threshold=threshold, l_epochs=l_epochs,
+                 threshold=threshold, l_epochs=l_given.pop("l_epochs"),
+                 l_settings=from_command(l_given, LOptions).l_settings(),
                  calibrations=tuple(c.strip() for c in calibrations.split(",") if c.strip()), seed=seed,
                  device=device, select_on=select_on,
                  baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()), qe=_qe_overrides(qe_settings))
@@ -83,8 +87,16 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
         from click.core import ParameterSource
 
         param = {"qe": "qe_settings"}  # settings whose option has another parameter name
-        typed = {k for k in given if click_ctx.get_parameter_source(param.get(k, k)) == ParameterSource.COMMANDLINE}
-        cfg = ReproduceConfig.from_file(config_file, dataset, {k: v for k, v in given.items() if k in typed})
+        typed = {k for k in given if k != "l_settings"
+                 and click_ctx.get_parameter_source(param.get(k, k)) == ParameterSource.COMMANDLINE}
+        overrides = {k: v for k, v in given.items() if k in typed}
+        # L's settings typed on the command line go on top of the replayed ones, one by one
+        l_typed = {k for k in l_given if click_ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+        if l_typed:
+            saved = ReproduceConfig.from_file(config_file, dataset).l_settings
+            kept = {k: v for k, v in saved.items() if k not in l_typed}  # a typed default drops the saved value
+            overrides["l_settings"] = {**kept, **{k: v for k, v in given["l_settings"].items() if k in l_typed}}
+        cfg = ReproduceConfig.from_file(config_file, dataset, overrides)
     else:
         cfg = ReproduceConfig(**given)
     seed = cfg.seed
@@ -109,22 +121,6 @@ def reproduce_cmd(click_ctx: click.Context, config_file: str | None, dataset: st
 
 
 # ----------------------------------------------------------------------------- query-embedding baselines (issue 13)
-
-
-def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
-    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise PipelineError(f"--qe {item!r}: expected KEY=VALUE or MODEL.KEY=VALUE")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        model, dot, name = key.strip().rpartition(".")
-        (out.setdefault(model, {}) if dot else out)[name] = value
-    return out
 
 
 def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
