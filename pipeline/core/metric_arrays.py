@@ -6,7 +6,8 @@ The queries' answers lie end to end (``seg``: each answer's query, ascending; wi
 by true utility, as :class:`~pipeline.core.metrics.Ranked` holds them). Every value is the per-query
 function's: tau-b from the same integer counts and the same float operations as scipy's ``kendalltau``
 (bit for bit), rho from exact sums of half-integer ranks (bit for bit), MAP and NDCG from the same terms
-summed in another order (equal to ~1e-15; ``tests/metrics/test_metric_arrays.py``).
+summed in another order (equal to ~1e-15; ``tests/metrics/test_metric_arrays.py``). The discordant pairs
+are counted by a compiled merge sort per query where numba imports (:func:`discordant`).
 """
 
 from __future__ import annotations
@@ -26,24 +27,48 @@ def metric_arrays(
     """{tau, rho, map, ndcg: (n_queries,) float64, NaN where undefined} of answers laid end to end.
 
     seg: (T,) int64 query of each answer, non-decreasing; truth, predicted: (T,) float64 (NaN predicted
-    counts as -inf); first, ties: (T,) int64 each answer's predicted tie group among all entities."""
+    counts as -inf); first, ties: (T,) int64 each answer's predicted tie group among all entities.
+
+    Two sorts serve all four: the answers by prediction within each query (ties of ``first`` are ties of
+    the prediction: the groups MAP reads, the ranks rho reads, the ties tau reads), and by (truth,
+    prediction) for tau's discordant pairs; the truth's runs are read in the given order (best first)."""
     seg = np.asarray(seg, dtype=np.int64)
     t = np.asarray(truth, dtype=np.float64)
     p = np.asarray(predicted, dtype=np.float64)
-    p = np.where(np.isnan(p), -np.inf, p)
+    p = np.where(np.isnan(p), -np.inf, p) + 0.0  # NaN ranks as -inf; + 0: -0.0 is 0.0, as the ranking has it
     first = np.asarray(first, dtype=np.int64)
     ties = np.asarray(ties, dtype=np.int64)
     n = np.bincount(seg, minlength=n_queries).astype(np.int64)
     start = np.r_[0, np.cumsum(n)[:-1]].astype(np.int64)
+    if len(seg) > 1 and not np.all((seg[1:] != seg[:-1]) | (t[1:] <= t[:-1])):
+        order = np.lexsort((-t, seg))  # best first within each query (Ranked's order), stably
+        seg, t, p, first, ties = seg[order], t[order], p[order], first[order], ties[order]
+    pos = _positions(seg, start)
+    truth_runs = _Runs(seg, pos, n, _run_starts(seg, t))  # best first
+    by_p = np.lexsort((p, seg))  # ascending prediction within each query
+    pred_runs = _Runs(seg[by_p], pos, n, _run_starts(seg[by_p], p[by_p]))
     out = {
-        "ndcg": _ndcg(seg, n, start, t, first, ties),
-        "map": _average_precision(seg, n, start, first, ties),
-        "rho": _spearman(seg, n, start, t, p),
-        "tau": _kendall(seg, n, start, t, p),
+        "ndcg": _ndcg(seg, n, pos, truth_runs, first, ties),
+        "map": _average_precision(n, pred_runs, first[by_p], ties[by_p]),
+        "rho": _spearman(seg, n, truth_runs, pred_runs, by_p),
+        "tau": _kendall(seg, n, start, truth_runs, pred_runs, by_p),
     }
     for name in ("ndcg", "map"):
         out[name][n == 0] = math.nan
     return out
+
+
+class _Runs:
+    """Runs of equal values within each query of arrays in some order: per element its run's first place
+    in that order (within the query), the run's length and index, and per query the number of runs."""
+
+    def __init__(self, seg: np.ndarray, pos: np.ndarray, n: np.ndarray, starts: np.ndarray) -> None:
+        self.id = np.cumsum(starts) - 1
+        self.seg = seg
+        self.lo = pos[starts][self.id]  # pos: 0..n-1 within each query, as laid out
+        self.length = np.bincount(self.id)[self.id] if len(seg) else np.zeros(0, dtype=np.int64)
+        self.starts = starts
+        self.count = np.bincount(seg[starts], minlength=len(n))
 
 
 def _positions(seg: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -62,20 +87,13 @@ def _run_starts(seg: np.ndarray, *keys: np.ndarray) -> np.ndarray:
     return flag
 
 
-def _ndcg(seg: np.ndarray, n: np.ndarray, start: np.ndarray, t: np.ndarray, first: np.ndarray,
+def _ndcg(seg: np.ndarray, n: np.ndarray, pos: np.ndarray, runs: _Runs, first: np.ndarray,
           ties: np.ndarray) -> np.ndarray:
-    order = np.lexsort((-t, seg))  # best first within each query (stable: a no-op when stored so)
-    seg, t, first, ties = seg[order], t[order], first[order], ties[order]
-    pos = _positions(seg, start)
     # D_i: the mean discount over the positions of a_i's group of equal true utilities. The prefix sums of
     # 1/log2(j + 1) depend on the position alone: one table for every query, the per-query cumsum's values.
     longest = int(n.max()) if len(n) else 0
     table = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(2, longest + 2, dtype=np.float64)))]
-    starts = _run_starts(seg, t)
-    run = np.cumsum(starts) - 1
-    run_pos = pos[starts][run]
-    run_len = np.bincount(run)[run]
-    d = (table[run_pos + run_len] - table[run_pos]) / run_len
+    d = (table[runs.lo + runs.length] - table[runs.lo]) / runs.length
     gain = expected_inverse_rank(first, ties)
     q = len(n)
     num = np.bincount(seg, weights=gain * d, minlength=q)
@@ -84,20 +102,18 @@ def _ndcg(seg: np.ndarray, n: np.ndarray, start: np.ndarray, t: np.ndarray, firs
         return num / ideal
 
 
-def _average_precision(seg: np.ndarray, n: np.ndarray, start: np.ndarray, first: np.ndarray,
-                       ties: np.ndarray) -> np.ndarray:
-    # groups of equal `first` within each query (one predicted tie group each), ascending
-    order = np.lexsort((first, seg))
-    seg, first, ties = seg[order], first[order], ties[order]
-    starts = _run_starts(seg, first)
-    gseg = seg[starts]
-    s = first[starts].astype(np.float64)
-    m = ties[starts].astype(np.float64)
-    h = np.diff(np.r_[np.flatnonzero(starts), len(seg)]).astype(np.int64)
-    # answers ranked in the groups before, within the query: a running count restarted at each query
-    before = np.r_[0, np.cumsum(h)[:-1]]
-    a = (before - before[np.searchsorted(gseg, gseg, side="left")]).astype(np.float64)
+def _average_precision(n: np.ndarray, runs: _Runs, first: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    # the predicted tie groups of each query's answers are its runs of equal prediction (equal values, equal
+    # `first`), read from the highest: the group at `first` s holding h answers has the n - hi answers of
+    # higher prediction before it (hi: its run's end in ascending order)
+    st = runs.starts
+    order = np.lexsort((first[st], runs.seg[st]))  # per query, ascending first (descending prediction)
+    gseg = runs.seg[st][order]
+    s = first[st][order].astype(np.float64)
+    m = ties[st][order].astype(np.float64)
+    h = runs.length[st][order]
     nq = n[gseg].astype(np.float64)
+    a = nq - (runs.lo[st][order] + h)
     keep = s <= nq
     s, m, hf, a, nq, gseg = s[keep], m[keep], h[keep].astype(np.float64), a[keep], nq[keep], gseg[keep]
     j = np.minimum(m, nq - s + 1.0)
@@ -108,39 +124,22 @@ def _average_precision(seg: np.ndarray, n: np.ndarray, start: np.ndarray, first:
         return np.bincount(gseg, weights=total, minlength=len(n)) / n
 
 
-def _average_ranks(seg: np.ndarray, start: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of x within each query, ties sharing their average rank (metrics.average_ranks)."""
-    order = np.lexsort((x, seg))
-    ss, xs = seg[order], x[order]
-    pos = _positions(ss, start)
-    starts = _run_starts(ss, xs)
-    run = np.cumsum(starts) - 1
-    lo = pos[starts][run] + 1
-    hi = lo + np.bincount(run)[run] - 1
-    out = np.empty(len(x), dtype=np.float64)
-    out[order] = (lo + hi) / 2.0
-    return out
-
-
-def _constant(seg: np.ndarray, n_queries: int, x: np.ndarray) -> np.ndarray:
-    """(Q,) bool: every value of the query is the same (queries without values count as constant): one
-    run of equal values once sorted."""
-    order = np.lexsort((x, seg))
-    starts = _run_starts(seg[order], x[order])
-    return np.bincount(seg[order][starts], minlength=n_queries) <= 1
-
-
-def _spearman(seg: np.ndarray, n: np.ndarray, start: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    # The ranks are half-integers and their mean (n + 1) / 2 is one: every product and partial sum below
-    # is exact, so the sums equal the per-query function's in any order.
-    centre = (n[seg] + 1) / 2.0
-    a = _average_ranks(seg, start, t) - centre
-    b = _average_ranks(seg, start, p) - centre
+def _spearman(seg: np.ndarray, n: np.ndarray, truth_runs: _Runs, pred_runs: _Runs, by_p: np.ndarray) -> np.ndarray:
+    # Average ranks (ascending, 1..n): the truth's runs are best first, so a run at places lo..lo+len-1
+    # holds ascending ranks n-lo-len+1..n-lo; the prediction's runs are ascending already. The ranks are
+    # half-integers and their mean (n + 1) / 2 is one: every product and partial sum below is exact, so
+    # the sums equal the per-query function's in any order.
+    nn = n[seg]
+    ra = nn - truth_runs.lo - (truth_runs.length - 1) / 2.0
+    rb = np.empty(len(seg), dtype=np.float64)
+    rb[by_p] = pred_runs.lo + (pred_runs.length + 1) / 2.0
+    centre = (nn + 1) / 2.0
+    a, b = ra - centre, rb - centre
     q = len(n)
     sab = np.bincount(seg, weights=a * b, minlength=q)
     saa = np.bincount(seg, weights=a * a, minlength=q)
     sbb = np.bincount(seg, weights=b * b, minlength=q)
-    undefined = (n < 2) | _constant(seg, q, t) | _constant(seg, q, p)
+    undefined = (n < 2) | (truth_runs.count <= 1) | (pred_runs.count <= 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = sab / np.sqrt(saa * sbb)
     rho[undefined] = math.nan
@@ -163,18 +162,23 @@ def _sums(group: np.ndarray, values: np.ndarray, n_queries: int) -> np.ndarray:
     return np.rint(np.bincount(group, weights=values.astype(np.float64), minlength=n_queries)).astype(np.int64)
 
 
-def _kendall(seg: np.ndarray, n: np.ndarray, start: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarray:
+def _kendall(seg: np.ndarray, n: np.ndarray, start: np.ndarray, truth_runs: _Runs, pred_runs: _Runs,
+             by_p: np.ndarray) -> np.ndarray:
     """Kendall's tau-b as scipy.stats.kendalltau computes it: the discordant pairs counted exactly (the
     strict inversions of p once sorted by (t, p), within each query) and tau = (tot - xtie - ytie + ntie -
     2 dis) / sqrt(tot - xtie) / sqrt(tot - ytie), clipped to [-1, 1]."""
     q = len(n)
-    order = np.lexsort((p, t, seg))
-    seg, t, p = seg[order], t[order], p[order]
-    xtie = _tied_pairs(seg, q, t)
-    ntie = _tied_pairs(seg, q, t, p)
-    by_p = np.lexsort((p, seg))
-    ytie = _tied_pairs(seg[by_p], q, p[by_p])
-    dis = _inversions(seg, n, start, np.unique(p, return_inverse=True)[1].astype(np.int64))
+    # dense ranks within each query: of the truth ascending (its runs are best first) and of the prediction
+    t_rank = truth_runs.count[seg] - 1 - (truth_runs.id - truth_runs.id[start[seg]])
+    p_rank = np.empty(len(seg), dtype=np.int64)
+    p_rank[by_p] = pred_runs.id - pred_runs.id[start[pred_runs.seg]]
+    width = int(n.max()) + 1 if len(n) else 1
+    order = np.argsort((seg * width + t_rank) * width + p_rank, kind="stable")  # by (query, truth, prediction)
+    ss, tr, pr = seg[order], t_rank[order], p_rank[order]
+    xtie = _sums(truth_runs.seg[truth_runs.starts], _pairs(truth_runs.length[truth_runs.starts]), q)
+    ytie = _sums(pred_runs.seg[pred_runs.starts], _pairs(pred_runs.length[pred_runs.starts]), q)
+    ntie = _tied_pairs(ss, q, tr, pr)
+    dis = discordant(ss, n, start, pr)
     tot = _pairs(n)
     cmd = tot - xtie - ytie + ntie - 2 * dis
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -182,6 +186,34 @@ def _kendall(seg: np.ndarray, n: np.ndarray, start: np.ndarray, t: np.ndarray, p
     tau = np.minimum(1.0, np.maximum(-1.0, tau))
     tau[(n < 2) | (xtie == tot) | (ytie == tot)] = math.nan
     return tau
+
+
+def discordant(seg: np.ndarray, n: np.ndarray, start: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(Q,) int64: pairs i < j of the same query with v[i] > v[j]: compiled (numba, the merge count of
+    :mod:`._inversions_numba`) where numba imports, else :func:`_inversions` (numpy passes). Both count
+    exactly (tests/metrics/test_metric_arrays.py)."""
+    kernel = _compiled()
+    if kernel is None:
+        return _inversions(seg, n, start, v)
+    return kernel(start.astype(np.int64), n.astype(np.int64), np.ascontiguousarray(v, dtype=np.int64))
+
+
+_KERNEL: dict[str, object] = {}
+
+
+def _compiled() -> object:
+    """The compiled merge count, or None where numba cannot be imported (or PIPELINE_KERNELS=torch)."""
+    if "inversions" not in _KERNEL:
+        import os
+
+        kernel = None
+        if os.environ.get("PIPELINE_KERNELS", "auto").strip().lower() != "torch":
+            try:
+                from pipeline.core._inversions_numba import inversions as kernel  # type: ignore[no-redef]
+            except ImportError:
+                kernel = None
+        _KERNEL["inversions"] = kernel
+    return _KERNEL["inversions"]
 
 
 def _inversions(seg: np.ndarray, n: np.ndarray, start: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -67,3 +67,21 @@ def test_a_long_query_counts_discordant_pairs_like_scipy() -> None:
     got = metric_arrays(seg, 2, np.r_[t, small[0]], np.r_[p, small[1]], ones, ones)["tau"]
     assert got[0] == scipy.stats.kendalltau(t, p).statistic
     assert got[1] == pytest.approx(-1 / 3)  # pairs (0.9,0.5):- (0.9,0.1):- (0.5,0.1):+
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_compiled_and_the_numpy_merge_count_agree(data: st.DataObject) -> None:
+    """Discordant pairs of several queries (ties, lengths past powers of two): numba's merge sort, the
+    numpy passes and the pairs counted one by one agree."""
+    from pipeline.core import metric_arrays as ma
+
+    sizes = data.draw(st.lists(st.integers(0, 70), min_size=1, max_size=6))
+    v = np.array([data.draw(st.integers(0, 5)) for _ in range(sum(sizes))], dtype=np.int64)
+    n = np.array(sizes, dtype=np.int64)
+    start = np.r_[0, np.cumsum(n)[:-1]].astype(np.int64)
+    seg = np.repeat(np.arange(len(n)), n)
+    want = [sum(int(v[s + i] > v[s + j]) for i in range(k) for j in range(i + 1, k)) for s, k in zip(start, n, strict=True)]
+    assert ma._inversions(seg, n, start, v).tolist() == want
+    if ma._compiled() is not None:
+        assert ma.discordant(seg, n, start, v).tolist() == want
