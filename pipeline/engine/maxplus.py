@@ -21,11 +21,14 @@ No dense |E| x |E| matrix is formed; the work is the stored entries touched plus
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 from pipeline.engine.kernels import applies as compiled_applies
+from pipeline.engine.kernels import mode as kernel_mode
 from pipeline.engine.kernels import ready as compiled_ready
 from pipeline.engine.kernels import rows_cost, torch_stream
 from pipeline.engine.kernels import rows_max as compiled_rows
@@ -181,15 +184,23 @@ def _dense_winners(
         beta = p.beta.index_select(0, g_rows)[:, None]
         big = n  # no maximiser yet
         best = torch.full((len(members), n), big, dtype=torch.int64, device=sd.device)
-        block = max(256, (1 << 22) // len(members))
-        for lo in range(0, src.numel(), block):
-            s_blk, o_blk = src[lo : lo + block].long(), dst[lo : lo + block].long()
-            # beta * cc then + state: the same float operations as the value of the entry (atoms.value)
-            cand = st.index_select(1, s_blk) + beta * cc[0, lo : lo + block][None, :]
-            # |cand - target| <= a finite tolerance holds for finite values only: no isfinite pass
-            hit = (cand - tgt.index_select(1, o_blk)).abs_() <= tol.index_select(1, o_blk)
-            s_hit = torch.where(hit, s_blk[None, :], torch.full((), big, device=sd.device))
-            best.scatter_reduce_(1, o_blk[None, :].expand(len(members), -1), s_hit, reduce="amin")
+        kernel = _winners_kernel() if sd.device.type == "cpu" else None
+        if kernel is not None:  # one compiled pass, the same test on the same float32 operations
+            best_t = best.T.contiguous()
+            kernel(st.T.contiguous().numpy(), tgt.T.contiguous().numpy(), tol.T.contiguous().numpy(),
+                   beta[:, 0].contiguous().numpy(), src.long().numpy(), dst.long().numpy(),
+                   cc[0].contiguous().numpy(), best_t.numpy())
+            best = best_t.T
+        else:
+            block = max(256, (1 << 22) // len(members))
+            for lo in range(0, src.numel(), block):
+                s_blk, o_blk = src[lo : lo + block].long(), dst[lo : lo + block].long()
+                # beta * cc then + state: the same float operations as the value of the entry (atoms.value)
+                cand = st.index_select(1, s_blk) + beta * cc[0, lo : lo + block][None, :]
+                # |cand - target| <= a finite tolerance holds for finite values only: no isfinite pass
+                hit = (cand - tgt.index_select(1, o_blk)).abs_() <= tol.index_select(1, o_blk)
+                s_hit = torch.where(hit, s_blk[None, :], torch.full((), big, device=sd.device))
+                best.scatter_reduce_(1, o_blk[None, :].expand(len(members), -1), s_hit, reduce="amin")
         gb, go = torch.nonzero(best < big, as_tuple=True)
         wb.append(g_rows.index_select(0, gb))
         ws.append(best[gb, go])
@@ -226,6 +237,23 @@ def _column_winners(
     best.scatter_reduce_(0, pair[hit], s[hit], reduce="amin")
     found = best < big
     return cb[found], best[found], co[found]
+
+
+_WINNERS: dict[str, Any] = {}
+
+
+def _winners_kernel() -> Any:
+    """The compiled maximiser search (:mod:`._winners_numba`), or None (numba missing, or
+    PIPELINE_KERNELS=torch): the torch form, the same winners."""
+    if kernel_mode() == "torch":
+        return None
+    if "kernel" not in _WINNERS:
+        try:
+            from pipeline.engine._winners_numba import winners
+        except ImportError:
+            winners = None
+        _WINNERS["kernel"] = winners
+    return _WINNERS["kernel"]
 
 
 def _row_chunks(fin: torch.Tensor, m: Matrix) -> list[tuple[int, int]]:
