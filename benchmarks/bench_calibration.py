@@ -73,13 +73,14 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             out = Path(args.out) / calibration
             rep = run_answer(sets["test"], method, out, {"valid": sets["valid"], "train": sets["train"]}, progress=False)
-            kept = None
+            kept, checks = None, None
             if method.info.get("l_dir"):
                 hist = json.loads((Path(method.info["l_dir"]) / "L.json").read_text())["history"]
                 ep = hist["epochs"]
                 kept = max(ep, key=lambda k: (ep[k]["valid"], -int(k)))
+                checks = {k: [e["valid"], e["loss"]] for k, e in ep.items()}  # every check's valid score and loss
             print(json.dumps({"calibration": calibration, "seconds": round(seconds, 1), "delta": rep.get("delta"),
-                              "kept L check": kept, "answers": rep["path"]}))
+                              "kept L check": kept, "answers": rep["path"], "checks": checks}))
 
 
 if __name__ == "__main__":

@@ -89,6 +89,11 @@ class ValidScorer:
     def many(self, methods: Sequence[Method]) -> list[float]:
         """The selection score of each method, their utilities computed together batch by batch
         (``methods[0].utilities_of(methods, ...)``)."""
+        return [selection_of(s) for s in self.summaries(methods)]
+
+    def summaries(self, methods: Sequence[Method]) -> list[dict[str, dict[str, float]]]:
+        """Each method's summary of the valid queries ({metric: {type: x100, "avg"}}: evaluate's
+        summarise of the answers file it would write), their utilities computed together."""
         size = len(self.truth)
         pred = [np.empty(size) for _ in methods]
         first = [np.empty(size, dtype=np.int64) for _ in methods]
@@ -99,11 +104,8 @@ class ValidScorer:
             for j, util in enumerate(utils):
                 p, f, t = _answer_groups(util, chunk)
                 pred[j][chunk.dest], first[j][chunk.dest], ties[j][chunk.dest] = p, f, t
-        return [self._score(p, f, t) for p, f, t in zip(pred, first, ties, strict=True)]
-
-    def _score(self, pred: np.ndarray, first: np.ndarray, ties: np.ndarray) -> float:
-        cols = metric_arrays(self.seg, self.n_queries, self.truth, pred, first, ties)
-        return selection_of(summary_arrays(self.types, cols))
+        return [summary_arrays(self.types, metric_arrays(self.seg, self.n_queries, self.truth, p, f, t))
+                for p, f, t in zip(pred, first, ties, strict=True)]
 
 
 def summary_arrays(types: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:

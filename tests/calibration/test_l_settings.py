@@ -258,3 +258,28 @@ def test_the_authors_variant_fits_saves_and_applies_its_relations(toy_pipeline: 
         adj = calibrated_adjacency(Adjacency.from_graph(graph), calib, tables)
     frame, _ = answer_query_set(read_query_set(p["test"]), SRC.over(adj, "toy"), progress=False)
     assert frame.equals(read_answers(rep["path"]).frame)
+
+
+# ------------------------------------------------------------------------------------ what the tables say
+
+
+def test_the_log_line_says_when_l_keeps_the_identity_and_what_each_check_lost() -> None:
+    from pipeline.stages.reproduce import l_table, l_verdict
+
+    hist = {"epochs": {"0": {"loss": None, "valid": 70.74, "step": 0}, "1": {"loss": 0.5, "valid": 70.21, "step": 16},
+                       "2": {"loss": 0.4, "valid": 70.74, "step": 32}}, "best": 0, "config": {"steps": 0}}
+    assert l_verdict(hist) == ("L kept the identity (valid score 70.74): every one of its 2 epochs scored lower "
+                               "or the same (1: -0.53, 2: +0.00)")
+    hist["epochs"]["2"]["valid"] = 71.0
+    hist["best"] = 2
+    assert l_verdict(hist) == ("L kept epoch 2 of 2 (valid score 71.00, +0.26 over the identity's 70.74; "
+                               "by epoch: 1: -0.53, 2: +0.26)")
+    steps = {"epochs": {"0": {"loss": None, "valid": 50.0, "step": 0},
+                        "1": {"loss": 0.1, "valid": 49.5, "step": 500, "deltas": {"0": 49.5, "0.05": 49.0}}},
+             "best": 0, "config": {"steps": 5000}}
+    assert l_verdict(steps).endswith("every one of its 1 steps scored lower or the same (500: -0.50)")
+    table = l_table({"ukge_logi L": hist, "ukge_logi D+L": steps})
+    assert table[0] == "| check | ukge_logi L: valid | ukge_logi L: loss | ukge_logi D+L: valid | ukge_logi D+L: loss |"
+    assert table[2] == "| identity | 70.74 |  | **50.00** |  |"
+    assert table[3] == "| 1 (step 500) | 70.21 | 0.5000 | 49.50 (delta 0) | 0.1000 |"
+    assert table[4] == "| 2 | **71.00** | 0.4000 |  |  |"
