@@ -52,6 +52,9 @@ class LOptions:
     l_targets: str | None = setting(None, choices=("train", "valid"),
                                     help="Whose utilities L fits: the train graph's (default), or the valid graph's "
                                          "(train + valid facts: facts the backbone generalised to count as true).")
+    l_terms: str | None = setting(None, choices=("all", "relation"),
+                                  help="L's terms: all (head, relation and tail features) or relation (per-relation "
+                                       "rho and lambda only: no fact is reordered within its relation; heldout).")
     l_identity: float | None = setting(None, low=0.0,
                                        help="Weight of a penalty on L's mean squared change of the stored confidences "
                                             "(0: none; heldout: 1).")

@@ -90,7 +90,8 @@ def test_variants_resolve_to_their_recipe_and_options_override_them() -> None:
     mixed = l_config(LOptions(l_variant="authors", l_lr=1e-4, l_steps=0, l_epochs=3), 0)
     assert (mixed.lr, mixed.steps, mixed.epochs, mixed.negatives) == (1e-4, 0, 3, 128)
     assert l_config(LOptions(l_variant="heldout"), 0) == VARIANTS["heldout"]
-    assert VARIANTS["heldout"].targets == "valid" and VARIANTS["heldout"].identity > 0
+    held = VARIANTS["heldout"]
+    assert (held.targets, held.terms, held.lr) == ("valid", "relation", 1e-4) and held.identity > 0
 
 
 def test_the_authors_schedule_by_hand() -> None:
@@ -283,3 +284,33 @@ def test_the_log_line_says_when_l_keeps_the_identity_and_what_each_check_lost() 
     assert table[2] == "| identity | 70.74 |  | **50.00** |  |"
     assert table[3] == "| 1 (step 500) | 70.21 | 0.5000 | 49.50 (delta 0) | 0.1000 |"
     assert table[4] == "| 2 | **71.00** | 0.4000 |  |  |"
+
+
+@pytest.mark.slow
+def test_relation_terms_reorder_no_fact_within_its_relation(toy_pipeline: dict, tmp_path: Path) -> None:
+    """l_terms=relation: the head and tail weights stay 0 while the relation's move; the calibrated
+    confidences keep each relation's order of its facts (ties aside: relu and the cap at 1 may merge)."""
+    from pipeline.engine import Adjacency
+    from pipeline.engine.adjacency import fact_relations
+    from pipeline.formats.adjacency import load_adjacency
+    from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_calibration
+    from pipeline.models import load_run
+
+    p = toy_pipeline
+    rep = answer_src(p["test"], p["export"], "L", tmp_path, None, p["train"], progress=False, kg=p["kg"], seed=0,
+                     l_terms="relation", l_steps=5, l_lr=0.05)
+    state = torch.load(Path(rep["l_dir"]) / "L.pt")
+    assert not state["w_head"].any() and not state["w_tail"].any() and state["w_rel"].abs().sum() > 0
+    graph, manifest = load_adjacency(p["export"])
+    adj = Adjacency.from_graph(graph)
+    model = load_run(p["run"])
+    tables = feature_tables(model)
+    calib = load_calibration(Path(rep["l_dir"]), model, tables, "cpu", manifest["threshold"])
+    with torch.no_grad():
+        new = calibrated_adjacency(adj, calib, tables).fwd.conf
+    rel = fact_relations(adj.fwd.ptr, adj.n_entities)
+    for r in rel.unique().tolist():
+        old_r, new_r = adj.fwd.conf[rel == r], new[rel == r]
+        order = torch.argsort(old_r)
+        assert bool((new_r[order].diff() >= 0).all())  # monotone in the exported confidence
+        assert not torch.equal(old_r, new_r)

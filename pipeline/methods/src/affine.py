@@ -360,11 +360,20 @@ def make_calibration(cfg: LConfig, model: Any, tables: tuple[torch.Tensor, ...],
 
         if threshold is None:
             raise PipelineError("calibration L on the raw score re-thresholds: the export's threshold is needed")
-        return ScoreCalibration(model, de, dr, threshold, cfg.train == "affine+relations")
+        return _only_relation_terms(ScoreCalibration(model, de, dr, threshold, cfg.train == "affine+relations"), cfg)
     if cfg.train != "affine":
         raise PipelineError("l_train=affine+relations trains the relation embeddings through the raw score: "
                             "use l_form=score (a UKGE backbone)")
-    return AffineCalibration(de, dr)
+    return _only_relation_terms(AffineCalibration(de, dr), cfg)
+
+
+def _only_relation_terms(calib: nn.Module, cfg: LConfig) -> nn.Module:
+    """With cfg.terms == "relation", the head and tail weights stay 0 (not trained): rho and lambda are
+    functions of the relation alone."""
+    if cfg.terms == "relation":
+        calib.w_head.requires_grad_(False)
+        calib.w_tail.requires_grad_(False)
+    return calib
 
 
 def is_identity(calib: nn.Module) -> bool:
