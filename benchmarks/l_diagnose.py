@@ -22,7 +22,7 @@ def categories(kg, fwd_src, fwd_dst, rel) -> np.ndarray:  # noqa: ANN001
     n = kg.n_entities
     key = (rel.astype(np.int64) * n + fwd_src.astype(np.int64)) * n + fwd_dst.astype(np.int64)
     out = np.full(len(key), 3, dtype=np.int8)
-    for code, split in ((2, "test"), (1, "valid"), (0, "train")):  # train wins over valid wins over test
+    for code, split in ((2, "test"), (1, "val"), (0, "train")):  # train wins over valid wins over test
         f = kg.split_facts(split)[["h", "r", "t"]].to_numpy().astype(np.int64)
         k = (f[:, 1] * n + f[:, 0]) * n + f[:, 2]
         out[np.isin(key, k)] = code

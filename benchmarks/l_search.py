@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--delta", type=float, default=0.0, help="answer with alphas lowered by this delta (D)")
+    ap.add_argument("--grid", action="store_true",
+                    help="D+L: every check scored at its best delta of D's grid (the answering stage's D+L selection)")
     args = ap.parse_args()
 
     import torch
@@ -57,6 +59,7 @@ def main() -> None:
     from pipeline.formats.queryset import read_query_set
     from pipeline.methods.options import LOptions
     from pipeline.methods.src.affine import feature_tables, fit_affine, save_affine
+    from pipeline.methods.src.calibrations import DELTA_GRID
     from pipeline.methods.src.method import SRC
     from pipeline.methods.src.recipe import l_config
     from pipeline.models import load_run
@@ -76,8 +79,8 @@ def main() -> None:
     scorer = ValidScorer(sets["valid"])
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])  # imports torch._dynamo once, outside the timings
 
-    def answer(method: Any, folder: Path) -> dict[str, Any]:
-        rep = run_answer(sets["test"], method.with_delta(args.delta), folder, progress=False)
+    def answer(method: Any, folder: Path, delta: float | None = None) -> dict[str, Any]:
+        rep = run_answer(sets["test"], method.with_delta(args.delta if delta is None else delta), folder, progress=False)
         ev = evaluate_file(rep["path"])
         return {"summary": ev["summary"], "paper_protocol": ev["paper_protocol"]}
 
@@ -88,22 +91,30 @@ def main() -> None:
         truth = as_adjacency(observed_graph(kg, cfg.targets))
         per_type: list[dict[str, Any]] = []
 
-        def valid(index: Any, per_type: list = per_type) -> float:
-            summary = scorer.summaries([src.with_adjacency(index).with_delta(args.delta)])[0]
-            per_type.append(summary)
-            return selection_of(summary)
+        deltas = DELTA_GRID if args.grid else (args.delta,)
+
+        def valid(index: Any, per_type: list = per_type, deltas: tuple = deltas) -> float:
+            trial = src.with_adjacency(index)
+            got = scorer.summaries([trial.with_delta(d) for d in deltas])  # every delta in one pass
+            scores = [selection_of(x) for x in got]
+            best = max(range(len(deltas)), key=lambda i: (scores[i], -deltas[i]))
+            per_type.append({**got[best], "delta": deltas[best]})
+            return scores[best]
 
         t0, c0 = time.perf_counter(), time.process_time()
         calib, hist = fit_affine(model, src.adjacency, sets["train"].queries(), truth, search_batch, valid, cfg,
                                  progress=False, threshold=src.manifest["threshold"])
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         for check, summary in zip(hist["epochs"].values(), per_type, strict=True):
+            check["delta"] = summary.pop("delta")
             check["per_type"] = {m: summary[m] for m in summary}
         folder = out / f"L-{name}"
         save_affine(calib, folder, {"key": name, "inputs": {"setting": given}, "history": hist})
         kept = src.apply_saved(l_dir=folder, run_dir=args.run)
+        delta = hist["epochs"][str(hist["best"])]["delta"]
         doc = {"setting": given, "config": cfg.record(), "seconds": seconds, "cpu_seconds": cpu, "history": hist,
-               "test": {"SRC": base, "SRC(L)": answer(kept, out / f"answers-{name}")}}
+               "test": {"SRC": base, "SRC(L)": answer(kept, out / f"answers-{name}", delta), "delta": delta,
+                        **({"SRC(D)": answer(src, out / "answers-SRC-D", hist["epochs"]["0"]["delta"])} if args.grid else {})}}
         (out / f"{name}.json").write_text(json.dumps(doc, indent=1))
         ep = hist["epochs"]
         line = " ".join(f"{k}:{e['valid']:.2f}" for k, e in ep.items())
