@@ -11,7 +11,8 @@ import click
 
 from pipeline.cli.group import cli, echo_json, friendly, print_table
 from pipeline.core.errors import PipelineError
-from pipeline.core.options import click_options
+from pipeline.core.options import click_options, declared, from_command
+from pipeline.methods.options import LOptions
 from pipeline.stages.reproduce import ReproduceConfig
 
 
@@ -32,6 +33,7 @@ from pipeline.stages.reproduce import ReproduceConfig
 @click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click_options(LOptions, exclude=("l_epochs",))  # calibration L's settings: `pipeline answer`'s declarations
 @click.pass_context
 @friendly
 def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, docs_dir: str | None,
@@ -59,13 +61,24 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
             click.echo(doc["table"])
         return
 
-    given = {**given, "qe": _qe_overrides(qe_settings)}
+    l_names = {d.name for d in declared(LOptions)} - {"l_epochs"}
+    l_given = {k: given.pop(k) for k in list(given) if k in l_names}
+    given = {**given, "qe": _qe_overrides(qe_settings), "l_settings": from_command(l_given, LOptions).l_settings()}
     if config_file:
         from click.core import ParameterSource
 
+        def typed_here(name: str) -> bool:
+            return click_ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
         param = {"qe": "qe_settings"}  # settings whose option has another parameter name
-        typed = {k for k in given if click_ctx.get_parameter_source(param.get(k, k)) == ParameterSource.COMMANDLINE}
-        cfg = ReproduceConfig.from_file(config_file, dataset, {k: v for k, v in given.items() if k in typed})
+        overrides = {k: v for k, v in given.items() if k != "l_settings" and typed_here(param.get(k, k))}
+        # L's settings typed on the command line go on top of the replayed ones, one by one
+        l_typed = {k for k in l_given if typed_here(k)}
+        if l_typed:
+            saved = ReproduceConfig.from_file(config_file, dataset).l_settings
+            kept = {k: v for k, v in saved.items() if k not in l_typed}  # a typed default drops the saved value
+            overrides["l_settings"] = {**kept, **{k: v for k, v in given["l_settings"].items() if k in l_typed}}
+        cfg = ReproduceConfig.from_file(config_file, dataset, overrides)
     else:
         cfg = ReproduceConfig(dataset, **given)
     pretrained = {}

@@ -105,10 +105,12 @@ _CACHE: dict[type, list[Declared]] = {}
 
 
 def declared(cls: type) -> list[Declared]:
-    """The options of a dataclass, in field order."""
+    """The options of a dataclass, in field order: its own fields first, then those it inherits (the
+    method's options before calibration L's, which MethodOptions inherits from LOptions)."""
     if cls not in _CACHE:
         out = []
-        for f in dataclasses.fields(cls):
+        own = set(cls.__dict__.get("__annotations__", {}))
+        for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own):
             opt = f.metadata.get("option")
             if opt is None:
                 continue

@@ -41,15 +41,14 @@ ConfGrad = Callable[[torch.Tensor], torch.Tensor]
 
 
 def take_conf(conf: torch.Tensor, pos: torch.Tensor, grad: ConfGrad | None) -> torch.Tensor:
-    """conf[pos]; where a gradient source is attached (calibration L's training index, whose conf holds
-    values computed without autograd) and autograd is on, the same values carrying the gradient of
-    grad(pos): conf[pos] + (g - g.detach()), so the forward values are those of conf bit for bit and only
-    the facts the engine reads with autograd (anchor rows, the max-plus winners) enter the graph."""
-    val = conf.index_select(0, pos)
+    """conf[pos]; where a gradient source is attached (calibration L's training index) and autograd is
+    on, grad(pos): the values at pos computed with autograd, so only the facts the engine reads this way
+    (anchor rows, point lookups, the max-plus winners) enter the graph. A source computes the values conf
+    holds, bit for bit, wherever conf was filled; L's index fills conf only for the relations the engine
+    streams and leaves the facts it only reads here uncomputed (``methods/src/affine.training_adjacency``)."""
     if grad is None or not torch.is_grad_enabled():
-        return val
-    g = grad(pos)
-    return val + (g - g.detach())
+        return conf.index_select(0, pos)
+    return grad(pos)
 
 
 def index_dtype(n_entities: int) -> torch.dtype:
@@ -68,7 +67,7 @@ class Oriented:
     dst: torch.Tensor
     conf: torch.Tensor
     ptr: torch.Tensor
-    # where set, conf holds values without autograd and grad(pos) recomputes them differentiably (take_conf)
+    # where set and autograd is on, grad(pos) gives the values at pos differentiably (take_conf)
     grad: ConfGrad | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -21,11 +21,14 @@ No dense |E| x |E| matrix is formed; the work is the stored entries touched plus
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 from pipeline.engine.kernels import applies as compiled_applies
+from pipeline.engine.kernels import mode as kernel_mode
 from pipeline.engine.kernels import ready as compiled_ready
 from pipeline.engine.kernels import rows_cost, torch_stream
 from pipeline.engine.kernels import rows_max as compiled_rows
@@ -43,19 +46,22 @@ _GRAD_ENTRIES = 1 << 22  # stored entries examined at once when routing gradient
 _DENSE_WINNERS = True  # route the gradients of everywhere-finite rows by streaming (_dense_winners)
 _SPLIT_MULTI_EDGES = True  # alpha-0 positive multi-edges: no union of supports (_split_multi_edges)
 _DOMINATE = True  # no default walk where no stored entry is below the default (_stored_dominate)
+_COLUMN_SHARE = 16  # a dense row reading at most 1/16 of its cells finds their maximisers by columns
 _FLOOR = True  # floor states with few entries above: column fronts, not the relation (_floor_rows)
 
 
-def maxplus(state: torch.Tensor, m: Matrix) -> torch.Tensor:
+def maxplus(state: torch.Tensor, m: Matrix, need: torch.Tensor | None = None) -> torch.Tensor:
     """(B, N) float32: the max-plus product of state (B, N) (-inf = impossible) with matrices m.
 
     Differentiable in state and in the graph's confidences (calibration L): the values are computed by the
     fast path below without autograd, then the gradient of each output entry is routed to its argmax term,
-    state[b, s*] plus (where s* is a stored entry) that entry's value (see _attach_grad)."""
+    state[b, s*] plus (where s* is a stored entry) that entry's value (see _attach_grad). need: (B, N)
+    bool, the output entries whose gradient is read (None: all); the others get no route (their gradient
+    must be 0), which spares finding their maximisers."""
     if torch.is_grad_enabled() and (state.requires_grad or _conf_requires_grad(m)):
         with torch.no_grad():
             out = _values(state.detach(), m)
-        return _attach_grad(state, m, out)
+        return _attach_grad(state, m, out, need)
     return _values(state, m)
 
 
@@ -64,18 +70,20 @@ def _conf_requires_grad(m: Matrix) -> bool:
     return any(p.adj.fwd.differentiable or p.adj.bwd.differentiable for p in parts)
 
 
-def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Tensor:
+def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor, need: torch.Tensor | None = None) -> torch.Tensor:
     """out (B, N) (the product's values, no autograd) plus zero-valued terms that carry the gradient of
     each finite entry (b, o) to one maximiser s*: d out[b, o] / d state[b, s*] = 1 and, where (s*, o) is
     stored, d out / d V(s*, o) = 1 (through the stored confidences). Ties: the first maximiser found (a
     valid subgradient). The forward values are exactly those of the fast path.
 
     Maximisers: a stored entry whose term equals out (up to float rounding, since the fast path may fuse
-    the multiply-add), else the best state entry outside column o's support (the default's term)."""
+    the multiply-add), else the best state entry outside column o's support (the default's term).
+    need: (B, N) the entries to route (None: every one); the same maximisers as without it, found for
+    those entries alone (the rows finite everywhere by their columns, :func:`_column_winners`)."""
     bsz, n = state.shape
     dev = state.device
     sd = state.detach()
-    fin_out = torch.isfinite(out)
+    fin_out = torch.isfinite(out) if need is None else torch.isfinite(out) & need
     # Stored maximisers, a few batch rows at a time (the rows of a finite state hold a relation's facts).
     won = torch.zeros((bsz, n), dtype=torch.bool, device=dev)
     wb, ws, wo = [], [], []
@@ -84,11 +92,25 @@ def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Ten
         if _DENSE_WINNERS and isinstance(m, RelationMatrix):  # rows finite everywhere: stream them
             dense = torch.nonzero(fin.all(1), as_tuple=True)[0]
             if dense.numel():
-                b, s, o = _dense_winners(sd, m, out, dense)
-                wb.append(b)
-                ws.append(s)
-                wo.append(o)
+                # rows that read few cells (the authors' loss: one answer and 128 negatives) by their
+                # columns; the others by streaming the relation once (a row whose answers are most
+                # entities, as alpha-0 2p queries have, would gather most of the relation by columns)
+                sparse = torch.zeros(0, dtype=torch.int64, device=dev)
+                if need is not None:
+                    few = need.index_select(0, dense).sum(1) * _COLUMN_SHARE <= n
+                    sparse, dense = dense[few], dense[~few]
+                found = [_dense_winners(sd, m, out, dense)] if dense.numel() else []
+                if sparse.numel():
+                    found.append(_column_winners(sd, m, out, sparse, need))  # type: ignore[arg-type]
+                for b, s, o in found:
+                    if need is not None:  # the same winners; those of unread cells would carry a zero gradient
+                        keep = need.reshape(-1).index_select(0, b * n + o)
+                        b, s, o = b[keep], s[keep], o[keep]
+                    wb.append(b)
+                    ws.append(s)
+                    wo.append(o)
                 fin[dense] = False
+                fin[sparse] = False
         sd_flat, out_flat = sd.reshape(-1), out.reshape(-1)
         for lo, hi in _row_chunks(fin, m):
             b, s = torch.nonzero(fin[lo:hi], as_tuple=True)
@@ -101,6 +123,8 @@ def _attach_grad(state: torch.Tensor, m: Matrix, out: torch.Tensor) -> torch.Ten
             target = out_flat.index_select(0, bb * n + o)
             cand = sd_flat.index_select(0, bb * n + ss) + val
             hit = torch.isfinite(cand) & ((cand - target).abs() <= 1e-5 * target.abs().clamp_min(1.0))
+            if need is not None:
+                hit &= need.reshape(-1).index_select(0, bb * n + o)
             bb, ss, o = bb[hit], ss[hit], o[hit]
             cell = bb * n + o
             cell, first = _first_occurrence(cell, bsz * n)
@@ -156,18 +180,27 @@ def _dense_winners(
             continue
         g_rows = torch.tensor(members, device=sd.device)
         st, tgt = sd.index_select(0, g_rows), out.index_select(0, g_rows)
+        tol = 1e-5 * tgt.abs().clamp_min(1.0)  # per cell, once: the same values the test used per entry
         beta = p.beta.index_select(0, g_rows)[:, None]
         big = n  # no maximiser yet
         best = torch.full((len(members), n), big, dtype=torch.int64, device=sd.device)
-        block = max(256, (1 << 22) // len(members))
-        for lo in range(0, src.numel(), block):
-            s_blk, o_blk = src[lo : lo + block].long(), dst[lo : lo + block].long()
-            # beta * cc then + state: the same float operations as the value of the entry (atoms.value)
-            cand = st.index_select(1, s_blk) + beta * cc[0, lo : lo + block][None, :]
-            target = tgt.index_select(1, o_blk)
-            hit = torch.isfinite(cand) & ((cand - target).abs() <= 1e-5 * target.abs().clamp_min(1.0))
-            s_hit = torch.where(hit, s_blk[None, :], torch.full((), big, device=sd.device))
-            best.scatter_reduce_(1, o_blk[None, :].expand(len(members), -1), s_hit, reduce="amin")
+        kernel = _winners_kernel() if sd.device.type == "cpu" else None
+        if kernel is not None:  # one compiled pass, the same test on the same float32 operations
+            best_t = best.T.contiguous()
+            kernel(st.T.contiguous().numpy(), tgt.T.contiguous().numpy(), tol.T.contiguous().numpy(),
+                   beta[:, 0].contiguous().numpy(), src.long().numpy(), dst.long().numpy(),
+                   cc[0].contiguous().numpy(), best_t.numpy())
+            best = best_t.T
+        else:
+            block = max(256, (1 << 22) // len(members))
+            for lo in range(0, src.numel(), block):
+                s_blk, o_blk = src[lo : lo + block].long(), dst[lo : lo + block].long()
+                # beta * cc then + state: the same float operations as the value of the entry (atoms.value)
+                cand = st.index_select(1, s_blk) + beta * cc[0, lo : lo + block][None, :]
+                # |cand - target| <= a finite tolerance holds for finite values only: no isfinite pass
+                hit = (cand - tgt.index_select(1, o_blk)).abs_() <= tol.index_select(1, o_blk)
+                s_hit = torch.where(hit, s_blk[None, :], torch.full((), big, device=sd.device))
+                best.scatter_reduce_(1, o_blk[None, :].expand(len(members), -1), s_hit, reduce="amin")
         gb, go = torch.nonzero(best < big, as_tuple=True)
         wb.append(g_rows.index_select(0, gb))
         ws.append(best[gb, go])
@@ -176,6 +209,51 @@ def _dense_winners(
         empty = torch.zeros(0, dtype=torch.int64, device=sd.device)
         return empty, empty, empty
     return torch.cat(wb), torch.cat(ws), torch.cat(wo)
+
+
+def _column_winners(
+    sd: torch.Tensor, m: RelationMatrix, out: torch.Tensor, rows: torch.Tensor, need: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_dense_winners for the needed cells (b, o) of the given rows alone: per cell the smallest s of a
+    stored (s, o) with state[b, s] + V(s, o) equal to out[b, o], the same test on the same float
+    operations, found in column o's stored entries (a loss that reads ~100 cells of a 5,000-entity row
+    reads ~100 columns, not the relation)."""
+    n = sd.shape[1]
+    sel = torch.zeros(sd.shape[0], dtype=torch.bool, device=sd.device)
+    sel[rows] = True
+    cb, co = torch.nonzero(need & sel[:, None] & torch.isfinite(out), as_tuple=True)
+    if not cb.numel():
+        empty = torch.zeros(0, dtype=torch.int64, device=sd.device)
+        return empty, empty, empty
+    # column o's stored entries (s, o): the rows of the other orientation, with their confidences
+    pair, s, conf = m.adj.oriented(not m.from_head).rows(m.params.rel.index_select(0, cb), co, n)
+    s = s.long()
+    bb, oo = cb.index_select(0, pair), co.index_select(0, pair)
+    cand = sd.reshape(-1).index_select(0, bb * n + s) + m.params.value(conf, bb)
+    target = out.reshape(-1).index_select(0, bb * n + oo)
+    hit = torch.isfinite(cand) & ((cand - target).abs() <= 1e-5 * target.abs().clamp_min(1.0))
+    big = n
+    best = torch.full((cb.numel(),), big, dtype=torch.int64, device=sd.device)
+    best.scatter_reduce_(0, pair[hit], s[hit], reduce="amin")
+    found = best < big
+    return cb[found], best[found], co[found]
+
+
+_WINNERS: dict[str, Any] = {}
+
+
+def _winners_kernel() -> Any:
+    """The compiled maximiser search (:mod:`._winners_numba`), or None (numba missing, or
+    PIPELINE_KERNELS=torch): the torch form, the same winners."""
+    if kernel_mode() == "torch":
+        return None
+    if "kernel" not in _WINNERS:
+        try:
+            from pipeline.engine._winners_numba import winners
+        except ImportError:
+            winners = None
+        _WINNERS["kernel"] = winners
+    return _WINNERS["kernel"]
 
 
 def _row_chunks(fin: torch.Tensor, m: Matrix) -> list[tuple[int, int]]:

@@ -83,9 +83,10 @@ def search_batch(
     graph: GraphTensors | Adjacency,
     cycle_cap: int | None = None,
     progress: bool = False,
+    need: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """(B, n_entities) float32 utility vectors of B queries (any mix of shapes) on graph."""
-    return solve(queries, graph, cycle_cap, progress).utility
+    """(B, n_entities) float32 utility vectors of B queries (any mix of shapes) on graph. need: see solve."""
+    return solve(queries, graph, cycle_cap, progress, need).utility
 
 
 def solve(
@@ -93,9 +94,14 @@ def solve(
     graph: GraphTensors | Adjacency,
     cycle_cap: int | None = None,
     progress: bool = False,
+    need: torch.Tensor | None = None,
 ) -> SearchResult:
     """Utilities and approximation flags of B queries. cycle_cap: at most this many candidates per
-    enumerated cycle variable (None = all, exact)."""
+    enumerated cycle variable (None = all, exact). need: (B, n_entities) bool, under autograd only: the
+    utilities whose gradient the caller reads (calibration L's loss reads each query's answers and a few
+    sampled entities); the values are the same, but the last max-plus product of a query routes the
+    gradients of those cells alone (the others must then have a zero gradient: a loss that never reads
+    them). None: every cell."""
     adj = as_adjacency(graph)
     n = adj.n_entities
     for q in queries:
@@ -116,7 +122,8 @@ def solve(
         for chunk in bar:
             qis = [qi for qi, _ in chunk]
             idx = torch.tensor(qis, device=adj.device)
-            util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap)
+            rows = None if need is None else need.index_select(0, idx)
+            util, ap = _conjunctions([c for _, c in chunk], adj, cycle_cap, need=rows)
             if util.requires_grad:  # in place twice would break autograd: one out-of-place scatter below
                 flat = (idx[:, None] * n + torch.arange(n, device=adj.device)).reshape(-1)
                 graded.append((flat, util.reshape(-1)))
@@ -211,19 +218,22 @@ def _check_ids(q: Query, adj: Adjacency) -> None:
 
 
 def _conjunctions(
-    conjs: list[Conjunction], adj: Adjacency, cycle_cap: int | None, show_bar: bool = True
+    conjs: list[Conjunction], adj: Adjacency, cycle_cap: int | None, show_bar: bool = True,
+    need: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same-shape conjunctions -> ((B, N) utilities, (B,) approximate flags). show_bar: the outermost
-    cycle enumeration may show a progress bar; the nested ones it runs never do (no restarting bars)."""
+    cycle enumeration may show a progress bar; the nested ones it runs never do (no restarting bars).
+    need: (B, N) the cells whose gradient is read (see solve; a cycle's enumeration routes them all)."""
     graph = QueryGraph(conjs[0])
     if graph.has_cycle:
         res = [_cyclic(c, adj, cycle_cap, show_bar) for c in conjs]
         return torch.stack([u for u, _ in res]), torch.tensor([a for _, a in res], device=adj.device)
-    return _tree(conjs, graph, adj), torch.zeros(len(conjs), dtype=torch.bool, device=adj.device)
+    return _tree(conjs, graph, adj, need), torch.zeros(len(conjs), dtype=torch.bool, device=adj.device)
 
 
-def _tree(conjs: list[Conjunction], graph: QueryGraph, adj: Adjacency) -> torch.Tensor:
-    """(B, N): exact utilities of same-shape conjunctions whose variable graph is a forest."""
+def _tree(conjs: list[Conjunction], graph: QueryGraph, adj: Adjacency, need: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, N): exact utilities of same-shape conjunctions whose variable graph is a forest. need: the
+    cells of the result whose gradient is read (the products into ?y route only those)."""
     bsz, n, dev = len(conjs), adj.n_entities, adj.device
     params = [AtomParams.of([c.atoms[i] for c in conjs], dev) for i in range(len(conjs[0].atoms))]
 
@@ -260,7 +270,8 @@ def _tree(conjs: list[Conjunction], graph: QueryGraph, adj: Adjacency) -> torch.
             atoms = graph.edges[frozenset((child, parent))]
             parts = [RelationMatrix(adj, params[i], from_head=graph.atom(i).head == child) for i in atoms]
             m = parts[0] if len(parts) == 1 else SumMatrix(parts)
-            add(parent, maxplus(pop(child), m))
+            # a product into ?y adds to the result cell by cell: outside need, its gradient is 0 too
+            add(parent, maxplus(pop(child), m, need if parent == FREE else None))
         if root != FREE:
             best = pop(root).amax(dim=1)
             scalar = best if scalar is None else scalar + best

@@ -61,7 +61,7 @@ class BuildInputs:
     dataset: str
     valid: QuerySet | None = None
     train: QuerySet | None = None
-    score: Callable[[Method], float] | None = None
+    score: Callable[[Method], float] | None = None  # pipeline.stages.selection.ValidScorer: also .many(methods)
     progress: bool = True
     load: bool = True
 
@@ -90,6 +90,12 @@ class Method(ABC):
     def utilities(self, queries: Sequence[Query]) -> torch.Tensor:
         """(len(queries), n_entities) float predicted utilities, -inf where a query fails for an entity.
         Queries of one batch share one shape (one query type)."""
+
+    def utilities_of(self, variants: Sequence[Method], queries: Sequence[Query]) -> list[torch.Tensor]:
+        """The utilities of the same queries under several variants of this method (calibration's valid
+        selection scores every delta of D, every epoch of L): one call each here; a method that answers its
+        variants together overrides it (SRC: one engine pass for every delta)."""
+        return [v.utilities(queries) for v in variants]
 
     def settings(self) -> dict[str, Any]:
         """What the answers file records about this method (its inputs, fitted parameters, device)."""

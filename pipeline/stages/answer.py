@@ -326,8 +326,12 @@ def check_method_options(cls: type[Method], options: MethodOptions, explain: int
 
 
 def valid_score(valid: QuerySet) -> Callable[[Method], float]:
-    """The selection score of a built method on the valid queries (what calibration chooses with)."""
-    return lambda method: selection_score(answer_query_set(valid, method, progress=False)[0])
+    """The selection score of a built method on the valid queries (what calibration chooses with): the
+    score of the answers file it would write (:func:`selection_score`), computed in one pass for many
+    variants (:class:`pipeline.stages.selection.ValidScorer`, ``.many(methods)``)."""
+    from pipeline.stages.selection import ValidScorer
+
+    return ValidScorer(valid)
 
 
 def _query_set(qs: QuerySet | str | Path | None, what: str = "queries") -> QuerySet | None:

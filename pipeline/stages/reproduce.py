@@ -42,6 +42,9 @@ class ReproduceConfig:
     beta: str = setting("random", registry="beta-modes", help="Beta mode of all queries.")
     threshold: float = setting(0.1, low=0.0, high=1.0, help="Export threshold.")
     l_epochs: int = setting(20, low=0, help="Epochs of calibration L.")
+    # calibration L's other settings given (pipeline.methods.options.LOptions fields, e.g. {"l_lr": 5e-5}; the
+    # command line offers them as LOptions' own options); the L and D+L answer stages read them
+    l_settings: dict[str, Any] = field(default_factory=dict)
     calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
     seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of every stage.")
     device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
@@ -58,7 +61,12 @@ class ReproduceConfig:
                                  help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
 
     def __post_init__(self) -> None:
+        from pipeline.methods.options import LOptions
+
         check(self)
+        # checked and canonical (a list read back from JSON is a tuple again), l_epochs kept in its own field
+        given = {k: v for k, v in self.l_settings.items() if k != "l_epochs"}
+        object.__setattr__(self, "l_settings", LOptions(**given).l_settings())
 
     @classmethod
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
@@ -244,7 +252,8 @@ def answer_stage(
         from pipeline.stages.options import AnswerOptions
 
         method = MethodOptions(method="src", adjacency=export["path"], calibration=calibration, run=run_dir,
-                               device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg)
+                               device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg,
+                               **(cfg.l_settings if uses_l else {}))
         how = AnswerOptions(out=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
                             progress=ctx.progress)
         rep = answer_queries(sets["test"], method, how)  # every core, the export shared (the stage's default)
@@ -262,8 +271,13 @@ def answer_stage(
         sets={s: _file_checksum(p) for s, p in sets.items()},
         calibration=calibration,
         **({"l_version": L_VERSION} if uses_l else {}),
+        # only when given, so the keys of reproductions with L's defaults stay those they had
+        **({"l_settings": cfg.l_settings} if uses_l and cfg.l_settings else {}),
     )
-    return str(ctx.stages.run(f"answer {model} {calibration}", key, run, ctx.log)["path"])
+    path = str(ctx.stages.run(f"answer {model} {calibration}", key, run, ctx.log)["path"])
+    if uses_l and (said := calibration_choice(path)):
+        ctx.log(f"       {said}")  # what L's selection did, plainly (the identity kept, each check's loss)
+    return path
 
 
 def evaluate_stage(ctx: Context, answer_files: list[str], docs: str | Path | None) -> list[dict[str, Any]]:
@@ -443,7 +457,8 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
     lines = [
         f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
         f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
-        f"--l-epochs {cfg.l_epochs} --seed {cfg.seed}"
+        f"--l-epochs {cfg.l_epochs}" + "".join(f" {_flag(k)} {_shown(v)}" for k, v in cfg.l_settings.items())
+        + f" --seed {cfg.seed}"
         + (f" --epochs {cfg.epochs}" if cfg.epochs else "")
         + (f" --select-on {cfg.select_on}" if cfg.select_on else "")
         + (f" --baselines {','.join(cfg.baselines)}" if cfg.baselines else "")
@@ -471,6 +486,10 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
     choices = [f"- {name}: {c}" for name, o in answers.items() if (c := calibration_choice(o["path"]))]
     if choices:
         lines += ["Calibration chosen on the valid queries:", "", *choices, ""]
+    hists = {name.removeprefix("answer "): h for name, o in answers.items() if (h := l_history(o["path"]))}
+    if hists:
+        lines += ["Calibration L on the valid queries, check by check (the selection score: the mean over tau, "
+                  "rho, MAP, NDCG of their type averages x100; identity = no L; bold = kept):", "", *l_table(hists), ""]
     if answers:
         types = ordered_types({t for o in answers.values() for t in o["throughput"]})
         lines += [
@@ -490,6 +509,15 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
 
 
 _EMPTY = '""'  # how a shell writes --models with no backbone (baselines only)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _shown(value: Any) -> str:
+    """An option's value as the command line takes it (a list of names joined by commas)."""
+    return ",".join(value) if isinstance(value, (tuple, list)) else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _baseline_counts(cfg: ReproduceConfig) -> str:
@@ -514,27 +542,81 @@ def _flat_qe(qe: dict[str, Any]) -> list[tuple[str, Any]]:
     )
 
 
-def calibration_choice(answers_path: str) -> str:
-    """What calibration selected for an answers file: delta for D, the kept epoch of L (0 = identity)."""
+def _answers_meta(answers_path: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     path = Path(answers_path)
     if not path.exists():
-        return ""
-    meta = json.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
+        return {}
+    return json.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
+
+
+def l_history(answers_path: str) -> dict[str, Any] | None:
+    """The history of the L an answers file applied (its L.json), or None."""
+    meta = _answers_meta(answers_path)
+    l_json = Path(meta["l_dir"]) / "L.json" if meta.get("l_dir") else None
+    if l_json is None or not l_json.exists():
+        return None
+    return json.loads(l_json.read_text())["history"]
+
+
+def l_verdict(hist: dict[str, Any]) -> str:
+    """What L's selection did, plainly: the identity kept (and by how much every check lost) or the check
+    kept (and its gain over the identity)."""
+    epochs = hist["epochs"]
+    ident = epochs["0"]["valid"]
+    best = max(epochs, key=lambda k: (epochs[k]["valid"], -int(k)))
+    checks = [k for k in epochs if k != "0"]
+    by = "step" if hist.get("config", {}).get("steps") else "epoch"
+    name = lambda k: f"{by} {epochs[k]['step']}" if by == "step" else f"epoch {k}"  # noqa: E731
+    diffs = ", ".join(f"{k if by == 'epoch' else epochs[k]['step']}: {epochs[k]['valid'] - ident:+.2f}" for k in checks)
+    if best == "0":
+        return (f"L kept the identity (valid score {ident:.2f}): every one of its {len(checks)} "
+                f"{by}s scored lower or the same ({diffs})")
+    return (f"L kept {name(best)} of {len(checks)} (valid score {epochs[best]['valid']:.2f}, "
+            f"{epochs[best]['valid'] - ident:+.2f} over the identity's {ident:.2f}; by {by}: {diffs})")
+
+
+def calibration_choice(answers_path: str) -> str:
+    """What calibration selected for an answers file: delta for D, and for L what its selection did
+    (:func:`l_verdict`) with the shapes it fitted."""
+    meta = _answers_meta(answers_path)
     parts = []
     if "delta" in meta:
         parts.append(f"delta = {meta['delta']:g}")
-    l_json = Path(meta["l_dir"]) / "L.json" if meta.get("l_dir") else None
-    if l_json is not None and l_json.exists():
-        hist = json.loads(l_json.read_text())["history"]
-        epochs = hist["epochs"]
-        best = max(epochs, key=lambda k: (epochs[k]["valid"], -int(k)))
+    hist = l_history(answers_path)
+    if hist is not None:
         skipped = hist["shapes_skipped"]
+        variant = hist.get("config", {}).get("variant", "default")
         parts.append(
-            f"L kept epoch {best} of {len(epochs) - 1} (valid score {epochs[best]['valid']:.2f}, "
-            f"{epochs['0']['valid']:.2f} without L; fitted on {', '.join(hist['shapes_used'])}"
+            l_verdict(hist) + f"; {variant} L fitted on {', '.join(hist['shapes_used'])}"
             + (f"; not differentiable through the engine: {', '.join(skipped)}" if skipped else "")
-            + ")"
         )
     return "; ".join(parts)
+
+
+def l_table(histories: dict[str, dict[str, Any]]) -> list[str]:
+    """Markdown: the valid selection score of the identity and of every check of each L (its train loss,
+    and under D+L the delta that scored best), one row per check."""
+    if not histories:
+        return []
+    names = list(histories)
+    rows = max(len(h["epochs"]) for h in histories.values())
+    head = "| check | " + " | ".join(f"{n}: valid | {n}: loss" for n in names) + " |"
+    lines = [head, "|---|" + "---:|---:|" * len(names)]
+    for i in range(rows):
+        cells = []
+        label = "identity" if i == 0 else str(i)
+        for n in names:
+            e = histories[n]["epochs"].get(str(i))
+            if e is None:
+                cells += ["", ""]
+                continue
+            if i and histories[n].get("config", {}).get("steps"):
+                label = f"{i} (step {e['step']})"
+            deltas = e.get("deltas")
+            at = f" (delta {max(deltas, key=lambda d: (deltas[d], -float(d)))})" if deltas else ""
+            mark = "**" if str(i) == str(histories[n].get("best", "")) else ""
+            cells += [f"{mark}{e['valid']:.2f}{mark}{at}", "" if e["loss"] is None else f"{e['loss']:.4f}"]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines

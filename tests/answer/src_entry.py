@@ -23,13 +23,15 @@ def answer_src(
     allow_split_mismatch: bool = False,
     explain: int = 0,
     executor: Any = None,
+    **l_options: Any,
 ) -> dict[str, Any]:
-    """`pipeline answer QUERIES --adjacency DIR --calibration C ...` through :func:`answer_queries`."""
+    """`pipeline answer QUERIES --adjacency DIR --calibration C ...` through :func:`answer_queries`
+    (l_options: calibration L's other settings, ``l_lr=...``)."""
     from pipeline.methods import MethodOptions
     from pipeline.stages.answer import AnswerOptions, answer_queries
 
     method = MethodOptions(method="src", adjacency=adjacency, calibration=calibration, run=run_dir, device=device,
-                           seed=seed, l_epochs=l_epochs, kg=kg)
+                           seed=seed, l_epochs=l_epochs, kg=kg, **l_options)
     how = AnswerOptions(out=out_dir, valid_queries=valid_queries, train_queries=train_queries,
                         allow_split_mismatch=allow_split_mismatch, explain=explain, progress=progress,
                         **({} if executor is None else {"executor": executor}))

@@ -19,6 +19,7 @@ from pipeline.methods.src.affine import (
     _batch_loss,
     calibrated_adjacency,
     query_relations,
+    streamed_relations,
     training_adjacency,
 )
 from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
@@ -115,11 +116,51 @@ def test_training_index_equals_autograd_over_every_fact(c) -> None:
     with torch.no_grad():
         true_u = search_batch(queries, toy(n, m, truth))
     old = loss_and_grads(calibrated_adjacency, adj, calib, tables, queries, relations, true_u)
-    new = loss_and_grads(training_adjacency, adj, calib, tables, queries, relations, true_u)
-    assert torch.equal(old[0], new[0])  # utilities bit for bit
-    assert torch.equal(old[1], new[1])  # the loss bit for bit
-    for a, b in zip(old[2], new[2], strict=True):
-        assert torch.allclose(a, b, rtol=1e-6, atol=1e-6), (a, b)
+
+    def lazy(adj, calib, tables, relations):  # noqa: ANN001, ANN202
+        # as fit_affine builds it: only the streamed relations' arrays filled, the rest read on demand
+        return training_adjacency(adj, calib, tables, relations, None, streamed_relations(queries))
+
+    for build in (training_adjacency, lazy):
+        new = loss_and_grads(build, adj, calib, tables, queries, relations, true_u)
+        assert torch.equal(old[0], new[0])  # utilities bit for bit
+        assert torch.equal(old[1], new[1])  # the loss bit for bit
+        for a, b in zip(old[2], new[2], strict=True):
+            assert torch.allclose(a, b, rtol=1e-6, atol=1e-6), (a, b)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=problem())
+def test_routing_only_the_cells_the_loss_reads_gives_the_same_gradients(c) -> None:
+    """search(..., need=mask) routes the gradients of the loss's cells alone (L's batch_loss does): the
+    utilities and the gradients of L's parameters equal routing every cell, bit for bit, whether the
+    dense rows' maximisers are found by streaming the relation or by the read cells' columns."""
+    import pipeline.engine.maxplus as mp
+
+    for share in (1, mp._COLUMN_SHARE):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(mp, "_COLUMN_SHARE", share)  # 1: every dense row by its columns
+            _routes_the_same(c)
+
+
+def _routes_the_same(c) -> None:  # noqa: ANN001
+    n, m, facts, queries, seed, _ = c
+    adj = Adjacency.from_graph(toy(n, m, facts))
+    calib, tables = random_l(n, m, seed)
+    rng = np.random.default_rng(seed)
+    true_u = torch.from_numpy(rng.choice([0.0, 0.0, 0.5, 1.0], size=(len(queries), n)).astype(np.float32))
+    mask = torch.from_numpy(rng.random((len(queries), n)) < 0.3)
+    got = []
+    for need in (None, mask):
+        calib.zero_grad()
+        pred = search_batch(queries, training_adjacency(adj, calib, tables), need=need)
+        loss = (pred - true_u).pow(2)[mask & torch.isfinite(pred)].sum()
+        if loss.requires_grad:
+            loss.backward()
+        got.append((pred.detach(), [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in calib.parameters()]))
+    assert torch.equal(got[0][0], got[1][0])
+    for a, b in zip(got[0][1], got[1][1], strict=True):
+        assert torch.equal(a, b), (a, b)
 
 
 def test_training_index_values_are_calibrated_adjacencys() -> None:
@@ -190,7 +231,7 @@ def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_pr
     train = read_query_set(toy_pipeline["train"]).queries()
     cfg = cal.LConfig(epochs=3, batch_size=8, lr=0.01)
     fitted = []
-    def autograd_over_every_fact(adj, calib, tables, relations, buffers=None):  # noqa: ANN001, ANN202
+    def autograd_over_every_fact(adj, calib, tables, relations, buffers=None, streamed=None):  # noqa: ANN001, ANN202
         return cal.calibrated_adjacency(adj, calib, tables, relations)
 
     for build in (cal.training_adjacency, autograd_over_every_fact):

@@ -103,6 +103,18 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     assert ran[:4] == ["ingest", "sample train", "sample valid", "sample test"]
     assert "train ukge_logi" not in ran and "export ukge_logi" not in ran
 
+    # An L setting (issue 46) re-runs exactly the stages that fit L; the note names it, says what L's
+    # selection did and shows every check's valid score
+    logs.clear()
+    sixth = reproduce(
+        ReproduceConfig(**{**cfg.__dict__, "l_epochs": 3, "select_on": "last", "l_settings": {"l_lr": 0.01}}),
+        tmp_path / "work", tmp_path / "docs", uri, log=logs.append, progress=False, kg=kg,
+    )
+    assert [s["stage"] for s in sixth["stages"] if not s["skipped"]] == ["answer ukge_logi L", "answer ukge_logi D+L"]
+    assert any(line.strip().startswith("L kept ") for line in logs)
+    md = (tmp_path / "docs" / "results.md").read_text()
+    assert "--l-epochs 3 --l-lr 0.01" in md and "| check | ukge_logi L: valid | ukge_logi L: loss" in md and "| identity |" in md
+
 
 def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
     """Each variant's reported metrics equal those recomputed here from the export, the chosen delta and the

@@ -19,7 +19,7 @@ fits: :mod:`pipeline.methods.src.fitting`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,10 @@ from pipeline.core.kg import GraphTensors
 from pipeline.core.progress import output
 from pipeline.core.provenance import seal
 from pipeline.methods.src.delta import zero_alphas
-from pipeline.softquery.model import Query
+from pipeline.methods.src.loss import batch_loss, identity_pull
+from pipeline.methods.src.recipe import LConfig
+from pipeline.softquery.model import Const, Query
+from pipeline.softquery.types import shape_key
 
 # (queries, graph) -> (B, n_entities) utilities: the engine's search_batch
 SearchFn = Callable[[Sequence[Query], GraphTensors], torch.Tensor]
@@ -69,6 +72,12 @@ class AffineCalibration(nn.Module):
         ph, pr, pt = proj
         rl = ph[h] + pr[r] + pt[t]
         return torch.clamp(torch.relu(conf * (1.0 + rl[:, 0]) + rl[:, 1]), max=1.0)
+
+    @torch.no_grad()
+    def fill(self, out: torch.Tensor, conf: torch.Tensor, h: torch.Tensor, t: torch.Tensor,
+             proj: tuple[torch.Tensor, ...], r: int) -> None:
+        """out = calibrate(conf, h, r, t) for facts of one relation r, in place (bit for bit: _calibrate_into)."""
+        _calibrate_into(out, conf, h, t, proj, r)
 
 
 @torch.no_grad()
@@ -119,7 +128,7 @@ def calibrated_adjacency(
     facts at threshold 0.1); answers over those relations are exactly those of the full calibration."""
     if not torch.is_grad_enabled():
         rels = None if relations is None else sorted({int(r) for r in relations})
-        fwd, bwd, diag = _calibrated_conf(adj, calib.projections(tables), rels)
+        fwd, bwd, diag = _calibrated_conf(adj, calib.projections(tables), rels, fill=calib.fill)
         return replace(adj, fwd=replace(adj.fwd, conf=fwd), bwd=replace(adj.bwd, conf=bwd), diag_conf=diag)
     n = adj.n_entities
     proj = calib.projections(tables)
@@ -183,29 +192,39 @@ class ConfBuffers:
     def __init__(self, adj: Any) -> None:
         self.arrays = (adj.fwd.conf.detach().clone(), adj.bwd.conf.detach().clone(), adj.diag_conf.detach().clone())
         self.dirty: set[int] = set()  # relations whose facts hold calibrated values now
+        self.bounds = _bounds(adj)  # read from the index once per fit, not once per step
+        self.starts = _starts(adj)
 
 
 def training_adjacency(
     adj: Any,
-    calib: AffineCalibration,
+    calib: Any,
     tables: tuple[torch.Tensor, ...],
     relations: Iterable[int] | None = None,
     buffers: ConfBuffers | None = None,
+    streamed: Iterable[int] | None = None,
 ) -> Any:
-    """calibrated_adjacency for one training step of L: the same confidences, computed without autograd,
-    each array carrying a gradient source that recomputes the calibrated value of the facts the engine
-    reads with autograd (its anchor rows, point lookups and the max-plus winners: at most batch x
-    n_entities x atoms facts) from the projections, which are differentiable in calib. Forward values are
-    bit-for-bit those of calibrated_adjacency; the gradients of calib's parameters equal its autograd
-    over every fact up to float summation order (tests/calibration/test_training_adjacency.py): a fact the
+    """calibrated_adjacency for one training step of L, with autograd on: the facts of ``relations``
+    (None: all) calibrated, each read through a gradient source (:func:`pipeline.engine.adjacency.
+    take_conf`) that computes its calibrated value with autograd from the projections, so only the facts
+    the engine reads (anchor rows, point lookups, the max-plus winners: at most batch x n_entities x atoms)
+    enter the graph. The engine reads whole relations only where it streams them (an atom between two
+    variables: 2p's second atom, 2il's unanchored one, a cycle's): ``streamed`` names those relations
+    (None: every one of ``relations``), whose conf arrays are also filled without autograd; the others are
+    never computed in full (a 1p/2i batch calibrates ~batch x row facts, not the export). Values are
+    bit-for-bit those of calibrated_adjacency; the gradients of calib's parameters equal its autograd over
+    every fact up to float summation order (tests/calibration/test_training_adjacency.py): a fact the
     engine never reads with autograd has a zero gradient there. Autograd over every fact of the batch's
-    relations cost ~13 of the ~16 s of a CN15k batch (docs/benchmarks.md, issue 14)."""
+    relations cost ~13 of the ~16 s of a CN15k batch (docs/benchmarks.md, issue 14). The index answers
+    with autograd on only (under no_grad, the facts it did not fill read their predicted confidence)."""
     rels = None if relations is None else sorted({int(r) for r in relations})
+    full = rels if streamed is None else sorted(set(rels if rels is not None else range(adj.n_relations))
+                                                & {int(r) for r in streamed})
     proj = calib.projections(tables)  # (n_entities, 2) and (n_relations, 2): cheap, with autograd
     with torch.no_grad():
-        fwd, bwd, diag = _calibrated_conf(adj, tuple(p.detach() for p in proj), rels, buffers)
+        fwd, bwd, diag = _calibrated_conf(adj, tuple(p.detach() for p in proj), full, buffers, calib.fill)
     calibrated = torch.full((adj.n_relations,), rels is None, dtype=torch.bool, device=adj.device)
-    if rels is not None:
+    if rels is not None and rels:
         calibrated[torch.tensor(rels, dtype=torch.int64, device=adj.device)] = True
 
     def source(raw: torch.Tensor, heads: torch.Tensor, tails: torch.Tensor, starts: torch.Tensor) -> Any:
@@ -217,28 +236,48 @@ def training_adjacency(
 
         return grad
 
-    n = adj.n_entities
+    starts = buffers.starts if buffers is not None else _starts(adj)
     o_f, o_b = adj.fwd, adj.bwd
     return replace(
         adj,
-        fwd=replace(o_f, conf=fwd, grad=source(o_f.conf, o_f.src, o_f.dst, o_f.ptr[::n].contiguous())),
-        bwd=replace(o_b, conf=bwd, grad=source(o_b.conf, o_b.dst, o_b.src, o_b.ptr[::n].contiguous())),
+        fwd=replace(o_f, conf=fwd, grad=source(o_f.conf, o_f.src, o_f.dst, starts[0])),
+        bwd=replace(o_b, conf=bwd, grad=source(o_b.conf, o_b.dst, o_b.src, starts[1])),
         diag_conf=diag,
-        diag_grad=source(adj.diag_conf, adj.diag_ent, adj.diag_ent, adj.diag_off),
+        diag_grad=source(adj.diag_conf, adj.diag_ent, adj.diag_ent, starts[2]),
     )
+
+
+def _starts(adj: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where each relation's facts start in the rows by head, by tail and the diagonal (n_relations + 1,)."""
+    n = adj.n_entities
+    return adj.fwd.ptr[::n].contiguous(), adj.bwd.ptr[::n].contiguous(), adj.diag_off
+
+
+def _bounds(adj: Any) -> tuple[list[int], list[int], list[int]]:
+    """_starts as host lists (one device-to-host copy)."""
+    return tuple(x.tolist() for x in _starts(adj))  # type: ignore[return-value]
+
+
+def streamed_relations(queries: Iterable[Query]) -> set[int]:
+    """The relations the engine reads in full for these queries: those of atoms between two variables
+    (self-loops included). Anchored atoms are read row by row, through take_conf."""
+    return {a.relation for q in queries for c in q.conjunctions for a in c.atoms
+            if not isinstance(a.head, Const) and not isinstance(a.tail, Const)}
 
 
 _CALIBRATE_BLOCK = 1 << 18  # facts calibrated at once by _calibrate_into: its temporaries stay in the L2 cache
 
 
 def _calibrated_conf(
-    adj: Any, proj: tuple[torch.Tensor, ...], relations: list[int] | None, buffers: ConfBuffers | None = None
+    adj: Any, proj: tuple[torch.Tensor, ...], relations: list[int] | None, buffers: ConfBuffers | None = None,
+    fill: Callable[..., None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The calibrated conf arrays of adj (rows by head, rows by tail, diagonal), without autograd: the
-    facts of relations (None: all) calibrated, the others copied. Bit-for-bit AffineCalibration.calibrate,
-    whose operations are repeated in the same order (see _calibrate_into). buffers: written there (the
-    previous step's other relations restored), else new arrays."""
-    n = adj.n_entities
+    facts of relations (None: all) calibrated, the others copied. fill(out, conf, h, t, proj, r): the
+    calibration's own no-grad form, bit-for-bit its calibrate (default: the affine L's _calibrate_into,
+    which repeats AffineCalibration.calibrate's operations in the same order). buffers: written there
+    (the previous step's other relations restored), else new arrays."""
+    fill = fill or _calibrate_into
     rels = list(range(adj.n_relations)) if relations is None else relations
     restore = [] if buffers is None else sorted(buffers.dirty - set(rels))
     outs = (None, None, None) if buffers is None else buffers.arrays
@@ -253,14 +292,14 @@ def _calibrated_conf(
         for r in rels:
             lo, hi = bounds[r], bounds[r + 1]
             if hi > lo:
-                _calibrate_into(out[lo:hi], conf[lo:hi], heads[lo:hi], tails[lo:hi], proj, r)
+                fill(out[lo:hi], conf[lo:hi], heads[lo:hi], tails[lo:hi], proj, r)
         return out
 
-    fb, bb = adj.fwd.ptr[::n].tolist(), adj.bwd.ptr[::n].tolist()
+    fb, bb, db = buffers.bounds if buffers is not None else _bounds(adj)
     got = (
         run(adj.fwd.conf, fb, adj.fwd.src, adj.fwd.dst, outs[0]),
         run(adj.bwd.conf, bb, adj.bwd.dst, adj.bwd.src, outs[1]),
-        run(adj.diag_conf, adj.diag_off.tolist(), adj.diag_ent, adj.diag_ent, outs[2]),
+        run(adj.diag_conf, db, adj.diag_ent, adj.diag_ent, outs[2]),
     )
     if buffers is not None:
         buffers.dirty = set(rels)
@@ -299,31 +338,6 @@ def query_relations(queries: Iterable[Query]) -> set[int]:
     return {a.relation for q in queries for c in q.conjunctions for a in c.atoms}
 
 
-@dataclass(frozen=True)
-class LConfig:
-    """Hyper-parameters of training L (all part of its cache key)."""
-
-    epochs: int = 20
-    lr: float = 0.001
-    batch_size: int = 64
-    negatives: int = 32  # uniformly sampled entities per query besides its answers
-    negative_weight: float = 1.0  # weight of the sampled non-answers' mean error (answers' weigh 1)
-    weight_decay: float = 0.0
-    seed: int = 0
-
-
-def _loss_entities(true_u: torch.Tensor, negatives: int, gen: torch.Generator) -> torch.Tensor:
-    """(B, n_entities) bool mask: the answers (finite u > 0) plus `negatives` uniformly sampled entities.
-
-    Uniform, not the best-predicted non-answers: a high prediction that is not a train answer is often a
-    true fact of valid/test that the backbone generalised to, and L must not learn to erase those."""
-    answers = torch.isfinite(true_u) & (true_u > 0)
-    mask = answers.clone()
-    uniform = torch.randint(0, true_u.shape[1], (true_u.shape[0], negatives), generator=gen)
-    mask.scatter_(1, uniform.to(mask.device), True)
-    return mask
-
-
 def _batch_loss(
     search: SearchFn,
     queries: list[Query],
@@ -333,18 +347,45 @@ def _batch_loss(
     gen: torch.Generator,
     negative_weight: float = 1.0,
 ) -> torch.Tensor:
-    pred_u = search(queries, adj)
-    mask = _loss_entities(true_u, negatives, gen)
-    answers = torch.isfinite(true_u) & (true_u > 0)
-    # alpha = 0: no atom fails, so both utilities are finite on every entity of the mask. Answers and
-    # sampled non-answers weigh the same in total: non-answers outnumber answers and would otherwise
-    # teach L to push every confidence to 0.
-    err = (pred_u - true_u).pow(2)
-    pos, neg = mask & answers, mask & ~answers
-    parts = [(err[m].mean(), w) for m, w in ((pos, 1.0), (neg, negative_weight)) if m.any() and w > 0]
-    if not parts:
-        return (pred_u * 0).nan_to_num().sum()  # nothing to fit in this batch: a zero loss with a graph
-    return sum(e * w for e, w in parts) / sum(w for _, w in parts)
+    """The default (balanced) loss of one batch (:func:`pipeline.methods.src.loss.batch_loss`)."""
+    return batch_loss(search, queries, adj, true_u, negatives, gen, negative_weight)
+
+
+def make_calibration(cfg: LConfig, model: Any, tables: tuple[torch.Tensor, ...], threshold: float | None) -> nn.Module:
+    """An untrained L (the identity) of the form cfg names: AffineCalibration on the confidences, or
+    :class:`~pipeline.methods.src.score_form.ScoreCalibration` on a UKGE backbone's raw score (its
+    relation embeddings trained too when cfg.train says so; re-thresholded at ``threshold``)."""
+    de, dr = tables[0].shape[1], tables[1].shape[1]
+    if cfg.form == "score":
+        from pipeline.methods.src.score_form import ScoreCalibration
+
+        if threshold is None:
+            raise PipelineError("calibration L on the raw score re-thresholds: the export's threshold is needed")
+        return _only_relation_terms(ScoreCalibration(model, de, dr, threshold, cfg.train == "affine+relations"), cfg)
+    if cfg.train != "affine":
+        raise PipelineError("l_train=affine+relations trains the relation embeddings through the raw score: "
+                            "use l_form=score (a UKGE backbone)")
+    return _only_relation_terms(AffineCalibration(de, dr), cfg)
+
+
+def _only_relation_terms(calib: nn.Module, cfg: LConfig) -> nn.Module:
+    """With cfg.terms == "relation", the head and tail weights stay 0 (not trained): rho and lambda are
+    functions of the relation alone."""
+    if cfg.terms == "relation":
+        calib.w_head.requires_grad_(False)
+        calib.w_tail.requires_grad_(False)
+    return calib
+
+
+def is_identity(calib: nn.Module) -> bool:
+    """Whether L changes nothing: every parameter 0 (how every L starts, and what a kept epoch 0 saves)."""
+    return all(not bool(p.detach().any()) for p in calib.parameters())
+
+
+def _shape_label(query: Query, key: Any) -> str:
+    from pipeline.softquery.types import QUERY_TYPES
+
+    return next((qt.name for qt in QUERY_TYPES.values() if qt.matches(query)), str(key))
 
 
 def fit_affine(
@@ -353,50 +394,57 @@ def fit_affine(
     train_queries: list[Query],
     truth: Any,
     search: SearchFn,
-    valid_score: Callable[[Any], float] | None = None,
-    cfg: LConfig = LConfig(),
+    valid_score: Callable[[Any], float | dict[float, float]] | None = None,
+    cfg: LConfig | None = None,
     progress: bool = True,
-) -> tuple[AffineCalibration, dict[str, Any]]:
+    threshold: float | None = None,
+) -> tuple[nn.Module, dict[str, Any]]:
     """Train L on train_queries (alphas set to 0) against their true utilities on the truth graph.
 
-    adj: the engine's index of the exported neural adjacency (predicted confidences); truth: the observed
-    train graph (GraphTensors or Adjacency); search: the engine's search_batch. valid_score(adjacency)
-    -> higher is better, computed after every epoch; the best epoch (epoch 0 = identity) is kept.
-    Shapes the engine cannot differentiate through are left out and named in the history.
-    Returns the calibration and the history {epochs: {n: {loss, valid}}, shapes_used, shapes_skipped}."""
-    from pipeline.softquery.types import QUERY_TYPES, shape_key
-
+    adj: the engine's index of the exported neural adjacency (predicted confidences); truth: the target
+    graph (the observed train graph, or the valid graph for cfg.targets == "valid"; GraphTensors or
+    Adjacency); search: the engine's search_batch. valid_score(adjacency) -> higher is better (or
+    {delta: score}, whose max counts), computed at the identity (on adj itself) and at every check (after
+    every epoch, or every cfg.check_every steps); the best check is kept (ties: the earlier; check 0 = the
+    identity). Shapes the engine cannot differentiate through are left out and named in the history.
+    threshold: the export's (the score form re-thresholds there).
+    Returns the calibration and the history {epochs: {n: {loss, valid, step[, deltas]}}, shapes_used,
+    shapes_skipped, config, best, best_valid}. One host read of the running loss per check: no per-step
+    synchronisation with a GPU. cfg: the settings (default: LConfig())."""
+    cfg = cfg if cfg is not None else LConfig()
     torch.manual_seed(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator(device=adj.device).manual_seed(cfg.seed)
     tables = feature_tables(model, adj.device)
-    calib = AffineCalibration(tables[0].shape[1], tables[1].shape[1]).to(adj.device)
-    opt = torch.optim.Adam(calib.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    calib = make_calibration(cfg, model, tables, threshold).to(adj.device)
+    params = [p for p in calib.parameters() if p.requires_grad]
+    lr_now = cfg.lr_at(1)
+    opt = torch.optim.Adam(params, lr=lr_now, weight_decay=cfg.weight_decay)
     queries = [zero_alphas(q) for q in train_queries]
     groups: dict[Any, list[int]] = {}
     for i, q in enumerate(queries):
         groups.setdefault(shape_key(q), []).append(i)
-    # The targets are exact utilities on the observed train graph. Every shape is checked once for
-    # gradients (the engine is differentiable through every step; a shape that is not is named, never
-    # silently dropped); batches then mix shapes (the engine batches each shape within a call).
-    kept, used, skipped = [], [], []
+    # The targets are exact utilities on the target graph. Every shape is checked once for gradients
+    # (the engine is differentiable through every step; a shape that is not is named, never silently
+    # dropped); batches then mix shapes (the engine batches each shape within a call).
+    kept, used, skipped, left = [], [], [], []
     true_u: dict[int, torch.Tensor] = {}
     for key, idx in groups.items():
-        # Name the shape by its query type where it has one (for the record).
-        label = next((qt.name for qt in QUERY_TYPES.values() if qt.matches(queries[idx[0]])), str(key))
+        label = _shape_label(queries[idx[0]], key)  # the shape's query type, for the record
+        if cfg.shapes and label not in cfg.shapes:
+            left.append(label)
+            continue
         with torch.no_grad():
             for s in range(0, len(idx), 256):
                 chunk = idx[s : s + 256]
                 for i, u in zip(chunk, search([queries[i] for i in chunk], truth), strict=True):
                     true_u[i] = u
-        trial = idx[: cfg.batch_size]
+        trial = [queries[i] for i in idx[: cfg.batch_size]]
         try:  # one trial step without updating: does the engine's computation carry gradients here?
-            _batch_loss(
-                search,
-                [queries[i] for i in trial],
-                training_adjacency(adj, calib, tables, query_relations(queries[i] for i in trial)),
-                torch.stack([true_u[i] for i in trial]),
-                cfg.negatives,
-                torch.Generator().manual_seed(0),
+            batch_loss(
+                search, trial,
+                training_adjacency(adj, calib, tables, query_relations(trial), None, streamed_relations(trial)),
+                torch.stack([true_u[i] for i in idx[: cfg.batch_size]]), cfg.negatives,
+                torch.Generator(device=adj.device).manual_seed(0), cfg.negative_weight, cfg.weights,
             ).backward()
         except RuntimeError:
             skipped.append(label)
@@ -406,59 +454,82 @@ def fit_affine(
         used.append(label)
         kept += idx
     if not kept:
-        raise PipelineError("calibration L: no training query shape is differentiable through the engine")
+        raise PipelineError("calibration L: no training query shape is differentiable through the engine"
+                            + (f" among {', '.join(cfg.shapes)}" if cfg.shapes else ""))
 
-    def score() -> float:
+    def score(index: Any = None) -> tuple[float, dict[str, float] | None]:
         if valid_score is None:
-            return 0.0
+            return 0.0, None
         with torch.no_grad():
-            return float(valid_score(calibrated_adjacency(adj, calib, tables)))
+            got = valid_score(index if index is not None else calibrated_adjacency(adj, calib, tables))
+        if isinstance(got, dict):
+            return max(got.values()), {f"{d:g}": v for d, v in got.items()}
+        return float(got), None
 
-    best_score = score()
+    best_score, deltas = score(adj)  # the identity: the export itself, exactly
     best_state = {k: v.detach().clone() for k, v in calib.state_dict().items()}
+    best_check = 0
     history: dict[str, Any] = {
-        "epochs": {"0": {"loss": None, "valid": best_score}},
+        "epochs": {"0": {"loss": None, "valid": best_score, "step": 0, **({"deltas": deltas} if deltas else {})}},
         "shapes_used": used,
         "shapes_skipped": skipped,
-        "config": cfg.__dict__,
+        "shapes_left_out": left,
+        "config": cfg.record(),
     }
     n_batches = (len(kept) + cfg.batch_size - 1) // cfg.batch_size
+    total_steps = cfg.steps or cfg.epochs * n_batches
+    every = cfg.check_every or n_batches
     buffers = ConfBuffers(adj)  # each step's index is dead before the next one rewrites them
-    bar = output(progress).bar(total=cfg.epochs * n_batches, desc="calibration L", unit="batch")
+    bar = output(progress).bar(total=total_steps, desc="calibration L", unit="batch")
     try:  # closed on every path: a bar left open is redrawn by the next one
-        for epoch in range(1, cfg.epochs + 1):
-            total, count = 0.0, 0
-            order = [kept[i] for i in torch.randperm(len(kept), generator=gen).tolist()]
-            bar.set_description(f"calibration L epoch {epoch}/{cfg.epochs}")
-            for lo in range(0, len(order), cfg.batch_size):
-                batch = order[lo : lo + cfg.batch_size]
-                loss = _batch_loss(
-                    search,
-                    [queries[i] for i in batch],
-                    training_adjacency(adj, calib, tables, query_relations(queries[i] for i in batch), buffers),
-                    torch.stack([true_u[i] for i in batch]),
-                    cfg.negatives,
-                    gen,
-                    cfg.negative_weight,
-                )
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                total += loss.item() * len(batch)
-                count += len(batch)
-                bar.set_postfix(
-                    batch=f"{lo // cfg.batch_size + 1}/{n_batches}", loss=f"{loss.item():.4g}", refresh=False
-                )
-                bar.update(1)
-            val = score()
-            history["epochs"][str(epoch)] = {"loss": total / max(1, count), "valid": val}
-            # Without a valid set, the last epoch is kept; with one, the best (ties: the earlier epoch).
+        order: list[int] = []
+        at, epoch = 0, 0
+        running = torch.zeros((), dtype=torch.float64, device=adj.device)
+        count = 0
+        for step in range(1, total_steps + 1):
+            if at >= len(order):  # a fresh shuffle each epoch (the first draw of each epoch from gen, as before)
+                epoch += 1
+                order = [kept[i] for i in torch.randperm(len(kept), generator=gen, device=adj.device).tolist()]
+                at = 0
+                bar.set_description(f"calibration L epoch {epoch}" + ("" if cfg.steps else f"/{cfg.epochs}"))
+            batch = order[at : at + cfg.batch_size]
+            at += cfg.batch_size
+            lr = cfg.lr_at(step)
+            if lr != lr_now:  # the authors' schedule restarts Adam at each new rate, as their loop does
+                lr_now = lr
+                opt = torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay)
+            qs = [queries[i] for i in batch]
+            loss = batch_loss(
+                search, qs,
+                training_adjacency(adj, calib, tables, query_relations(qs), buffers, streamed_relations(qs)),
+                torch.stack([true_u[i] for i in batch]), cfg.negatives, gen, cfg.negative_weight, cfg.weights,
+            )
+            if cfg.identity:
+                loss = loss + cfg.identity * identity_pull(calib, adj, tables, gen)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            running += loss.detach().double() * len(batch)  # stays on the device: read once per check
+            count += len(batch)
+            bar.update(1)
+            if step % every and step != total_steps:
+                continue
+            mean = float(running / max(1, count))
+            bar.set_postfix(batch=f"{(at - 1) // cfg.batch_size + 1}/{n_batches}", loss=f"{mean:.4g}", refresh=False)
+            val, deltas = score()
+            check = len(history["epochs"])
+            history["epochs"][str(check)] = {"loss": mean, "valid": val, "step": step, "epoch": epoch,
+                                             **({"deltas": deltas} if deltas else {})}
+            running.zero_()
+            count = 0
+            # Without a valid set, the last check is kept; with one, the best (ties: the earlier check).
             if valid_score is None or val > best_score:
-                best_score = val
+                best_score, best_check = val, check
                 best_state = {k: v.detach().clone() for k, v in calib.state_dict().items()}
     finally:
         bar.close()
     calib.load_state_dict(best_state)
+    history["best"] = best_check
     history["best_valid"] = best_score
     return calib, history
 
@@ -466,7 +537,7 @@ def fit_affine(
 # ------------------------------------------------------------------------------------- saved calibrations
 
 
-def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> None:
+def save_affine(calib: nn.Module, path: Path, info: dict[str, Any]) -> None:
     """L.json (key, config, history) then L.pt (the state, whose presence marks the pair complete), each
     written atomically."""
     atomic.write_json(path / "L.json", seal(info))
@@ -474,17 +545,53 @@ def save_affine(calib: AffineCalibration, path: Path, info: dict[str, Any]) -> N
     atomic.write_with(path / "L.pt", lambda tmp: torch.save(state, tmp))
 
 
-def load_affine(
-    path: Path, entity_dim: int, relation_dim: int, device: str | torch.device = "cpu"
-) -> AffineCalibration | None:
-    """A saved L, or None when there is none at path."""
-    f = path / "L.pt"
-    if not f.exists():
-        return None
-    calib = AffineCalibration(entity_dim, relation_dim)
+def _read_state(f: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(f, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated zip, foreign file: torch raises several types
         raise ArtifactError(f"{f}: not a readable calibration ({type(exc).__name__}: {str(exc)[:120]})") from None
-    calib.load_state_dict(checksums.verify_object(state, f))
+    return checksums.verify_object(state, f)
+
+
+def load_affine(
+    path: Path, entity_dim: int, relation_dim: int, device: str | torch.device = "cpu"
+) -> AffineCalibration | None:
+    """A saved L of the affine form on the confidences, or None when there is none at path."""
+    f = path / "L.pt"
+    if not f.exists():
+        return None
+    calib = AffineCalibration(entity_dim, relation_dim)
+    calib.load_state_dict(_read_state(f))
+    return calib.to(device)
+
+
+def saved_config(path: Path) -> LConfig:
+    """The LConfig a saved L was trained with (L.json's history; an L saved before the forms existed is
+    the affine form on the confidences)."""
+    from dataclasses import fields
+
+    from pipeline.formats.meta import read_json
+
+    doc = read_json(path / "L.json", "a saved calibration L")
+    rec = (doc.get("history") or {}).get("config") or {} if isinstance(doc, dict) else {}
+    known = {f.name for f in fields(LConfig)}
+    values = {k: tuple(v) if k == "shapes" else v for k, v in rec.items() if k in known}
+    return LConfig(**values)
+
+
+def load_calibration(
+    path: Path, model: Any, tables: tuple[torch.Tensor, ...], device: str | torch.device, threshold: float | None
+) -> nn.Module | None:
+    """A saved L of any form (its L.json names it), on device, or None when there is none at path.
+    model, tables: the backbone's run and feature tables (the score form reads the backbone's vectors);
+    threshold: the export's (the score form re-thresholds there)."""
+    f = path / "L.pt"
+    if not f.exists():
+        return None
+    cfg = saved_config(path)
+    calib = make_calibration(cfg, model, tables, threshold)
+    try:
+        calib.load_state_dict(_read_state(f))
+    except RuntimeError as exc:  # a state of another form or size
+        raise ArtifactError(f"{f}: not a calibration L of this backbone ({str(exc)[:120]})") from None
     return calib.to(device)

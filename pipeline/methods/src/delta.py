@@ -36,5 +36,9 @@ def choose_delta(
     score, for the record."""
     with output(progress).bar(grid, desc="calibration D", unit="delta") as bar:
         scores = {float(d): float(score(float(d))) for d in bar}
-    best = max(scores, key=lambda d: (scores[d], -d))
-    return best, scores
+    return best_delta(scores), scores
+
+
+def best_delta(scores: dict[float, float]) -> float:
+    """The delta with the highest score (the smallest on ties)."""
+    return max(scores, key=lambda d: (scores[d], -d))

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 class FitSettings:
     """What fitting L / choosing delta reads besides the method: run_path (the backbone's run, L's
     features), calib_dir (where fits are saved; None: not saved), key_parts (the inputs every key hashes:
-    model hash, threshold, valid checksum), device, seed, l_epochs, progress, kg (the loaded data set
+    model hash, threshold, valid checksum), device, seed, l_options (L's options, a
+    :class:`~pipeline.methods.options.LOptions`; None: the defaults), progress, kg (the loaded data set
     whose train graph gives L its targets; None: loaded by name)."""
 
     run_path: Path
@@ -32,16 +33,16 @@ class FitSettings:
     key_parts: dict[str, Any] = field(default_factory=dict)  # L: complete with l_key_parts
     device: str = "cpu"
     seed: int = 0
-    l_epochs: int = 20
+    l_options: Any = None
     progress: bool = True
     kg: Any = None
 
 
 def l_config(fit: FitSettings) -> Any:
-    """L's hyper-parameters for these settings (pipeline.methods.src.affine.LConfig)."""
-    from pipeline.methods.src.affine import LConfig
+    """L's hyper-parameters for these settings (:class:`pipeline.methods.src.recipe.LConfig`)."""
+    from pipeline.methods.src.recipe import l_config as resolve
 
-    return LConfig(epochs=fit.l_epochs, seed=fit.seed)
+    return resolve(fit.l_options, fit.seed)
 
 
 def l_key_parts(base: dict[str, Any], train: QuerySet, fit: FitSettings, uses_delta: bool) -> dict[str, Any]:
@@ -52,5 +53,5 @@ def l_key_parts(base: dict[str, Any], train: QuerySet, fit: FitSettings, uses_de
     # L alone is selected on the valid score at delta 0; under D+L on the best valid score over the delta
     # grid (L and delta are chosen together: an L that lowers confidences is only useful with a delta that
     # lowers the thresholds with them). Two selections, two saved calibrations.
-    return {**base, "train": checksum(train.frame), "l_config": l_config(fit).__dict__,
+    return {**base, "train": checksum(train.frame), "l_config": l_config(fit).record(),
             "l_select": "max-over-delta-grid" if uses_delta else "delta-0", "l_version": L_VERSION}

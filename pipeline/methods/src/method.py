@@ -105,6 +105,20 @@ class SRC(Method):
     def utilities(self, queries: Sequence[Query]) -> torch.Tensor:
         return self.search(queries).utility
 
+    def utilities_of(self, variants: Sequence[Method], queries: Sequence[Query]) -> list[torch.Tensor]:
+        """Every variant's utilities of the same queries; variants that are this SRC with other deltas (the
+        same index, the same cycle cap) are answered in one engine pass, each delta's lowered queries as
+        rows of the same batches (each row is computed alone: the values are those of one call per
+        delta, tests/calibration/test_selection.py)."""
+        same = all(isinstance(v, SRC) and v.adjacency is self.adjacency and v.cycle_cap == self.cycle_cap
+                   for v in variants)
+        if not same or len(variants) < 2 or self.adjacency is None:
+            return super().utilities_of(variants, queries)
+        rows = [q for v in variants for q in v.queries_as_answered(queries)]  # type: ignore[attr-defined]
+        with torch.no_grad():
+            util = solve(rows, self.adjacency, self.cycle_cap).utility
+        return list(util.split(len(queries)))
+
     def settings(self) -> dict[str, Any]:
         return {
             "method_name": self.name,
@@ -152,7 +166,12 @@ class SRC(Method):
         content hash."""
         from pipeline.formats.calibration import read_delta
         from pipeline.formats.pair_cache import for_calibrated
-        from pipeline.methods.src.affine import calibrated_adjacency, feature_tables, load_affine
+        from pipeline.methods.src.affine import (
+            calibrated_adjacency,
+            feature_tables,
+            is_identity,
+            load_calibration,
+        )
         from pipeline.models import load_run
 
         if self.adjacency is None:
@@ -169,13 +188,15 @@ class SRC(Method):
             if self.manifest.get("model_hash") and model.content_hash() != self.manifest["model_hash"]:
                 raise ArtifactError(f"{run_path}: its model is not the one of this export (content hash differs)")
             tables = feature_tables(model, adj.device)
-            calib = load_affine(folder, tables[0].shape[1], tables[1].shape[1], adj.device)
+            calib = load_calibration(folder, model, tables, adj.device, self.manifest.get("threshold"))
             if calib is None:
                 raise ArtifactError(f"{folder}: holds no saved calibration L (L.pt); answer again to refit it")
-            with torch.no_grad():
-                adj = calibrated_adjacency(adj, calib, tables)
-            if self.manifest.get("path"):
-                adj.use_pair_cache(for_calibrated(self.manifest["path"], folder))
+            # an L that kept its identity changes nothing: the export's own index and pair cache, exactly
+            if not is_identity(calib):
+                with torch.no_grad():
+                    adj = calibrated_adjacency(adj, calib, tables)
+                if self.manifest.get("path"):
+                    adj.use_pair_cache(for_calibrated(self.manifest["path"], folder))
             info.update(l_key=folder.name.removeprefix("L-"), l_dir=str(folder), l_run=str(run_path))
         return replace(self, adjacency=adj, delta=self.delta if delta is None else float(delta), info=info)
 
@@ -187,7 +208,7 @@ class SRC(Method):
         from pipeline.core.kg import observed_graph
         from pipeline.core.provenance import stable_key
         from pipeline.engine import search_batch
-        from pipeline.methods.src.affine import feature_tables, fit_affine, load_affine, save_affine
+        from pipeline.methods.src.affine import feature_tables, fit_affine, load_calibration, save_affine
         from pipeline.models import load_run
 
         run_path, calib_dir = fit.run_path, fit.calib_dir
@@ -204,18 +225,22 @@ class SRC(Method):
         folder = calib_dir / f"L-{l_key}"
         adj = self.adjacency
         tables = feature_tables(model, adj.device)
-        if load_affine(folder, tables[0].shape[1], tables[1].shape[1], adj.device) is None:
+        threshold = self.manifest.get("threshold")
+        if load_calibration(folder, model, tables, adj.device, threshold) is None:
+            cfg = l_config(fit)
             kg = fit.kg if fit.kg is not None else load(self.dataset)
-            truth = as_adjacency(observed_graph(kg, "train", device=fit.device))
+            # the targets: utilities on the train graph, or on the valid graph (train + valid facts)
+            truth = as_adjacency(observed_graph(kg, cfg.targets, device=fit.device))
             deltas = DELTA_GRID if CALIBRATIONS[self.calibration].uses_delta else (0.0,)
 
-            def valid_score(calibrated: Adjacency) -> float:
+            def valid_score(calibrated: Adjacency) -> float | dict[float, float]:
                 assert score is not None
                 trial = self.with_adjacency(calibrated)
-                return max(score(trial.with_delta(d)) for d in deltas)
+                got = scores_of(score, [trial.with_delta(d) for d in deltas])  # every delta in one pass
+                return dict(zip(deltas, got, strict=True)) if len(deltas) > 1 else got[0]
 
             calib, history = fit_affine(model, adj, train.queries(), truth, search_batch,
-                                        valid_score if score is not None else None, l_config(fit), fit.progress)
+                                        valid_score if score is not None else None, cfg, fit.progress, threshold)
             save_affine(calib, folder, {"key": l_key, "inputs": parts, "history": history})
         return self.apply_saved(l_dir=folder, run_dir=run_path)
 
@@ -225,7 +250,7 @@ class SRC(Method):
         e.g. edited by hand, is chosen again and replaced)."""
         from pipeline.core.provenance import stable_key
         from pipeline.formats.calibration import delta_path, read_delta, write_delta
-        from pipeline.methods.src.delta import choose_delta
+        from pipeline.methods.src.delta import best_delta
 
         parts = {**fit.key_parts, "l_key": self.info.get("l_key"), "grid": DELTA_GRID}
         d_file = delta_path(fit.calib_dir, stable_key(**parts)) if fit.calib_dir is not None else None
@@ -234,7 +259,8 @@ class SRC(Method):
                 return self.with_delta(read_delta(d_file))
             except ArtifactError:
                 pass  # a damaged or edited cache entry: choose again and replace it
-        delta, scores = choose_delta(lambda d: score(self.with_delta(d)), progress=fit.progress)
+        scores = dict(zip(DELTA_GRID, scores_of(score, [self.with_delta(d) for d in DELTA_GRID]), strict=True))
+        delta = best_delta(scores)
         if d_file is not None:
             write_delta(d_file, delta, scores, parts)
         return self.with_delta(delta)
@@ -287,6 +313,10 @@ class SRC(Method):
         assert options.adjacency is not None
         calib = CALIBRATIONS[options.calibration]
         valid, train, score = inputs.valid, inputs.train, inputs.score
+        given = {k: v for k, v in options.l_settings().items() if k != "l_epochs"}  # l_epochs: every caller's
+        if given and not calib.uses_l:
+            raise PipelineError(f"{option(next(iter(given)), next(iter(given.values())))}: a setting of calibration L, "
+                                f"but {option('calibration', calib.name)} fits no L (use L or D+L)")
         if calib.uses_delta and (valid is None or score is None):
             raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
         if calib.uses_l and train is None:
@@ -302,7 +332,7 @@ class SRC(Method):
         base = {"model_hash": method.manifest["model_hash"], "threshold": method.manifest["threshold"],
                 "valid": checksum(valid.frame) if valid is not None else None}
         fit = FitSettings(run_path=run_path, calib_dir=run_path / "calibration", key_parts=base, device=dev,
-                          seed=options.seed, l_epochs=options.l_epochs, progress=inputs.progress, kg=options.kg)
+                          seed=options.seed, l_options=options, progress=inputs.progress, kg=options.kg)
         if calib.uses_l:
             assert train is not None
             fit = replace(fit, key_parts=l_key_parts(base, train, fit, calib.uses_delta))
@@ -312,6 +342,13 @@ class SRC(Method):
             fit = replace(fit, calib_dir=fit.calib_dir if run_path.name else None)
             method = method.choose_delta(score, fit)
         return method
+
+
+def scores_of(score: Score, methods: Sequence[SRC]) -> list[float]:
+    """The selection score of each method: in one pass when the scorer answers many together (the
+    answering stage's :class:`~pipeline.stages.selection.ValidScorer`), else one call each."""
+    many = getattr(score, "many", None)
+    return [float(v) for v in (many(methods) if many is not None else [score(m) for m in methods])]
 
 
 def rebuild(recipe: dict[str, Any], device: str | None = None) -> SRC:
