@@ -9,6 +9,7 @@
 #      type, L 20 epochs), each stage's seconds (benchmarks/bench_reproduce.py) from a work folder whose
 #      ingest and sampling were done beforehand on the CPU (so no graph store is needed there: FalkorDB
 #      is not in that machine's image), stopped at its budget (the ledger keeps every finished stage);
+#   2b. the query-embedding baselines' steps/s (LogicE+NE, ConE+NE) at batch 256 and 1024 (issue 48's budget);
 #   4. the first `pipeline answer` after `pipeline export` (PPI5k, 30-epoch UKGE logi trained there on
 #      cuda, T = 0.1, the 100-per-type hybrid/random test set, --workers 1) on the CPU and on the GPU,
 #      this code beside the code before issue 43 when carried (benchmarks/bench_cold_answer.py --cache export).
@@ -84,7 +85,7 @@ if [ "$MODE" = smoke ]; then
     [ -d "$PIPELINE_HOME" ] && pipeline store stop >/dev/null 2>&1  # the embedded server of an earlier smoke run
     rm -rf "$PIPELINE_HOME" /tmp/issue43-smoke
     # 20 epochs: a tiny graph's model is selective enough at T = 0.3 for the export's density guard
-    DATASET=smoke43 WORK=/tmp/issue43-smoke DEVICE=cpu EPOCHS=20 L_EPOCHS=1 RUN_EPOCHS=20 LOOP_EPOCHS=1 T=0.3
+    DATASET=smoke43 WORK=/tmp/issue43-smoke DEVICE=cpu EPOCHS=20 L_EPOCHS=1 RUN_EPOCHS=20 LOOP_EPOCHS=1 T=0.3 QE_STEPS=3
     pipeline synth $DATASET --entities 300 --relations 3 --facts 4000 --seed 0 >/dev/null || exit 1
     sample_work $DATASET $WORK 5 5 >/tmp/issue43-sample.log 2>&1 || { tail /tmp/issue43-sample.log; exit 1; }
     pipeline store stop >/dev/null 2>&1  # sampled: the steps below never start the store
@@ -97,7 +98,7 @@ if [ "$MODE" = smoke ]; then
     BEFORE=""
 else
     export PIPELINE_HOME=/tmp/ph43 PIPELINE_DATA=$DEV/data PYTHONPATH=$REPO
-    DATASET=ppi5k WORK=/tmp/issue43-repro DEVICE=cuda EPOCHS=100 L_EPOCHS=20 RUN_EPOCHS=30 LOOP_EPOCHS=3 T=0.1
+    DATASET=ppi5k WORK=/tmp/issue43-repro DEVICE=cuda EPOCHS=100 L_EPOCHS=20 RUN_EPOCHS=30 LOOP_EPOCHS=3 T=0.1 QE_STEPS=300
     [ -d "$DEV/repro" ] || { echo "no $DEV/repro: run --prepare on the CPU first and carry .dev"; exit 1; }
     rm -rf $WORK && cp -r "$DEV/repro" $WORK
     REPRO_ARGS=""
@@ -124,6 +125,14 @@ if [ "$DEVICE" != cpu ] && [ "$(left)" -gt 420 ]; then
     timeout 45 $PY benchmarks/bench_train.py --loop $DATASET --epochs 1 --device cpu \
         --json "$OUTDIR/loop_cpu.json" 2>&1 | tail -7
 fi
+
+log "2b. the query-embedding baselines' training steps and answering on $DEVICE (issue 48's budget), batch 256 and 1024"
+for bs in 256 1024; do
+    [ "$(left)" -gt 330 ] || break
+    timeout 45 $PY benchmarks/bench_baselines.py --train-queries $WORK/queries/${DATASET}_train_zero_random.parquet \
+        --test-queries "$QUERIES" --steps $QE_STEPS --batch-size $bs --per-type 50 --device $DEVICE 2>&1 | tail -12 \
+        | tee -a "$OUTDIR/baselines.txt"
+done
 
 log "3. pipeline reproduce $DATASET (ingest and sampling from the ledger), stopped at its budget"
 R=$(( $(left) - 170 )); [ $R -lt 60 ] && R=60

@@ -301,12 +301,12 @@ def _click_option(click: Any, d: Declared) -> Callable[..., Any]:
     if d.kind == "strs":
         kw["help"] = o.help + " (comma-separated)"
         kw["type"] = str
-        default = None if not default else ",".join(default)
+        default = None if default is None else ",".join(default)  # () is "" (no names), not "required"
     if o.metavar:
         kw["metavar"] = o.metavar
     if d.default is _MISSING:
         kw["required"] = True
-    show = default is not None and default != ()
+    show = default not in (None, (), "")
     return click.option(d.flag, d.name, default=default, show_default=show, **kw)
 
 
