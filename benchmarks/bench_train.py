@@ -162,19 +162,21 @@ def compare_loops(args) -> dict:
         kg.n_entities, cfg.batch_size, cfg.negatives, l2, torch.Generator(device=dev).manual_seed(1),
     )
     del spare, spare_plain
+    def one_epoch(loop: str, epoch: int) -> float:
+        if loop == "project":
+            return run_epoch(model, project_opt, facts, None, cfg, epoch, False)
+        gen = torch.Generator(device=dev).manual_seed(cfg.seed * 1_000_003 + epoch + 1)
+        return plain_epoch(
+            plain, plain_opt, facts.h, facts.r, facts.t, facts.c, kg.n_entities, cfg.batch_size,
+            cfg.negatives, l2, gen,
+        )
+
     rows = []
     for epoch in range(args.epochs):
         for loop in ("project", "plain"):
             sync()
             t0 = clock()
-            if loop == "project":
-                loss = run_epoch(model, project_opt, facts, None, cfg, epoch, False)
-            else:
-                gen = torch.Generator(device=dev).manual_seed(cfg.seed * 1_000_003 + epoch + 1)
-                loss = plain_epoch(
-                    plain, plain_opt, facts.h, facts.r, facts.t, facts.c, kg.n_entities, cfg.batch_size,
-                    cfg.negatives, l2, gen,
-                )
+            loss = one_epoch(loop, epoch)
             sync()
             rows.append({"loop": loop, "epoch": epoch + 1, "seconds": clock() - t0, "loss": loss})
             print(f"# {loop} epoch {epoch + 1}: {rows[-1]['seconds']:.2f} s, loss {loss:.6f}", file=sys.stderr)
@@ -197,6 +199,17 @@ def compare_loops(args) -> dict:
         print(f"| {loop} | {len(secs)} | {secs[0]:.2f} | {med:.2f} | {secs[-1]:.2f} | {steps / med:.1f} | {last:.6f} |")
     ratio = summary["project"]["median"] / summary["plain"]["median"]
     print(f"\nproject / plain (medians): {ratio:.2f}")
+    if args.profile:  # where a step's time goes: one more epoch of each loop under torch's profiler
+        from torch.profiler import ProfilerActivity, profile
+
+        cuda = dev.startswith("cuda")
+        key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+        for loop in ("project", "plain"):
+            with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+                one_epoch(loop, args.epochs)
+                sync()
+            print(f"\n{loop}, one epoch under the profiler: the {args.profile} operators of most {key}")
+            print(prof.key_averages().table(sort_by=key, row_limit=args.profile))
     doc = {"dataset": args.loop, "device": dev, "batch_size": cfg.batch_size, "steps": steps, "epochs": rows,
            "summary": summary, "ratio": ratio, "threads": torch.get_num_threads(), "clock": args.clock,
            "kernels": args.kernels}
@@ -234,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         help="--loop: torch's deterministic kernels (as `pipeline train`) or its defaults (what they cost)",
     )
     ap.add_argument("--json", dest="json_out", default=None, help="--loop: also write the figures here")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="--loop: then one epoch of each loop under torch.profiler, its N costliest operators")
     args = ap.parse_args(argv)
     if args.loop:
         compare_loops(args)

@@ -5,11 +5,12 @@
 #   2. a UKGE logi epoch on PPI5k: the project's loop beside the plain hand-written loop of the same math,
 #      on cuda (benchmarks/bench_train.py --loop), again without deterministic kernels (their cost), then
 #      on the machine's CPU cores for reference;
+#   2b. the query-embedding baselines' steps/s (LogicE+NE, ConE+NE) at batch 256 and 1024 (issue 48's budget);
+#   2c. the UKGE loop at batch 4096 under torch.profiler (why a larger batch was slower per epoch there);
 #   3. `pipeline reproduce ppi5k --epochs 100 --select-on last --seed 0 --device cuda` (100 queries per
 #      type, L 20 epochs), each stage's seconds (benchmarks/bench_reproduce.py) from a work folder whose
 #      ingest and sampling were done beforehand on the CPU (so no graph store is needed there: FalkorDB
 #      is not in that machine's image), stopped at its budget (the ledger keeps every finished stage);
-#   2b. the query-embedding baselines' steps/s (LogicE+NE, ConE+NE) at batch 256 and 1024 (issue 48's budget);
 #   4. the first `pipeline answer` after `pipeline export` (PPI5k, 30-epoch UKGE logi trained there on
 #      cuda, T = 0.1, the 100-per-type hybrid/random test set, --workers 1) on the CPU and on the GPU,
 #      this code beside the code before issue 43 when carried (benchmarks/bench_cold_answer.py --cache export).
@@ -124,6 +125,12 @@ fi
 if [ "$DEVICE" != cpu ] && [ "$(left)" -gt 420 ]; then
     timeout 45 $PY benchmarks/bench_train.py --loop $DATASET --epochs 1 --device cpu \
         --json "$OUTDIR/loop_cpu.json" 2>&1 | tail -7
+fi
+
+log "2c. the loop at batch 4096 and where its steps go (torch.profiler; on the H200 of 2026-11-27 a step took 28 ms at 4096 against 5.5 ms at 1024)"
+if [ "$(left)" -gt 380 ]; then
+    timeout 60 $PY benchmarks/bench_train.py --loop $DATASET --epochs 1 --batch-size 4096 --device $DEVICE \
+        --profile 12 2>&1 | tail -45 | tee "$OUTDIR/profile_4096.txt"
 fi
 
 log "2b. the query-embedding baselines' training steps and answering on $DEVICE (issue 48's budget), batch 256 and 1024"

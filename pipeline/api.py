@@ -23,10 +23,10 @@ import pandas as pd
 import pipeline as _package
 from pipeline.api_types import Dataset, Export
 from pipeline.core.errors import PathError, PipelineError
-from pipeline.core.options import api_function, split_options
+from pipeline.core.options import api_function, declared, split_options
 from pipeline.formats.answers import Answers
 from pipeline.formats.queryset import QuerySet
-from pipeline.methods.options import MethodOptions
+from pipeline.methods.options import LOptions, MethodOptions
 from pipeline.models.runs import Run
 from pipeline.stages.ask import Ranking
 from pipeline.stages.options import AnswerOptions, ExportOptions, IngestOptions, SampleOptions, TrainOptions
@@ -389,7 +389,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------- one experiment
 @_one_line
-@api_function(ReproduceConfig)
+@api_function(ReproduceConfig, LOptions)
 def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | None = None,
         runs: dict[str, str | Path] | None = None, docs: str | Path | None = None, progress: bool = True,
         quiet: bool = False, **options: Any) -> Experiment:
@@ -422,8 +422,10 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
     from pipeline.core.progress import output
     from pipeline.stages.reproduce import reproduce
 
-    split_options(options, what="run", known=ReproduceConfig)  # an unknown keyword: one line, close matches
-    cfg = ReproduceConfig(_name(dataset), **options)
+    # an unknown keyword: one line, close matches; calibration L's keywords are LOptions' (as pl.answer's)
+    (l_opts,) = split_options(options, LOptions, what="run", known=ReproduceConfig)
+    rest = {k: v for k, v in options.items() if k not in {d.name for d in declared(LOptions)}}
+    cfg = ReproduceConfig(_name(dataset), **rest, l_epochs=l_opts.l_epochs, l_settings=l_opts.l_settings())
     if store is None and isinstance(dataset, Dataset):
         store = dataset.store
     work = Path(out) if out is not None else config.home() / "reproduce" / f"{cfg.dataset}-s{cfg.seed}"

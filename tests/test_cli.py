@@ -61,7 +61,7 @@ def test_errors_name_options_as_the_front_end_spells_them():
         ("export", "export", ("pipeline.stages.options.ExportOptions",), {"run_dir", "as_json"}),
         ("sample", "sample", ("pipeline.stages.options.SampleOptions",), {"dataset", "as_json"}),
         ("train", "train", ("pipeline.stages.options.TrainOptions",), {"dataset", "as_json"}),
-        ("reproduce", "run", ("pipeline.stages.reproduce.ReproduceConfig",),
+        ("reproduce", "run", ("pipeline.stages.reproduce.ReproduceConfig", "pipeline.methods.options.LOptions"),
          {"dataset", "out_dir", "docs_dir", "store_uri", "runs", "config_file", "qe_settings", "study", "as_json"}),
     ],
 )
@@ -97,3 +97,21 @@ def test_a_list_option_left_out_is_empty_not_required(tmp_path, monkeypatch) -> 
     from pipeline.stages.reproduce import ReproduceConfig
 
     assert ReproduceConfig(dataset="x", baselines="").baselines == ()
+
+
+def test_pl_run_takes_calibration_l_settings_as_pl_answer_does(tmp_path, monkeypatch) -> None:
+    """pl.run's L keywords are LOptions' (the declarations of pl.answer and `pipeline reproduce --l-*`):
+    checked at the door in Python's words, before any stage runs."""
+    import inspect
+
+    import pipeline as pl
+
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path))
+    params = inspect.signature(pl.run).parameters
+    assert {"l_epochs", "l_lr", "l_variant", "l_steps"} <= set(params)
+    assert list(params).count("l_epochs") == 1
+    with pytest.raises(pl.PipelineError, match=r"l_lr=-1.*at least 0"):
+        pl.run("ppi5k", l_lr=-1.0, quiet=True)
+    with pytest.raises(pl.PipelineError, match=r"unknown option 'l_lrr' \(did you mean l_lr"):
+        pl.run("ppi5k", l_lrr=1e-5, quiet=True)
+    assert not any(tmp_path.iterdir())  # refused before anything was written

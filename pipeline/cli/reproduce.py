@@ -33,7 +33,7 @@ from pipeline.stages.reproduce import ReproduceConfig
 @click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click_options(LOptions, exclude=("l_epochs",))  # calibration L's settings: `pipeline answer`'s declarations
+@click_options(LOptions)  # calibration L's settings: `pipeline answer`'s declarations
 @click.pass_context
 @friendly
 def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, docs_dir: str | None,
@@ -61,9 +61,9 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
             click.echo(doc["table"])
         return
 
-    l_names = {d.name for d in declared(LOptions)} - {"l_epochs"}
-    l_given = {k: given.pop(k) for k in list(given) if k in l_names}
-    given = {**given, "qe": _qe_overrides(qe_settings), "l_settings": from_command(l_given, LOptions).l_settings()}
+    l_given = {k: given.pop(k) for k in [d.name for d in declared(LOptions)]}
+    given = {**given, "qe": _qe_overrides(qe_settings), "l_epochs": l_given.pop("l_epochs"),
+             "l_settings": from_command(l_given, LOptions).l_settings()}
     if config_file:
         from click.core import ParameterSource
 

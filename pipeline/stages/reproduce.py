@@ -41,7 +41,9 @@ class ReproduceConfig:
     alpha: str = setting("hybrid", registry="alpha-modes", help="Alpha mode of the valid/test queries.")
     beta: str = setting("random", registry="beta-modes", help="Beta mode of all queries.")
     threshold: float = setting(0.1, low=0.0, high=1.0, help="Export threshold.")
-    l_epochs: int = setting(20, low=0, help="Epochs of calibration L.")
+    # declared by pipeline.methods.options.LOptions (the command's --l-epochs, pl.run's l_epochs=): kept here as
+    # a field of its own because the L stages' keys read it
+    l_epochs: int = setting(20, low=0, cli=False, api=False, help="Epochs of calibration L.")
     # calibration L's other settings given (pipeline.methods.options.LOptions fields, e.g. {"l_lr": 5e-5}; the
     # command line offers them as LOptions' own options); the L and D+L answer stages read them
     l_settings: dict[str, Any] = field(default_factory=dict)

@@ -146,8 +146,11 @@ for (const C of [window.CanvasRenderingContext2D, window.OffscreenCanvasRenderin
   if (m) { const t = this.getTransform();
    rec[String(text)] = parseFloat(m[1]) * Math.hypot(t.a, t.b) / (window.devicePixelRatio || 1); }
   return orig.apply(this, arguments); }; }
-setTimeout(() => { const p = document.createElement('pre'); p.id = 'font-probe';
- p.textContent = JSON.stringify(rec); document.body.appendChild(p); }, 4000);})();</script>"""
+// the record so far, rewritten every 500 ms of the page's (virtual) time: --dump-dom at the end of the time
+// budget reads what the canvas had drawn by then (NVL draws node names after its first frames, later when loaded)
+setInterval(() => { let p = document.getElementById('font-probe');
+ if (!p && document.body) { p = document.createElement('pre'); p.id = 'font-probe'; document.body.appendChild(p); }
+ if (p) p.textContent = JSON.stringify(rec); }, 500);})();</script>"""
 
 
 def rendered_font_sizes(page: Path, tmp_path: Path, names: list[str] | None = None) -> dict[str, float]:
@@ -158,8 +161,10 @@ def rendered_font_sizes(page: Path, tmp_path: Path, names: list[str] | None = No
 
     probed = tmp_path / f"probe-{page.name}"
     probed.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>" + FONT_PROBE, 1), encoding="utf-8")
-    for _ in range(3):  # the canvas may not have drawn (all of it) when time runs out under load: retry
-        dom = _chromium("--window-size=1400,900", "--virtual-time-budget=8000", "--dump-dom", probed.as_uri()).stdout
+    # NVL leaves a page's node names undrawn in some headless starts whatever the time given (measured: 1 in 2
+    # to 3 starts of the Les Miserables page, 8 or 30 s of virtual time alike): a fresh start, up to 10 times
+    for budget in (8000, 16000) * 5:
+        dom = _chromium("--window-size=1400,900", f"--virtual-time-budget={budget}", "--dump-dom", probed.as_uri()).stdout
         m = re.search(r'<pre id="font-probe">(.*?)</pre>', dom, re.S)
         sizes = json.loads(html_unescape(m.group(1))) if m else {}
         if sizes and (not names or any(n in sizes for n in names)):
