@@ -424,7 +424,8 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
 
     # an unknown keyword: one line, close matches; calibration L's keywords are LOptions' (as pl.answer's)
     (l_opts,) = split_options(options, LOptions, what="run", known=ReproduceConfig)
-    rest = {k: v for k, v in options.items() if k not in {d.name for d in declared(LOptions)}}
+    l_names = {d.name for d in declared(LOptions)}
+    rest = {k: v for k, v in options.items() if k not in l_names}
     cfg = ReproduceConfig(_name(dataset), **rest, l_epochs=l_opts.l_epochs, l_settings=l_opts.l_settings())
     if store is None and isinstance(dataset, Dataset):
         store = dataset.store

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
 
 
 def home() -> Path:
@@ -33,22 +37,39 @@ def _env_error(name: str, raw: str, expected: str):
     return PipelineError(f"{name}={raw!r}: expected {expected}")
 
 
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """Environment variable ``name`` as one of ``choices`` (case and spaces ignored; unset or blank: the
+    first); one PipelineError naming the variable and the choices else."""
+    raw = os.environ.get(name, "")
+    got = raw.strip().lower() or choices[0]
+    if got not in choices:
+        raise _env_error(name, raw, " or ".join(choices))
+    return got
+
+
+def env_number(name: str, default: N, parse: Callable[[str], N], ok: Callable[[N], bool], expected: str) -> N:
+    """The number in environment variable ``name`` (``default`` when unset or blank), read by ``parse``
+    and accepted by ``ok``; one PipelineError naming the variable and what it ``expected`` else."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = parse(raw)
+    except ValueError:
+        raise _env_error(name, raw, expected) from None
+    if not ok(value):
+        raise _env_error(name, raw, expected)
+    return value
+
+
 def kernel_mode() -> str:
     """PIPELINE_KERNELS: auto (default), numba or torch."""
-    raw = os.environ.get("PIPELINE_KERNELS", "")
-    got = raw.strip().lower() or "auto"
-    if got not in KERNEL_MODES:
-        raise _env_error("PIPELINE_KERNELS", raw, " or ".join(KERNEL_MODES))
-    return got
+    return env_choice("PIPELINE_KERNELS", KERNEL_MODES)
 
 
 def verify_mode() -> str:
     """PIPELINE_VERIFY: auto (default: a pair-cache file is summed once per write) or always."""
-    raw = os.environ.get("PIPELINE_VERIFY", "")
-    got = raw.strip().lower() or "auto"
-    if got not in VERIFY_MODES:
-        raise _env_error("PIPELINE_VERIFY", raw, " or ".join(VERIFY_MODES))
-    return got
+    return env_choice("PIPELINE_VERIFY", VERIFY_MODES)
 
 
 def pair_cache_root() -> Path | None:

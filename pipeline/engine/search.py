@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from pipeline.core.config import env_number
 from pipeline.core.errors import PipelineError
 from pipeline.core.kg import GraphTensors
 from pipeline.core.progress import output
@@ -50,18 +51,8 @@ class CycleWorkExceeded(PipelineError):
 
 def cycle_work_limit() -> int:
     """PIPELINE_CYCLE_WORK when set (an integer >= 1), else DEFAULT_CYCLE_WORK."""
-    import os
-
-    raw = os.environ.get(CYCLE_WORK_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_CYCLE_WORK
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise PipelineError(f"{CYCLE_WORK_ENV}={raw!r}: expected a whole number of substitutions >= 1")
-    return value
+    return env_number(CYCLE_WORK_ENV, DEFAULT_CYCLE_WORK, int, lambda v: v >= 1,
+                      "a whole number of substitutions >= 1")
 
 
 @dataclass(frozen=True)

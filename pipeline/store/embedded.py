@@ -318,16 +318,7 @@ def _loading_note(info: ServerInfo, creds: auth.Credentials) -> str:
 def wait_limit_s() -> float:
     """PIPELINE_STORE_WAIT when set (seconds > 0), else DEFAULT_WAIT_S: how long a command waits for a
     loading server before it gives up (the server goes on loading)."""
-    raw = os.environ.get(WAIT_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_WAIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise PipelineError(f"{WAIT_ENV}={raw!r}: expected a number of seconds > 0")
-    return value
+    return config.env_number(WAIT_ENV, DEFAULT_WAIT_S, float, lambda v: 0 < v < float("inf"), "a number of seconds > 0")
 
 
 class _Progress:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from pipeline.core.config import env_number
 from pipeline.core.errors import PipelineError
 from pipeline.store.cypher import cypher_text
 
@@ -88,16 +89,8 @@ def now_ms() -> int:
 
 def default_timeout_s() -> float:
     """PIPELINE_LOCK_TIMEOUT when set (seconds, >= 0), else DEFAULT_TIMEOUT_S."""
-    raw = os.environ.get(TIMEOUT_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:  # also rejects NaN
-        raise PipelineError(f"{TIMEOUT_ENV}={raw!r}: expected a number of seconds >= 0")
-    return value
+    # `not v >= 0` also rejects NaN
+    return env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S, float, lambda v: v >= 0, "a number of seconds >= 0")
 
 
 class StoreLock:

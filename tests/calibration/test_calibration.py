@@ -284,7 +284,7 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
     import numpy as np
 
     from pipeline.core.kg import GraphTensors
-    from pipeline.methods.src.affine import _batch_loss
+    from pipeline.methods.src.loss import batch_loss
     from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 
     x = Var("x")
@@ -297,7 +297,7 @@ def test_batch_loss_mixes_shapes_and_reaches_existential_facts() -> None:
     conf = pred.conf.clone().requires_grad_(True)
     from dataclasses import replace
 
-    loss = _batch_loss(
+    loss = batch_loss(
         search_batch,
         [one, two],
         Adjacency.from_graph(replace(pred, conf=conf)),

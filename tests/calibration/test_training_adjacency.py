@@ -16,12 +16,12 @@ from pipeline.engine import Adjacency, search_batch
 from pipeline.methods.src.affine import (
     AffineCalibration,
     ConfBuffers,
-    _batch_loss,
     calibrated_adjacency,
     query_relations,
     streamed_relations,
     training_adjacency,
 )
+from pipeline.methods.src.loss import batch_loss
 from pipeline.softquery.model import FREE, Atom, Conjunction, Const, Query, Var
 
 X = Var("x")
@@ -96,7 +96,7 @@ def loss_and_grads(build, adj, calib, tables, queries, relations, true_u) -> tup
     calib.zero_grad()
     cal = build(adj, calib, tables, relations)
     pred = search_batch(queries, cal)
-    loss = _batch_loss(search_batch, queries, cal, true_u, 3, torch.Generator().manual_seed(1))
+    loss = batch_loss(search_batch, queries, cal, true_u, 3, torch.Generator().manual_seed(1))
     loss.backward()
     # None: no fact reached that parameter (the same as a zero gradient to the optimiser)
     grads = [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in calib.parameters()]

@@ -27,14 +27,6 @@ RUNAWAY = "UNWIND range(1, 10000) AS a UNWIND range(1, 10000) AS b WITH a, b WHE
 RUNAWAY_WRITE = "UNWIND range(1, 10000) AS a UNWIND range(1, 10000) AS b WITH a, b WHERE a + b < 0 CREATE (:Runaway)"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("PIPELINE_STORE", raising=False)
-    yield tmp_path / "home"
-    embedded.stop()
-
-
 def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store import cypher_text, embedded, open_store
+from pipeline.store import cypher_text, open_store
 from pipeline.store.cypher import fill
 from pipeline.store.ingest import ingest
 from tests.store.kgs import make_kg
@@ -29,14 +29,6 @@ V2 = make_kg(
     relation_names=("rel0", "rel1", "rel2"),
     entity_names=["ann", "ben", "cy", "dee", "eve", "fox"],
 )  # fmt: skip
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("PIPELINE_STORE", raising=False)
-    yield tmp_path / "home"
-    embedded.stop()
 
 
 def visible(store, dataset: str = "team") -> dict:

@@ -29,14 +29,6 @@ FORBIDDEN = (
 )  # fmt: skip
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("PIPELINE_STORE", raising=False)
-    yield tmp_path / "home"
-    embedded.stop()
-
-
 def client(port: int, **login) -> redis.Redis:
     """A plain Redis client that fails at once (redis-py retries a refused login for seconds)."""
     from redis.backoff import NoBackoff

@@ -27,14 +27,6 @@ SLOW_WRITE = (
 )
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("PIPELINE_STORE", raising=False)
-    yield tmp_path / "home"
-    embedded.stop()
-
-
 def kill_server() -> embedded.ServerInfo:
     info = embedded.status()
     assert info is not None

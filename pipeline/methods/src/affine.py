@@ -338,19 +338,6 @@ def query_relations(queries: Iterable[Query]) -> set[int]:
     return {a.relation for q in queries for c in q.conjunctions for a in c.atoms}
 
 
-def _batch_loss(
-    search: SearchFn,
-    queries: list[Query],
-    adj: Any,
-    true_u: torch.Tensor,
-    negatives: int,
-    gen: torch.Generator,
-    negative_weight: float = 1.0,
-) -> torch.Tensor:
-    """The default (balanced) loss of one batch (:func:`pipeline.methods.src.loss.batch_loss`)."""
-    return batch_loss(search, queries, adj, true_u, negatives, gen, negative_weight)
-
-
 def make_calibration(cfg: LConfig, model: Any, tables: tuple[torch.Tensor, ...], threshold: float | None) -> nn.Module:
     """An untrained L (the identity) of the form cfg names: AffineCalibration on the confidences, or
     :class:`~pipeline.methods.src.score_form.ScoreCalibration` on a UKGE backbone's raw score (its
