@@ -28,6 +28,7 @@ import torch
 from loaders import get_spec
 from pipeline.baselines.models import get_qe_model_class
 from pipeline.core.config import select_device
+from pipeline.core.optim import adam
 from pipeline.formats.queryset import read_query_set
 from pipeline.methods.qe import QueryEmbedding
 from pipeline.softquery.types import ordered_types
@@ -49,7 +50,7 @@ def train_speed(
     gen = torch.Generator().manual_seed(seed)
     sizes = {p: int(d.answers.shape[0]) for p, d in data.items()}
     batches = epoch_batches(sizes, batch_size, gen)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = adam(model.parameters(), lr=1e-3)  # as train_qe steps
     model.train()
     warm = 3
     t0 = 0.0

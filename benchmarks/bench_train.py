@@ -18,7 +18,8 @@ on throwaway copies), one epoch of each in turn (project, plain,
 project, ...; the box may be shared), under the deterministic kernels `pipeline train` runs with
 (--kernels default: without them, to see what they cost). "project"
 is `pipeline.models.training.run_epoch`; "plain" is :func:`plain_epoch`, written here from the math alone
-(gather, product, sigmoid, squared error on each fact and its corruptions, L2 on the batch's rows, Adam),
+(gather, product, sigmoid, squared error on each fact and its corruptions, L2 on the batch's rows, Adam;
+both loops step the project's optimiser, pipeline.core.optim.adam: fused on CUDA),
 with every draw on the device and no host read until the epoch ends: on a GPU the floor the project's loop
 is held against. On CUDA each epoch ends with a synchronisation before its clock stops. --clock cpu times
 the process' CPU time instead of the wall clock (with --threads 1: the work of one core, steadier on a
@@ -126,6 +127,7 @@ def compare_loops(args) -> dict:
 
     from loaders import load
     from pipeline.core.config import select_device
+    from pipeline.core.optim import adam
     from pipeline.models import default_config
     from pipeline.models.training import Facts, build_model, run_epoch
 
@@ -139,9 +141,9 @@ def compare_loops(args) -> dict:
     )
     facts = Facts.from_frame(train, dev)
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(dev)
-    project_opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    project_opt = adam(model.parameters(), lr=cfg.lr)
     plain = {name: p.detach().clone().requires_grad_(True) for name, p in model.named_parameters()}
-    plain_opt = torch.optim.Adam(list(plain.values()), lr=cfg.lr)
+    plain_opt = adam(list(plain.values()), lr=cfg.lr)
     l2 = float(cfg.model_kwargs.get("l2", 5e-4))
     # cpu: this process' CPU time (all its threads), steadier than the wall clock on a shared machine
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
@@ -155,10 +157,10 @@ def compare_loops(args) -> dict:
     # on CUDA, kernel loads and the allocator's pool would otherwise land in the first loop timed)
     few = Facts(*(x[: 3 * cfg.batch_size] for x in (facts.h, facts.r, facts.t, facts.c)))
     spare = copy.deepcopy(model)
-    run_epoch(spare, torch.optim.Adam(spare.parameters(), lr=cfg.lr), few, None, cfg, 0, False)
+    run_epoch(spare, adam(spare.parameters(), lr=cfg.lr), few, None, cfg, 0, False)
     spare_plain = {k: v.detach().clone().requires_grad_(True) for k, v in plain.items()}
     plain_epoch(
-        spare_plain, torch.optim.Adam(list(spare_plain.values()), lr=cfg.lr), few.h, few.r, few.t, few.c,
+        spare_plain, adam(list(spare_plain.values()), lr=cfg.lr), few.h, few.r, few.t, few.c,
         kg.n_entities, cfg.batch_size, cfg.negatives, l2, torch.Generator(device=dev).manual_seed(1),
     )
     del spare, spare_plain

@@ -21,6 +21,7 @@ import pipeline.baselines.cone as cone
 import pipeline.baselines.logice as logice
 from pipeline.baselines.number_embedding import number_embedding
 from pipeline.baselines.plan import Plan, PlanParams
+from pipeline.core.gather import rows
 from pipeline.core.registry import Registry
 
 State = tuple[torch.Tensor, ...]
@@ -205,13 +206,13 @@ class LogicENEModel(QueryEmbeddingModel):
         return torch.sigmoid(self.entity_logit)
 
     def entity(self, ids: torch.Tensor) -> State:
-        return (torch.sigmoid(self.entity_logit[ids]),)
+        return (torch.sigmoid(rows(self.entity_logit, ids)),)
 
     def universe(self, batch: int) -> State:
         return (torch.ones(batch, self.dim, device=self.entity_logit.device),)
 
     def project(self, state: State, relation: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> State:
-        x = torch.cat([state[0] + self.number_code(alpha, beta), self.relation_emb[relation]], dim=-1)
+        x = torch.cat([state[0] + self.number_code(alpha, beta), rows(self.relation_emb, relation)], dim=-1)
         return (torch.sigmoid(self.proj(x)),)
 
     def intersect(self, states: list[State]) -> State:
@@ -225,7 +226,7 @@ class LogicENEModel(QueryEmbeddingModel):
 
     def distance(self, state: State, candidates: torch.Tensor | None) -> torch.Tensor:
         if candidates is not None:
-            ent = torch.sigmoid(self.entity_logit[candidates])  # (B, C, d)
+            ent = torch.sigmoid(rows(self.entity_logit, candidates))  # (B, C, d)
             return logice.l1_distance(ent, state[0].unsqueeze(1))
         ent, q = self.entity_truth(), state[0]
         return _blocked(
@@ -271,7 +272,7 @@ class ConENEModel(QueryEmbeddingModel):
         return cone.to_axis(self.entity_raw)
 
     def entity(self, ids: torch.Tensor) -> State:
-        axis = cone.to_axis(self.entity_raw[ids])
+        axis = cone.to_axis(rows(self.entity_raw, ids))
         return axis, torch.zeros_like(axis)
 
     def universe(self, batch: int) -> State:
@@ -281,7 +282,7 @@ class ConENEModel(QueryEmbeddingModel):
     def project(self, state: State, relation: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> State:
         ne = self.number_code(alpha, beta)
         x = torch.cat(
-            [state[0] + self.relation_axis[relation] + ne, state[1] + self.relation_arg[relation] + ne],
+            [state[0] + rows(self.relation_axis, relation) + ne, state[1] + rows(self.relation_arg, relation) + ne],
             dim=-1,
         )
         ax, ar = self.proj(x).chunk(2, dim=-1)
@@ -301,7 +302,7 @@ class ConENEModel(QueryEmbeddingModel):
     def distance(self, state: State, candidates: torch.Tensor | None) -> torch.Tensor:
         w = self.inside_weight
         if candidates is not None:
-            return cone.point_distance(self.entity_raw[candidates], state[0], state[1], w)
+            return cone.point_distance(rows(self.entity_raw, candidates), state[0], state[1], w)
         sv, cv = cone.half_angles(self.entity_axes())
         axis, arg = state[0].unsqueeze(1), state[1].unsqueeze(1)
         return _blocked(

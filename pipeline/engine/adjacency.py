@@ -412,27 +412,41 @@ class Adjacency:
         return self._pairs
 
     def _pair(self, kind: str, parts: tuple[tuple[bool, int], ...], build: Callable[[], tuple]) -> tuple:
-        """A relation pair's arrays: from the memo, else the pair cache's file, else built (and written)."""
+        """A relation pair's arrays: from the memo, else the pair cache's file, else built (and written).
+
+        On a GPU too: the file's arrays are copied to the device (what ``pipeline export`` prepared, or an
+        earlier process wrote, is not built again; building PPI5k's im pairs on an H200 held its first
+        answer to ~260 queries/s), and a pair built on the device is written from a host copy. The
+        arrays are exact selections of the export's facts (no arithmetic), the same on every device."""
         key = (kind, parts)
         got = self._memo.get(key)
         if got is not None:
             return got
-        cache = self._pairs if self.device.type == "cpu" else None
+        cache = self._pairs
         if cache is None:
             return self._remember(key, build())
         got = cache.load(kind, parts)
         if got is not None:
-            return self._remember(key, got)
+            return self._remember(key, self._here(got))
         with cache.building(kind, parts):  # one process builds it; the others wait and read its file
             got = cache.load(kind, parts)
             if got is not None:
-                return self._remember(key, got)
+                return self._remember(key, self._here(got))
             value = build()
-            if not any(x.requires_grad for x in value) and cache.store(kind, parts, value):
+            on_host = self.device.type == "cpu"
+            if not any(x.requires_grad for x in value) and cache.store(
+                kind, parts, value if on_host else tuple(x.cpu() for x in value)
+            ) and on_host:
                 # the memo keeps the file's mapped pages (the page cache, one copy for every worker)
                 # rather than this process' own copy of the arrays
                 value = cache.load(kind, parts) or value
         return self._remember(key, value)
+
+    def _here(self, arrays: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        """Arrays read from the pair cache (host memory), on this index's device."""
+        if self.device.type == "cpu":
+            return arrays
+        return tuple(x.to(self.device) for x in arrays)
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:
@@ -610,7 +624,7 @@ class Adjacency:
         """Whether column_front(parts) is memoised or in the pair cache (cheap to read now)."""
         if ("front", parts) in self._memo:
             return True
-        return self._pairs is not None and self.device.type == "cpu" and self._pairs.has("front", parts)
+        return self._pairs is not None and self._pairs.has("front", parts)
 
     def _column_max(self, from_head: bool, rel: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A relation's columns o (K,) int64 with a fact (s on the head side when from_head) and each

@@ -97,14 +97,14 @@ def solve(
     n = adj.n_entities
     for q in queries:
         _check_ids(q, adj)
-    if cycle_cap is None:
-        _check_cycle_work(queries, adj)
-    out = torch.full((len(queries), n), NEG_INF, dtype=torch.float32, device=adj.device)
-    approx = torch.zeros(len(queries), dtype=torch.int32, device=adj.device)
     groups: dict[tuple, list[tuple[int, Conjunction]]] = {}
     for qi, q in enumerate(queries):
         for c in q.conjunctions:
             groups.setdefault(shape_of(c), []).append((qi, c))
+    if cycle_cap is None:
+        _check_cycle_work(queries, groups, adj)
+    out = torch.full((len(queries), n), NEG_INF, dtype=torch.float32, device=adj.device)
+    approx = torch.zeros(len(queries), dtype=torch.int32, device=adj.device)
     chunks = [items[i : i + MAX_BATCH] for items in groups.values() for i in range(0, len(items), MAX_BATCH)]
     graded: list[tuple[torch.Tensor, torch.Tensor]] = []  # (flat index, utilities) that carry a gradient
     written: set[int] = set()  # queries whose row of out holds a result already
@@ -144,18 +144,24 @@ def cycle_work(conj: Conjunction, adj: Adjacency, cycle_cap: int | None = None) 
     return work
 
 
-def _check_cycle_work(queries: Sequence[Query], adj: Adjacency) -> None:
+def _check_cycle_work(
+    queries: Sequence[Query], groups: dict[tuple, list[tuple[int, Conjunction]]], adj: Adjacency
+) -> None:
+    """CycleWorkExceeded for the first conjunction (of queries[qi]) whose cycle work is over the bound.
+    groups: the conjunctions by shape (:func:`shape_of`), whose first member tells whether the shape has a
+    cycle: a cycle is among variables, which the shape keeps (a tree shape's conjunctions cost nothing here:
+    building each one's graph cost 3-4 ms per 100 one-atom queries, more than answering them)."""
     limit = None
-    for q in queries:
-        for c in q.conjunctions:
-            if not QueryGraph(c).has_cycle:
-                continue
+    for members in groups.values():
+        if not QueryGraph(members[0][1]).has_cycle:
+            continue
+        for qi, c in members:
             limit = cycle_work_limit() if limit is None else limit
             work = cycle_work(c, adj)
             if work > limit:
                 from pipeline.softquery.printer import to_text
 
-                text = to_text(q)
+                text = to_text(queries[qi])
                 raise CycleWorkExceeded(
                     f"the query {text if len(text) <= 100 else text[:97] + '...'}: its cycles need up to "
                     f"{work:,} candidate substitutions, more than the bound of {limit:,} (an exact answer could "

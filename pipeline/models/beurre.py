@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from pipeline.core.gather import rows
 from pipeline.models.base import ConfidenceModel, normal_, uniform_
 
 EULER_GAMMA = 0.57721566490153286060
@@ -96,8 +97,8 @@ class BEUrRE(ConfidenceModel):
         trans, scale = (
             (self.trans_head, self.scale_head) if side == "head" else (self.trans_tail, self.scale_tail)
         )
-        lo = self.lo[e] + trans[r]
-        width = torch.exp(self.log_width[e]) * F.relu(scale[r])
+        lo = rows(self.lo, e) + rows(trans, r)
+        width = torch.exp(rows(self.log_width, e)) * F.relu(rows(scale, r))
         return lo, width
 
     def _prob(self, hlo: Tensor, hw: Tensor, tlo: Tensor, tw: Tensor) -> Tensor:
@@ -125,8 +126,8 @@ class BEUrRE(ConfidenceModel):
     def features(self, h: Tensor, r: Tensor, t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """eh, et = [lo, width] (B, 2d) of the untransformed entity boxes; er = [trans_head, scale_head,
         trans_tail, scale_tail] (B, 4d)."""
-        ent = lambda e: torch.cat([self.lo[e], torch.exp(self.log_width[e])], -1)  # noqa: E731
-        er = torch.cat([self.trans_head[r], self.scale_head[r], self.trans_tail[r], self.scale_tail[r]], -1)
+        ent = lambda e: torch.cat([rows(self.lo, e), torch.exp(rows(self.log_width, e))], -1)  # noqa: E731
+        er = torch.cat([rows(p, r) for p in (self.trans_head, self.scale_head, self.trans_tail, self.scale_tail)], -1)
         return ent(h), er, ent(t)
 
     @property
@@ -136,10 +137,10 @@ class BEUrRE(ConfidenceModel):
     def regularization(self, h: Tensor, r: Tensor, t: Tensor) -> Tensor:
         # the BEUrRE code's penalties: norms of side lengths and corners of the batch's boxes, and of the
         # relation maps (here on the parameters themselves, not their exponentials)
-        width = lambda e: torch.exp(self.log_width[e]).norm(dim=1).mean()  # noqa: E731
-        lo = lambda e: self.lo[e].norm(dim=1).mean()  # noqa: E731
+        width = lambda e: torch.exp(rows(self.log_width, e)).norm(dim=1).mean()  # noqa: E731
+        lo = lambda e: rows(self.lo, e).norm(dim=1).mean()  # noqa: E731
         rel = sum(
-            p[r].norm(dim=1).mean()
+            rows(p, r).norm(dim=1).mean()
             for p in (self.trans_head, self.scale_head, self.trans_tail, self.scale_tail)
         )
         return self.reg_width * (width(h) + width(t)) + self.reg_lo * (lo(h) + lo(t)) + self.reg_rel * rel

@@ -37,6 +37,7 @@ from torch import Tensor
 
 from pipeline.core.config import select_device
 from pipeline.core.errors import ArtifactError, PipelineError, option
+from pipeline.core.optim import adam
 from pipeline.core.progress import Output, output
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
@@ -263,7 +264,7 @@ def _train(
         )
 
     model = build_model(cfg, kg.n_entities, kg.n_relations).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = adam(model.parameters(), lr=cfg.lr)
     state: dict[str, Any] = {
         "epoch": 0,
         "history": [],

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from pipeline.core.gather import rows
 from pipeline.models.base import ConfidenceModel, uniform_
 
 
@@ -39,7 +40,7 @@ class UKGE(ConfidenceModel):
 
     def plausibility(self, h: Tensor, r: Tensor, t: Tensor) -> Tensor:
         """<e_h, r, e_t>: (B,) float32."""
-        return (self.ent[h] * self.rel[r] * self.ent[t]).sum(-1)
+        return (rows(self.ent, h) * rows(self.rel, r) * rows(self.ent, t)).sum(-1)
 
     def _map(self, x: Tensor) -> Tensor:
         z = self.w * x + self.b
@@ -63,7 +64,7 @@ class UKGE(ConfidenceModel):
 
     def features(self, h: Tensor, r: Tensor, t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """(e_h, r, e_t): (B, dim) each."""
-        return self.ent[h], self.rel[r], self.ent[t]
+        return rows(self.ent, h), rows(self.rel, r), rows(self.ent, t)
 
     @property
     def feature_dims(self) -> tuple[int, int]:
@@ -71,7 +72,7 @@ class UKGE(ConfidenceModel):
 
     def regularization(self, h: Tensor, r: Tensor, t: Tensor) -> Tensor:
         # UKGE: l2 * (l2_loss(e_h) + l2_loss(r) + l2_loss(e_t)) / batch, l2_loss(x) = sum(x^2) / 2
-        sq = self.ent[h].pow(2).sum() + self.rel[r].pow(2).sum() + self.ent[t].pow(2).sum()
+        sq = rows(self.ent, h).pow(2).sum() + rows(self.rel, r).pow(2).sum() + rows(self.ent, t).pow(2).sum()
         return self.l2 * sq / (2 * len(h))
 
 

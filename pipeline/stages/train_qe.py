@@ -33,6 +33,7 @@ from pipeline.baselines.losses import LOSSES, compute_loss
 from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
 from pipeline.baselines.plan import Plan, PlanParams, group_by_plan
 from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.optim import adam
 from pipeline.models.runs import read_json, run_metadata, torch_load, torch_save, write_run_json
 
 
@@ -350,7 +351,7 @@ def train_qe(
 
     torch.manual_seed(cfg.seed)
     model = get_qe_model_class(cfg.model)(spec.n_entities, spec.n_relations, **cfg.model_kwargs()).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = adam(model.parameters(), lr=cfg.lr)
     doc = config_doc(cfg)
     history: list[dict[str, Any]] = []
     start, best = 0, {"score": float("-inf"), "epoch": -1}

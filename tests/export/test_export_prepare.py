@@ -129,3 +129,44 @@ def test_budget_index_first_then_pairs_and_nothing_with_the_cache_off(
     assert "PIPELINE_PAIR_CACHE" in off["prepared"]["skipped"]
     assert prepare_answering(tmp_path / "exp3")["skipped"] == off["prepared"]["skipped"]
     assert os.listdir(tmp_path / "exp3")  # the export itself is complete either way
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_answer_reads_the_prepared_pairs_and_writes_the_same_files(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU the first answer after export copies the prepared pairs to the device (nothing built: the
+    builders are made to fail) and answers as the CPU does; with an empty cache it builds them on the
+    device and writes, from host copies, the files the export writes, byte for byte."""
+    from pipeline.engine.adjacency import Adjacency
+
+    prepared = tmp_path / "prepared"
+    monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(prepared))
+    export_adjacency(run, threshold=0.3, out=tmp_path / "exp", progress=False)
+    built = _files(for_export(tmp_path / "exp").folder)
+    cpu_adj, _ = load_engine_index(tmp_path / "exp")
+    queries = _multi_edge_queries(cpu_adj.n_entities)
+    on_cpu = search_batch(queries, cpu_adj)
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a prepared pair was built again")
+
+    with monkeypatch.context() as m:
+        m.setattr(Adjacency, "_shared", refuse)
+        m.setattr(Adjacency, "_front", refuse)
+        gpu_adj, _ = load_engine_index(tmp_path / "exp", device="cuda")
+        assert gpu_adj.pair_cache is not None and gpu_adj.has_front(((True, 0), (True, 1)))
+        on_gpu = search_batch(queries, gpu_adj).cpu()
+    assert torch.equal(torch.isneginf(on_cpu), torch.isneginf(on_gpu))
+    fin = torch.isfinite(on_cpu)
+    assert torch.allclose(on_cpu[fin], on_gpu[fin], atol=1e-5)
+
+    shutil.copytree(tmp_path / "exp", tmp_path / "copy")
+    monkeypatch.setenv("PIPELINE_PAIR_CACHE", str(tmp_path / "cold"))
+    adj, _ = load_engine_index(tmp_path / "copy", device="cuda")
+    for key in candidate_keys(adj.n_relations, None):
+        adj.shared_facts(key)
+        adj.column_front(key)
+    cold = _files(for_export(tmp_path / "copy").folder)
+    assert {k: v for k, v in cold.items() if k != "index.bin"} == {k: v for k, v in built.items() if k != "index.bin"}

@@ -28,7 +28,9 @@ from torch import nn
 
 from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.gather import rows
 from pipeline.core.kg import GraphTensors
+from pipeline.core.optim import adam
 from pipeline.core.progress import output
 from pipeline.core.provenance import seal
 from pipeline.methods.src.delta import zero_alphas
@@ -70,7 +72,7 @@ class AffineCalibration(nn.Module):
     ) -> torch.Tensor:
         """Calibrated confidences (nnz,) of facts h, r, t (nnz,) int64 with predicted conf (nnz,) float32."""
         ph, pr, pt = proj
-        rl = ph[h] + pr[r] + pt[t]
+        rl = rows(ph, h) + rows(pr, r) + rows(pt, t)
         return torch.clamp(torch.relu(conf * (1.0 + rl[:, 0]) + rl[:, 1]), max=1.0)
 
     @torch.no_grad()
@@ -405,7 +407,7 @@ def fit_affine(
     calib = make_calibration(cfg, model, tables, threshold).to(adj.device)
     params = [p for p in calib.parameters() if p.requires_grad]
     lr_now = cfg.lr_at(1)
-    opt = torch.optim.Adam(params, lr=lr_now, weight_decay=cfg.weight_decay)
+    opt = adam(params, lr=lr_now, weight_decay=cfg.weight_decay)
     queries = [zero_alphas(q) for q in train_queries]
     groups: dict[Any, list[int]] = {}
     for i, q in enumerate(queries):
@@ -484,7 +486,7 @@ def fit_affine(
             lr = cfg.lr_at(step)
             if lr != lr_now:  # the authors' schedule restarts Adam at each new rate, as their loop does
                 lr_now = lr
-                opt = torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay)
+                opt = adam(params, lr=lr, weight_decay=cfg.weight_decay)
             qs = [queries[i] for i in batch]
             loss = batch_loss(
                 search, qs,

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from pipeline.core.errors import PipelineError
+from pipeline.core.gather import rows
 
 _BLOCK = 1 << 15  # facts scored at once without autograd: (block, dim) gathers stay in the cache
 
@@ -65,8 +66,8 @@ class ScoreCalibration(nn.Module):
         """Calibrated confidences (nnz,) of facts h, r, t (nnz,) int64 (conf, their exported confidence, is
         not read: the score is recomputed from the backbone's vectors)."""
         ph, pr, pt = proj
-        rl = ph[h] + pr[r] + pt[t]
-        x = (self.ent[h] * self.relation_vectors()[r] * self.ent[t]).sum(-1)
+        rl = rows(ph, h) + rows(pr, r) + rows(pt, t)
+        x = (rows(self.ent, h) * rows(self.relation_vectors(), r) * rows(self.ent, t)).sum(-1)
         z = self.w * (x * (1.0 + rl[:, 0]) + rl[:, 1]) + self.b
         p = torch.sigmoid(z) if self.mapping == "logi" else z.clamp(0.0, 1.0)
         return torch.where(p >= self.threshold, p, torch.zeros_like(p))
