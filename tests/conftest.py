@@ -150,15 +150,9 @@ def bolt_session_store(bolt_server):
     so every Bolt test shares this one (design section 4: one driver for the server's life)."""
     from pipeline.store import open_store
 
-    saved = os.environ.get("NEO4J_AUTH")
-    os.environ["NEO4J_AUTH"] = "none"  # FalkorDB's Bolt has no authentication
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NEO4J_AUTH", "none")  # FalkorDB's Bolt has no authentication
         store = open_store(f"bolt://127.0.0.1:{bolt_server.bolt_port}")
-    finally:
-        if saved is None:
-            os.environ.pop("NEO4J_AUTH", None)
-        else:
-            os.environ["NEO4J_AUTH"] = saved
     try:
         yield store
     finally:
@@ -206,17 +200,12 @@ def women_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> d
     from tests.women import write_women_tsv
 
     root = tmp_path_factory.mktemp("women")
-    home, saved = root / "home", os.environ.get("PIPELINE_HOME")
-    os.environ["PIPELINE_HOME"] = str(home)
+    home = root / "home"
     store = falkordb_store.fresh()
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PIPELINE_HOME", str(home))
         tsv = write_women_tsv(root / "women.tsv")
         ingest_user("women", from_path=str(tsv), store=store.uri, progress=False)
-    finally:
-        if saved is None:
-            os.environ.pop("PIPELINE_HOME", None)
-        else:
-            os.environ["PIPELINE_HOME"] = saved
     try:
         yield {"root": root, "home": home, "uri": store.uri, "tsv": tsv, "store": store}
     finally:

@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import pipeline as pl
-from pipeline.cli import cli
+from tests.cli_checks import invoke as run
+from tests.cli_checks import one_line_error as one_line
 
 KG = "head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\nbob\tknows\tcid\t0.6\nann\tlikes\tcid\t0.8\n" \
      "cid\tknows\tdan\t0.7\ndan\tknows\tann\t0.5\nbob\tlikes\tdan\t0.4\ncid\tlikes\tann\t0.3\n"
@@ -23,19 +23,6 @@ EVIL = "evil\x1b]0;PWNED\x07x"
 def home(tmp_path, monkeypatch):
     monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
     return tmp_path / "home"
-
-
-def one_line(res, *needles: str) -> str:
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), res.output
-    assert "Traceback" not in res.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.mark.parametrize(("flags", "needle"), [

@@ -426,27 +426,19 @@ class Adjacency:
         if cache is None:
             return self._remember(key, build())
         got = cache.load(kind, parts)
-        if got is not None:
-            return self._remember(key, self._here(got))
+        if got is not None:  # .to: the mapped arrays themselves on the CPU, a copy on a GPU
+            return self._remember(key, tuple(x.to(self.device) for x in got))
         with cache.building(kind, parts):  # one process builds it; the others wait and read its file
             got = cache.load(kind, parts)
             if got is not None:
-                return self._remember(key, self._here(got))
+                return self._remember(key, tuple(x.to(self.device) for x in got))
             value = build()
-            on_host = self.device.type == "cpu"
-            if not any(x.requires_grad for x in value) and cache.store(
-                kind, parts, value if on_host else tuple(x.cpu() for x in value)
-            ) and on_host:
+            stored = not any(x.requires_grad for x in value) and cache.store(kind, parts, tuple(x.cpu() for x in value))
+            if stored and self.device.type == "cpu":
                 # the memo keeps the file's mapped pages (the page cache, one copy for every worker)
                 # rather than this process' own copy of the arrays
                 value = cache.load(kind, parts) or value
         return self._remember(key, value)
-
-    def _here(self, arrays: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        """Arrays read from the pair cache (host memory), on this index's device."""
-        if self.device.type == "cpu":
-            return arrays
-        return tuple(x.to(self.device) for x in arrays)
 
     @classmethod
     def from_graph(cls, graph: GraphTensors) -> Adjacency:

@@ -110,6 +110,18 @@ COUNTER_NAMES = (
 )  # fmt: skip
 
 
+def read_counters(source: Any, names: dict[str, str]) -> dict[str, int]:
+    """The nonzero write counters a client reports as attributes of ``source`` (the neo4j driver's summary
+    counters, a FalkorDB result), by the project's names: ``names`` maps the client's attribute to one of
+    :data:`COUNTER_NAMES`."""
+    out: dict[str, int] = {}
+    for attr, label in names.items():
+        n = getattr(source, attr, 0) or 0
+        if n:
+            out[label] = int(n)
+    return out
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A statement's rows and what it changed: ``counters`` by :data:`COUNTER_NAMES` (only those the server

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CypherError, Outcome, Store, is_write, plain
+from pipeline.store.base import CypherError, Outcome, Store, is_write, plain, read_counters
 from pipeline.store.cypher import cypher_text
 
 
@@ -83,7 +83,7 @@ class BoltStore(Store):
         def work(tx: Any) -> Outcome:
             result = tx.run(cypher, params or {})
             rows = [{k: _value(v) for k, v in rec.items()} for rec in result]
-            return Outcome(rows, _counters(result.consume().counters))
+            return Outcome(rows, read_counters(result.consume().counters, _COUNTERS))
 
         try:
             with self._driver.session(database=self.database) as session:
@@ -134,15 +134,6 @@ _COUNTERS = {
     "properties_set": "properties set", "labels_added": "labels added", "labels_removed": "labels removed",
     "indexes_added": "indexes created", "indexes_removed": "indexes deleted",
 }  # fmt: skip
-
-
-def _counters(counters: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for attr, label in _COUNTERS.items():
-        n = getattr(counters, attr, 0) or 0
-        if n:
-            out[label] = int(n)
-    return out
 
 
 def _value(v: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CONF_COLUMNS, CypherError, Outcome, RelationFacts, Store, plain
+from pipeline.store.base import CONF_COLUMNS, CypherError, Outcome, RelationFacts, Store, plain, read_counters
 from pipeline.store.cypher import cypher_text
 
 DEFAULT_GRAPH = "pipeline"
@@ -125,7 +125,7 @@ class FalkorDBStore(Store):
 
         def query(limit: int | None) -> Outcome:
             result = self._graph.query(cypher, params, timeout=limit)
-            return Outcome(self._rows(result), _counters(result))
+            return Outcome(self._rows(result), read_counters(result, _COUNTERS))
 
         try:
             return self._call(lambda: query(ms), cypher, timeout_s)
@@ -332,16 +332,6 @@ class FalkorDBStore(Store):
             except Exception:  # noqa: BLE001 - closing a dead connection is not an error
                 pass
             self._db = None
-
-
-def _counters(result: Any) -> dict[str, int]:
-    """The nonzero write counters of a FalkorDB result (its statistics), by base.COUNTER_NAMES."""
-    out: dict[str, int] = {}
-    for attr, label in _COUNTERS.items():
-        n = getattr(result, attr, 0) or 0
-        if n:
-            out[label] = int(n)
-    return out
 
 
 def _preflight(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> None:

@@ -42,13 +42,11 @@ def run_cli(*args: str) -> str:
 def tiny_flow_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Built once, under a PIPELINE_HOME of its own: its user data set must not join the registry the rest
     of the session sees (tests that list every data set)."""
-    import os
-
     root = tmp_path_factory.mktemp("tiny_flow")
-    home, saved = root / "home", os.environ.get("PIPELINE_HOME")
-    os.environ["PIPELINE_HOME"] = str(home)
+    home = root / "home"
     store = falkordb_store.fresh()
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PIPELINE_HOME", str(home))
         uri = store.uri
         f = root / "kg.tsv"
         f.write_text(toy_kg(n_facts=160, seed=3))
@@ -61,11 +59,6 @@ def tiny_flow_session(falkordb_store, tmp_path_factory: pytest.TempPathFactory) 
         run_cli("train", NAME, "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(root / "run"),
                 "--device", "cpu", "--seed", "0", "--json")
         run_cli("export", str(root / "run"), "--threshold", "0.05", "--out", str(root / "adj"), "--json", "--allow-dense")
-    finally:
-        if saved is None:
-            os.environ.pop("PIPELINE_HOME", None)
-        else:
-            os.environ["PIPELINE_HOME"] = saved
     try:
         yield {"root": root, "home": home, "store": store, "uri": uri, "name": NAME, "sets": sets,
                "run": root / "run", "adj": root / "adj"}

@@ -13,31 +13,18 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from pipeline.cli import cli
 from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store import embedded, open_store
 from pipeline.store.base import Store
 from pipeline.store.statement import USER_TIMEOUT_S
+from tests.cli_checks import invoke
+from tests.cli_checks import one_line_error as one_line
 
 REPO = Path(__file__).resolve().parents[2]
 # ~10^8 rows of work that no optimiser shortens: seconds to minutes, never a result in under one second
 RUNAWAY = "UNWIND range(1, 10000) AS a UNWIND range(1, 10000) AS b WITH a, b WHERE a + b < 0 RETURN count(a) AS n"
 RUNAWAY_WRITE = "UNWIND range(1, 10000) AS a UNWIND range(1, 10000) AS b WITH a, b WHERE a + b < 0 CREATE (:Runaway)"
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args))
-
-
-def one_line(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.output, result.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def admin(info: embedded.ServerInfo):

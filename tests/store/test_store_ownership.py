@@ -14,11 +14,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from pipeline.cli import cli
 from pipeline.store import auth, embedded, open_store
 from pipeline.store.private import UnsafeStorePath
+from tests.cli_checks import invoke, one_line_error
 
 NOBODY = 65534
 
@@ -37,19 +36,6 @@ def home(tmp_path, monkeypatch):
 def needs_root() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to make files of another owner (os.chown)")
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args))
-
-
-def one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 # ------------------------------------------------------------------------------------------ another owner
