@@ -93,11 +93,17 @@ def private_folder(folder: Path) -> Path:
 
 def _check_tree(path: Path, fd: int, depth: int = 0) -> None:
     for name in os.listdir(fd):
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:  # gone since the listing: a running server's temporary (its AOF rewrite)
+            continue
         child = path / name
         check_entry(child, st, secret=name == "credentials.json")
         if stat.S_ISDIR(st.st_mode) and depth < 2:
-            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                continue
             try:
                 _check_tree(child, sub, depth + 1)
             finally:

@@ -102,6 +102,27 @@ def test_a_symlinked_file_in_the_store_folder_is_refused_and_its_target_untouche
     assert victim.read_text() == "precious\n"  # neither truncated nor overwritten
 
 
+def test_an_entry_that_vanishes_during_the_check_is_no_error(tmp_path, monkeypatch):
+    """A running server creates and removes temporaries in its folder (its AOF rewrite's
+    temp-rewriteaof-PID.aof): one listed and gone before its stat is skipped, not reported as missing (a CI
+    run's fourth simultaneous `store start` failed with "temp-rewriteaof-32007.aof: No such file or
+    directory"); what is there is still checked."""
+    from pipeline.store import private
+
+    folder = private.private_folder(tmp_path / "store")
+    (folder / "sub").mkdir(mode=0o700)
+    listdir = os.listdir
+
+    def with_ghosts(fd):
+        return [*listdir(fd), "temp-rewriteaof-1.aof", "gone-folder"]
+
+    monkeypatch.setattr(private.os, "listdir", with_ghosts)
+    assert private.private_folder(folder) == folder
+    (folder / "sub" / "planted").symlink_to(tmp_path)
+    with pytest.raises(UnsafeStorePath, match="symbolic link"):
+        private.private_folder(folder)
+
+
 # ------------------------------------------------------------------------------------------ stale pids
 class Listener:
     """Another program on the remembered port: records every byte a client sends it."""
