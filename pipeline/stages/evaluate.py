@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -72,13 +73,22 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
     return queries[col.QUERY_ID].to_numpy(), queries[col.TYPE].to_numpy(), per
 
 
-def query_metrics(frame: pd.DataFrame, paper: bool = False, n_entities: int | None = None) -> pd.DataFrame:
+def query_key(query_id: object) -> int:
+    """The key that seeds one query's truth tie order under the paper protocol: its id, hashed (the same
+    query gets the same order in every answers file and run)."""
+    return zlib.crc32(str(query_id).encode())
+
+
+def query_metrics(
+    frame: pd.DataFrame, paper: bool = False, n_entities: int | None = None, tie_order: str = "shuffled"
+) -> pd.DataFrame:
     """One row per query: query_id, type, n_answers and every metric (natural units, NaN if undefined);
-    with paper, also the paper protocol's metrics (``paper_<name>``) and the doubly tied pairs
-    (``tied_pairs``, ``pairs``), see :func:`pipeline.core.metrics.metric_columns`; with n_entities, also each
-    metric of a random ranking of that many entities (``random_<name>``, :func:`pipeline.core.metrics.chance`)."""
+    with paper, also the paper protocol's metrics (``paper_<name>``; tie_order: how it reads the truth's
+    ties, :data:`pipeline.core.metrics.PAPER_TIE_ORDERS`) and the doubly tied pairs (``tied_pairs``,
+    ``pairs``), see :func:`pipeline.core.metrics.metric_columns`; with n_entities, also each metric of a
+    random ranking of that many entities (``random_<name>``, :func:`pipeline.core.metrics.chance`)."""
     qids, types, per = query_rankings(frame)
-    cols = metric_columns(per, paper=paper)
+    cols = metric_columns(per, paper=paper, keys=[query_key(q) for q in qids], tie_order=tie_order)
     # a query the method answers with nothing (no entity predicted above 0): its true answers sit in the tie
     # of all entities, scored as the metrics define (the chance level); counted so the reports can say so
     best = frame.groupby(col.QUERY_ID)[col.UTILITY].max()
