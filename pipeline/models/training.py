@@ -41,7 +41,7 @@ from pipeline.core.optim import adam
 from pipeline.core.progress import Output, output
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
-from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor
+from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor, sampled_negatives
 from pipeline.models.registry import get_model_class
 from pipeline.models.runs import (
     CHECKPOINT_FILE,
@@ -137,17 +137,6 @@ def loss_terms(
         loss = loss + psl_loss
         parts["psl"] = psl_loss.detach()
     return loss, parts
-
-
-def sampled_negatives(facts: pd.DataFrame, n_entities: int, seed: int) -> pd.DataFrame:
-    """One corruption per fact (head or tail, at random) with confidence 0: h, r, t, conf. Fixed by the
-    seed, so every epoch and every resumed run selects on the same negatives."""
-    rng = np.random.default_rng(seed + 7919)
-    h, t = facts["h"].to_numpy().copy(), facts["t"].to_numpy().copy()
-    other = rng.integers(0, n_entities, len(facts))
-    head = rng.random(len(facts)) < 0.5
-    h[head], t[~head] = other[head], other[~head]
-    return pd.DataFrame({"h": h, "r": facts["r"].to_numpy(), "t": t, "conf": np.zeros(len(facts))})
 
 
 # the running loss shown by the progress bar is read (a host synchronisation on an accelerator) at most

@@ -49,6 +49,9 @@ PAPER: dict[str, dict[str, dict[str, float]]] = {
 
 Summary = dict[str, dict[str, float]]  # {metric: {type or "avg": value x100}}
 
+# docs/results.json's key for the tables' backbones ({dataset: summary}), beside the data sets' method tables
+BACKBONES = "backbones"
+
 
 def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ranked]]:
     """(query ids, types, one :class:`Ranked` per query) of an answers frame (columns query_id, type,
@@ -321,13 +324,19 @@ RESULTS_SECTION = "Query answering"
 COUNTS_SECTION = "Query counts"
 
 
-def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Path, Path]:
-    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}) and regenerate the sections
-    of ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
+def update_results(
+    reports: list[dict[str, Any]], docs: str | Path, backbones: dict[str, dict[str, Any]] | None = None
+) -> tuple[Path, Path]:
+    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}, and under ``"backbones"``
+    {dataset: the main table's backbone, :func:`pipeline.models.evaluation.backbone_summary`}: each data
+    set's entry replaced only by a reproduction of that data set) and regenerate the sections of
+    ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
     docs = Path(docs)
     docs.mkdir(parents=True, exist_ok=True)
     js_path, md_path = docs / "results.json", docs / "results.md"
     results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
+    for dataset, entry in (backbones or {}).items():
+        results.setdefault(BACKBONES, {})[dataset] = entry
     counts_path = docs / "results_counts.json"
     counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
     protocol_path = docs / "results_protocol.json"
@@ -347,7 +356,7 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
         "entity id; tau/rho left out where undefined); paper figures are averages. The comparison tables add "
         "the paper protocol (the authors' evaluation code, where entity ids break ties) beside ours.\n"
     ]
-    for dataset in sorted(results):
+    for dataset in sorted(d for d in results if d != BACKBONES):
         body.append(f"### {dataset}\n")
         for method in method_order(results[dataset]):
             body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")

@@ -282,15 +282,21 @@ def answer_stage(
     return path
 
 
-def evaluate_stage(ctx: Context, answer_files: list[str], docs: str | Path | None) -> list[dict[str, Any]]:
-    """Metrics of every answers file (always run: cheap, and keeps the docs current)."""
+def evaluate_stage(
+    ctx: Context, answer_files: list[str], docs: str | Path | None, backbone: Path | None = None
+) -> list[dict[str, Any]]:
+    """Metrics of every answers file (always run: cheap, and keeps the docs current); with docs, the main
+    table's backbone (the run of the first model) is recorded beside them."""
     from pipeline.stages.evaluate import evaluate_file, plot_methods, save_report, update_results
 
     reports = [evaluate_file(p) for p in answer_files]
     for r in reports:
         save_report(r, Path(r["file"]).with_suffix(""))
     if docs is not None:
-        update_results(reports, docs)
+        from pipeline.models.evaluation import backbone_summary
+
+        backbones = {ctx.cfg.dataset: backbone_summary(backbone, ctx.kg)} if backbone is not None else None
+        update_results(reports, docs, backbones)
         plot_methods(
             {r["method"]: r["summary"] for r in reports}, Path(docs) / f"results_{ctx.cfg.dataset}.png",
             title=ctx.cfg.dataset,
@@ -331,6 +337,7 @@ def reproduce(
     ctx = Context(cfg, out, kg if kg is not None else load(cfg.dataset), Stages(out), log, progress, store_uri)
     runs = {m: Path(p) for m, p in (runs or {}).items()}
     answer_files: list[str] = []
+    backbone: Path | None = None  # the main table's: the first model's run
     try:
         ingest_stage(ctx)
         sets = {
@@ -342,6 +349,7 @@ def reproduce(
         for model in cfg.models:
             run_dir = runs.get(model, out / "runs" / f"{cfg.dataset}-{model}-s{cfg.seed}")
             train_stage(ctx, model, run_dir, model in runs)
+            backbone = backbone or run_dir
             model_hash = load_run(run_dir).content_hash()
             export = export_stage(ctx, model, run_dir, model_hash)
             for calibration in cfg.calibrations:
@@ -353,7 +361,7 @@ def reproduce(
     finally:
         ctx.close()
 
-    reports = evaluate_stage(ctx, answer_files, docs)
+    reports = evaluate_stage(ctx, answer_files, docs, backbone)
     seconds = time.perf_counter() - t_start
     if docs is not None:
         from pipeline.stages.evaluate import set_section

@@ -47,6 +47,12 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     results = json.loads((tmp_path / "docs" / "results.json").read_text())
     assert set(results["toy"]) == {f"ukge_logi {m}" for m in ("SRC", "SRC(D)", "SRC(L)", "SRC(D+L)")}
     assert set(results["toy"]["ukge_logi SRC"]) == {"tau", "rho", "map", "ndcg"}
+    # the main table's backbone beside it: the trained run, its valid MSE and the mean predictor's
+    backbone = results["backbones"]["toy"]
+    run = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "results.json").read_text())
+    assert backbone["model"] == "ukge_logi" and backbone["model_hash"] == run["model_hash"]
+    assert backbone["valid_mse"] == pytest.approx(run["valid"]["mse"], abs=1e-6)
+    assert backbone["mean_valid_mse"] == pytest.approx(run["mean_predictor"]["valid_mse"], abs=1e-6)
     assert (tmp_path / "docs" / "results_toy.png").exists()
     md = (tmp_path / "docs" / "results.md").read_text()
     assert "## Reproduction: toy" in md and "| answer ukge_logi D+L |" in md and "## Query answering" in md
