@@ -27,6 +27,17 @@ from pipeline.sampling import SAMPLING_VERSION
 STAGES_FILE = "stages.json"
 
 
+# The settings `pipeline reproduce DATASET` uses where none is given: the general ones, and per data set those
+# its valid queries chose (docs: PPI5k's main table). PPI5k: UKGE logi trained the full 100 epochs and kept
+# at the last (valid score above the early-stopped model's), exported at T = 0.1 (T = 0.05 and 0.01 score
+# lower on valid), valid/test queries drawn as the SQUK benchmark's own generator draws its published files
+# (alpha "squk": one of low/normal/high per atom).
+GENERAL_DEFAULTS: dict[str, Any] = {"alpha": "hybrid", "threshold": 0.1}
+DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ppi5k": {"epochs": 100, "select_on": "last", "threshold": 0.1, "alpha": "squk"},
+}
+
+
 @dataclass(frozen=True)
 class ReproduceConfig:
     """Everything the reproduction depends on besides the data (all part of the stage keys). Its fields are
@@ -34,13 +45,16 @@ class ReproduceConfig:
 
     dataset: str
     models: tuple[str, ...] = setting(("ukge_logi",), help="Backbones to train and answer with, e.g. ukge_logi,beurre.")
-    epochs: int | None = setting(None, low=1, help="Training epochs (default: the backbone's).")
+    epochs: int | None = setting(None, low=1, help="Training epochs (default: ppi5k 100; else the backbone's).")
     dim: int | None = setting(None, low=1, help="Embedding dimension (default: the backbone's).")
     per_type: int = setting(100, low=1, help="Valid and test queries per type.")
     train_per_type: int = setting(200, low=1, help="Train queries per type (for calibration L).")
-    alpha: str = setting("hybrid", registry="alpha-modes", help="Alpha mode of the valid/test queries.")
+    alpha: str | None = setting(None, registry="alpha-modes",
+                                help="Alpha mode of the valid/test queries (default: ppi5k squk, the SQUK benchmark's; "
+                                     "other data sets hybrid).")
     beta: str = setting("random", registry="beta-modes", help="Beta mode of all queries.")
-    threshold: float = setting(0.1, low=0.0, high=1.0, help="Export threshold.")
+    threshold: float | None = setting(None, low=0.0, high=1.0,
+                                      help="Export threshold (default: 0.1).")
     # declared by pipeline.methods.options.LOptions (the command's --l-epochs, pl.run's l_epochs=): kept here as
     # a field of its own because the L stages' keys read it
     l_epochs: int = setting(20, low=0, cli=False, api=False, help="Epochs of calibration L.")
@@ -52,8 +66,8 @@ class ReproduceConfig:
     device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
     psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
     select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),
-                                    help="Training epoch selection (default valid_pos_neg early stopping; last keeps "
-                                         "the final epoch).")
+                                    help="Training epoch selection (default: ppi5k last, the final epoch; else "
+                                         "valid_pos_neg early stopping).")
     extra: dict[str, Any] = field(default_factory=dict)
     # query-embedding baselines trained and answered beside SRC (pipeline.stages.reproduce_baselines), and their
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
@@ -65,6 +79,11 @@ class ReproduceConfig:
     def __post_init__(self) -> None:
         from pipeline.methods.options import LOptions
 
+        # a setting left unset takes the data set's default, then the general one (stage keys and
+        # reproduce.json hold the values used, so a replay is exact)
+        for name, value in {**GENERAL_DEFAULTS, **DATASET_DEFAULTS.get(self.dataset, {})}.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         check(self)
         # checked and canonical (a list read back from JSON is a tuple again), l_epochs kept in its own field
         given = {k: v for k, v in self.l_settings.items() if k != "l_epochs"}
