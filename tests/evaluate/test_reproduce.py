@@ -155,15 +155,15 @@ def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
 
 def test_settings_left_unset_take_the_data_sets_defaults() -> None:
     """`pipeline reproduce ppi5k` alone runs what PPI5k's valid queries chose (docs: its main table): UKGE logi
-    trained 100 epochs and kept at the last, T = 0.1, queries drawn as the SQUK generator draws them; any
-    other data set keeps the general defaults; a value given always wins."""
-    from pipeline.stages.reproduce import DATASET_DEFAULTS
+    trained EPOCHS_PPI5K epochs and kept at the last, T = 0.1, hybrid queries; any other data set keeps the
+    general defaults; a value given always wins."""
+    from pipeline.stages.reproduce import DATASET_DEFAULTS, EPOCHS_PPI5K
 
     ppi = ReproduceConfig(dataset="ppi5k")
     assert (ppi.models, ppi.epochs, ppi.select_on, ppi.threshold, ppi.alpha) == (
-        ("ukge_logi",), 100, "last", 0.1, "squk")
+        ("ukge_logi",), EPOCHS_PPI5K, "last", 0.1, "hybrid")
     other = ReproduceConfig(dataset="cn15k")
     assert "cn15k" not in DATASET_DEFAULTS
     assert (other.epochs, other.select_on, other.threshold, other.alpha) == (None, None, 0.1, "hybrid")
-    given = ReproduceConfig(dataset="ppi5k", epochs=40, select_on="valid_pos", threshold=0.05, alpha="hybrid")
-    assert (given.epochs, given.select_on, given.threshold, given.alpha) == (40, "valid_pos", 0.05, "hybrid")
+    given = ReproduceConfig(dataset="ppi5k", epochs=40, select_on="valid_pos", threshold=0.05, alpha="squk")
+    assert (given.epochs, given.select_on, given.threshold, given.alpha) == (40, "valid_pos", 0.05, "squk")
