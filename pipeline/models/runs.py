@@ -62,6 +62,22 @@ class Run:
                 if isinstance(v, dict) and "mse" in v]
         return pd.DataFrame(rows, columns=["split", "n", "MSE", "MAE"]).set_index("split")
 
+    def backbone(self) -> dict[str, Any]:
+        """What a results table says of the backbone it answered over: ``model`` (its name, ``+psl`` when
+        trained with the soft-logic facts), ``valid_mse`` (on the valid positives) beside ``mean_valid_mse``
+        (predicting the mean train confidence for every valid fact: the bar a model of confidences must
+        pass), and the test MSE on the positives and on the data set's sampled test negatives
+        (``test_mse_neg``: None where it has none)."""
+        res = self.results
+        negatives = res.get("test_negatives")
+        return {
+            "model": str(res["model"]) + ("+psl" if res.get("psl") else ""),
+            "valid_mse": float(res["valid"]["mse"]),
+            "mean_valid_mse": float(res["mean_predictor"]["valid_mse"]),
+            "test_mse_pos": float(res["test"]["mse"]),
+            "test_mse_neg": float(negatives["mse"]) if negatives else None,
+        }
+
 
 def _checksums(folder: Path) -> dict[str, str]:
     """The run directory's recorded JSON digests ({} when it has none: a run written before checksums)."""

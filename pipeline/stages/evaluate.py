@@ -308,16 +308,24 @@ def protocol_notes(report: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------- docs/results.*
 
 RESULTS_SECTION = "Query answering"
+# the key of docs/results.json that holds each data set's main-table backbone (beside the data sets' keys)
+BACKBONES_KEY = "backbones"
 COUNTS_SECTION = "Query counts"
 
 
-def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Path, Path]:
-    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}) and regenerate the sections
-    of ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
+def update_results(
+    reports: list[dict[str, Any]], docs: str | Path, backbones: dict[str, dict[str, Any]] | None = None
+) -> tuple[Path, Path]:
+    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}, and under ``"backbones"``
+    {dataset: the main table's backbone, :meth:`pipeline.models.runs.Run.backbone`} for the data sets in
+    ``backbones``) and regenerate the sections of ``docs/results.md`` this module owns; every other section
+    (e.g. "Confidence prediction") is kept."""
     docs = Path(docs)
     docs.mkdir(parents=True, exist_ok=True)
     js_path, md_path = docs / "results.json", docs / "results.md"
     results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
+    if backbones:
+        results.setdefault(BACKBONES_KEY, {}).update(backbones)
     counts_path = docs / "results_counts.json"
     counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
     protocol_path = docs / "results_protocol.json"
@@ -337,8 +345,10 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
         "entity id; tau/rho left out where undefined); paper figures are averages. The comparison tables add "
         "the paper protocol (the authors' evaluation code, where entity ids break ties) beside ours.\n"
     ]
-    for dataset in sorted(results):
+    for dataset in sorted(d for d in results if d != BACKBONES_KEY):
         body.append(f"### {dataset}\n")
+        if bb := results.get(BACKBONES_KEY, {}).get(dataset):
+            body.append(backbone_line(bb) + "\n")
         for method in method_order(results[dataset]):
             body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
         paper = PAPER.get(dataset, {})
@@ -354,6 +364,15 @@ def update_results(reports: list[dict[str, Any]], docs: str | Path) -> tuple[Pat
     sections[COUNTS_SECTION] = "\n".join(count_lines) + "\n"
     _write_sections(md_path, sections)
     return js_path, md_path
+
+
+def backbone_line(bb: dict[str, Any]) -> str:
+    """One sentence on a main table's backbone: its name and its valid MSE beside the mean predictor's."""
+    neg = bb.get("test_mse_neg")
+    verdict = "below" if bb["valid_mse"] < bb["mean_valid_mse"] else "NOT below"
+    return (f"Backbone {bb['model']}: valid MSE (positives) {bb['valid_mse']:.4f}, {verdict} the mean predictor's "
+            f"{bb['mean_valid_mse']:.4f}; test MSE {bb['test_mse_pos']:.4f} on the positives"
+            + (f", {neg:.4f} on the sampled negatives." if neg is not None else "."))
 
 
 def set_section(docs: str | Path, name: str, text: str) -> Path:

@@ -46,6 +46,13 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     ]
     results = json.loads((tmp_path / "docs" / "results.json").read_text())
     assert set(results["toy"]) == {f"ukge_logi {m}" for m in ("SRC", "SRC(D)", "SRC(L)", "SRC(D+L)")}
+    # the main table's backbone, from the trained run's own results
+    run_results = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "results.json").read_text())
+    assert results["backbones"]["toy"] == {
+        "model": "ukge_logi", "valid_mse": run_results["valid"]["mse"],
+        "mean_valid_mse": run_results["mean_predictor"]["valid_mse"], "test_mse_pos": run_results["test"]["mse"],
+        "test_mse_neg": run_results.get("test_negatives", {}).get("mse"),
+    }
     assert set(results["toy"]["ukge_logi SRC"]) == {"tau", "rho", "map", "ndcg"}
     assert (tmp_path / "docs" / "results_toy.png").exists()
     md = (tmp_path / "docs" / "results.md").read_text()
@@ -145,3 +152,24 @@ def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
         frame, _ = answer_query_set(test, SRC.over(adj, "toy", meta.get("delta", 0.0)), progress=False)
         assert summarise(query_metrics(frame)) == report["summary"], label
     assert by_method["ukge_logi SRC"]["summary"]["ndcg"]["avg"] > 0  # the check is not between empty tables
+
+
+def test_each_data_set_reproduces_its_own_recipe_unless_told_otherwise() -> None:
+    from pipeline.stages.reproduce import DATASET_DEFAULTS, dataset_defaults
+
+    cn = ReproduceConfig(dataset="cn15k")
+    # CN15k's main table: UKGE logi trained 40 epochs, kept at the last, exported at T = 0.1
+    assert (cn.epochs, cn.select_on, cn.threshold, cn.negative_weight) == (40, "last", 0.1, None)
+    # a data set without a recipe keeps the generic defaults: the backbone's epochs and early stopping
+    for name in ("ppi5k", "toy"):
+        other = ReproduceConfig(dataset=name)
+        recipe = DATASET_DEFAULTS.get(name, {})
+        assert other.epochs == recipe.get("epochs") and other.select_on == recipe.get("select_on")
+        assert other.threshold == dataset_defaults(name)["threshold"]
+    assert ReproduceConfig(dataset="toy").threshold == 0.1 and ReproduceConfig(dataset="toy").epochs is None
+    # an explicit value always wins, and the replayed settings are the resolved ones
+    mine = ReproduceConfig(dataset="cn15k", epochs=3, select_on="valid_pos_neg", threshold=0.5, negative_weight=0.1)
+    assert (mine.epochs, mine.select_on, mine.threshold, mine.negative_weight) == (3, "valid_pos_neg", 0.5, 0.1)
+    assert ReproduceConfig(**{**cn.__dict__}) == cn
+    # the stage keys of a generic data set are those its explicit settings had before the recipes existed
+    assert ReproduceConfig(dataset="toy").key("threshold") == ReproduceConfig(dataset="toy", threshold=0.1).key("threshold")
