@@ -12,7 +12,9 @@ the mean predictor's), the corruptions' MSE after g, and the share of uniform tr
 and >= 0.5 (the share of all pairs an export at that threshold would keep). A map preserves every
 ranking inside a relation; what it cannot do is separate facts the model scores alike, so the table is
 the best trade-off this model's scores allow between predicting the valid facts' confidences and a
-selective export. The mean predictor's row is the same fit with a constant map.
+selective export. With ``--per-relation`` every relation gets its own map (fitted on its own valid facts
+and their corruptions, the weights as above; a relation without valid facts maps to 0): the bound over
+per-relation recalibrations, which can use each relation's own level of confidence.
 
 With ``--ranks``, also each valid fact's filtered rank of its tail among all entities for its (h, r) (train
 and valid facts other than itself filtered out, ties counted half): how often the model places the fact
@@ -73,6 +75,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--ranks", action="store_true", help="also the valid facts' filtered tail ranks")
+    ap.add_argument("--per-relation", action="store_true", help="one map per relation instead of one for all")
     args = ap.parse_args()
 
     import torch
@@ -110,11 +113,22 @@ def main() -> None:
         fits = [raw]
         s = np.concatenate([p_pos, p_neg])
         y = np.concatenate([c, np.zeros_like(p_neg)])
+        rel = np.concatenate([valid["r"].to_numpy(), neg["r"].to_numpy()])
+        rel_uni = uni[1].numpy()
+        groups = range(kg.n_relations) if args.per_relation else [None]
         for lam in args.lambdas:
             # a weight of 0 is a vanishing one (the fit needs positive weights)
             w = np.concatenate([np.full(len(p_pos), 1.0 / len(p_pos)), np.full(len(p_neg), max(lam, 1e-9) / len(p_neg))])
-            knots, values = isotonic_map(s, y, w)
-            g_pos, g_neg, g_uni = (apply_map(knots, values, p) for p in (p_pos, p_neg, p_uni))
+            g_all, g_uni = np.zeros_like(s), np.zeros_like(p_uni)
+            for r in groups:
+                at = np.ones(len(s), bool) if r is None else rel == r
+                at_uni = np.ones(len(p_uni), bool) if r is None else rel_uni == r
+                if not at.any():
+                    continue  # no valid fact of this relation: its map is 0
+                knots, values = isotonic_map(s[at], y[at], w[at])
+                g_all[at] = apply_map(knots, values, s[at])
+                g_uni[at_uni] = apply_map(knots, values, p_uni[at_uni])
+            g_pos, g_neg = g_all[: len(p_pos)], g_all[len(p_pos):]
             fit = {"lambda": lam, "pos_mse": float(np.mean((g_pos - c) ** 2)), "neg_mse": float(np.mean(g_neg**2)),
                    "share_0.1": float(np.mean(g_uni >= 0.1)), "share_0.5": float(np.mean(g_uni >= 0.5))}
             fits.append(fit)
