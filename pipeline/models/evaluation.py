@@ -86,6 +86,7 @@ def backbone_summary(run_dir: str | Path, kg) -> dict[str, Any]:
         "batch_size": cfg.get("batch_size"),
         "dim": cfg.get("dim"),
         "lr": cfg.get("lr"),
+        "negative_weight": cfg.get("negative_weight", 1.0),
         "seed": cfg.get("seed"),
         "valid_mse": res["valid"]["mse"],
         "mean_valid_mse": base.get("valid_mse"),

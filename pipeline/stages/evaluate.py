@@ -360,6 +360,8 @@ def update_results(
     ]
     for dataset in sorted(d for d in results if d != BACKBONES):
         body.append(f"### {dataset}\n")
+        if bb := results.get(BACKBONES, {}).get(dataset):
+            body.append(backbone_line(bb) + "\n")
         for method in method_order(results[dataset]):
             body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
         paper = PAPER.get(dataset, {})
@@ -375,6 +377,16 @@ def update_results(
     sections[COUNTS_SECTION] = "\n".join(count_lines) + "\n"
     _write_sections(md_path, sections)
     return js_path, md_path
+
+
+def backbone_line(bb: dict[str, Any]) -> str:
+    """One sentence on a main table's backbone: its name and its valid MSE beside the mean predictor's."""
+    verdict = "below" if bb["valid_mse"] < bb["mean_valid_mse"] else "NOT below"
+    neg = bb.get("test_neg_mse")
+    source = "published" if bb.get("test_negatives") == "published" else "sampled"
+    return (f"Backbone {bb['model']}: valid MSE (positives) {bb['valid_mse']:.4f}, {verdict} the mean predictor's "
+            f"{bb['mean_valid_mse']:.4f}; test MSE {bb['test_mse']:.4f} on the positives"
+            + (f", {neg:.4f} on the {source} negatives." if neg is not None else "."))
 
 
 def set_section(docs: str | Path, name: str, text: str) -> Path:

@@ -153,17 +153,26 @@ def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
     assert by_method["ukge_logi SRC"]["summary"]["ndcg"]["avg"] > 0  # the check is not between empty tables
 
 
-def test_settings_left_unset_take_the_data_sets_defaults() -> None:
-    """`pipeline reproduce ppi5k` alone runs what PPI5k's valid queries chose (docs: its main table): UKGE logi
-    trained EPOCHS_PPI5K epochs and kept at the last, T = 0.1, hybrid queries; any other data set keeps the
-    general defaults; a value given always wins."""
-    from pipeline.stages.reproduce import DATASET_DEFAULTS, EPOCHS_PPI5K
+def test_each_data_set_reproduces_its_own_recipe_unless_told_otherwise() -> None:
+    """`pipeline reproduce DATASET` alone runs what the data set's valid queries chose (docs: its main table);
+    a data set without a recipe keeps the general defaults; a value given always wins."""
+    from pipeline.stages.reproduce import DATASET_DEFAULTS, dataset_defaults
 
     ppi = ReproduceConfig(dataset="ppi5k")
+    # PPI5k: UKGE logi trained 300 epochs, kept at the last, T = 0.1, hybrid queries
     assert (ppi.models, ppi.epochs, ppi.select_on, ppi.threshold, ppi.alpha) == (
-        ("ukge_logi",), EPOCHS_PPI5K, "last", 0.1, "hybrid")
-    other = ReproduceConfig(dataset="cn15k")
-    assert "cn15k" not in DATASET_DEFAULTS
-    assert (other.epochs, other.select_on, other.threshold, other.alpha) == (None, None, 0.1, "hybrid")
-    given = ReproduceConfig(dataset="ppi5k", epochs=40, select_on="valid_pos", threshold=0.05, alpha="squk")
-    assert (given.epochs, given.select_on, given.threshold, given.alpha) == (40, "valid_pos", 0.05, "squk")
+        ("ukge_logi",), 300, "last", 0.1, "hybrid")
+    cn = ReproduceConfig(dataset="cn15k")
+    # CN15k: UKGE logi trained 40 epochs, kept at the last, exported at T = 0.4
+    assert (cn.epochs, cn.select_on, cn.threshold, cn.negative_weight, cn.alpha) == (40, "last", 0.4, None, "hybrid")
+    toy = ReproduceConfig(dataset="toy")
+    assert "toy" not in DATASET_DEFAULTS and dataset_defaults("toy") == {"alpha": "hybrid", "threshold": 0.1}
+    assert (toy.epochs, toy.select_on, toy.threshold, toy.alpha) == (None, None, 0.1, "hybrid")
+    # an explicit value always wins, and the replayed settings are the resolved ones
+    mine = ReproduceConfig(dataset="cn15k", epochs=3, select_on="valid_pos_neg", threshold=0.5, negative_weight=0.1,
+                           alpha="squk")
+    assert (mine.epochs, mine.select_on, mine.threshold, mine.negative_weight, mine.alpha) == (
+        3, "valid_pos_neg", 0.5, 0.1, "squk")
+    assert ReproduceConfig(**{**cn.__dict__}) == cn
+    # the stage keys of a generic data set are those its explicit settings had before the recipes existed
+    assert toy.key("threshold") == ReproduceConfig(dataset="toy", threshold=0.1).key("threshold")
