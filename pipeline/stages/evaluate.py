@@ -380,13 +380,19 @@ def update_results(
 
 
 def backbone_line(bb: dict[str, Any]) -> str:
-    """One sentence on a main table's backbone: its name and its valid MSE beside the mean predictor's."""
-    verdict = "below" if bb["valid_mse"] < bb["mean_valid_mse"] else "NOT below"
-    neg = bb.get("test_neg_mse")
-    source = "published" if bb.get("test_negatives") == "published" else "sampled"
-    return (f"Backbone {bb['model']}: valid MSE (positives) {bb['valid_mse']:.4f}, {verdict} the mean predictor's "
-            f"{bb['mean_valid_mse']:.4f}; test MSE {bb['test_mse']:.4f} on the positives"
-            + (f", {neg:.4f} on the {source} negatives." if neg is not None else "."))
+    """One sentence on a main table's backbone: its name and its valid MSE beside the mean predictor's (the
+    parts an older entry lacks are left out)."""
+    line = f"Backbone {bb['model']}"
+    if bb.get("valid_mse") is not None and bb.get("mean_valid_mse") is not None:
+        verdict = "below" if bb["valid_mse"] < bb["mean_valid_mse"] else "NOT below"
+        line += (f": valid MSE (positives) {bb['valid_mse']:.4f}, {verdict} the mean predictor's "
+                 f"{bb['mean_valid_mse']:.4f}")
+    if bb.get("test_mse") is not None:
+        line += f"; test MSE {bb['test_mse']:.4f} on the positives"
+        if bb.get("test_neg_mse") is not None:
+            source = "published" if bb.get("test_negatives") == "published" else "sampled"
+            line += f", {bb['test_neg_mse']:.4f} on the {source} negatives"
+    return line + "."
 
 
 def set_section(docs: str | Path, name: str, text: str) -> Path:

@@ -128,12 +128,6 @@ class ReproduceConfig:
         return stable_key(**parts)
 
 
-def dataset_defaults(dataset: str) -> dict[str, Any]:
-    """The settings `pipeline reproduce DATASET` takes when they are not given (DATASET_DEFAULTS over
-    GENERIC_DEFAULTS)."""
-    return {**GENERIC_DEFAULTS, **DATASET_DEFAULTS.get(dataset.lower(), {})}
-
-
 class Stages:
     """The stage ledger OUT/stages.json: which stage ran with which key and produced what."""
 
