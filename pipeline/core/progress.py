@@ -5,7 +5,9 @@ place that decides how (issue 44). Every stage makes its bars here, never with `
 The policy:
 - **Where**: a Jupyter kernel gets widget bars (``tqdm.auto``: one ``display_data`` output per bar instead of
   a text refresh every 0.1 s; with ipywidgets installed, else text bars that refresh at most every
-  :data:`KERNEL_TEXT_INTERVAL` seconds); a terminal or a pipe gets text bars on stderr, as ``tqdm`` does.
+  :data:`KERNEL_TEXT_INTERVAL` seconds); a terminal gets text bars on stderr, as ``tqdm`` does; output
+  redirected to a file or a pipe (a log, ``nohup``, a CI job) gets no bars, only plain lines (the
+  per-step lines and summaries): a bar there is a stream of carriage returns and cursor-up codes.
 - **Closing**: a bar is a context manager (``with out.bar(...) as bar:``) and is closed on every path, an
   error included: a bar left open is redrawn by the next bar tqdm makes (a stale ``export: 0%`` inside a
   later cell). In a terminal a finished bar is erased (``leave=False``), the stage then prints its own
@@ -45,6 +47,14 @@ def in_kernel() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
+def terminal() -> bool:
+    """True when stderr, where bars are drawn, is a terminal (not a file or a pipe)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 def _bar_class() -> tuple[type, bool]:
     """(the tqdm class to use, whether it draws widgets): tqdm.auto's own choice, which falls back to
     text bars (with one TqdmWarning) in a kernel without ipywidgets."""
@@ -76,7 +86,7 @@ class Output:
         notebook = self.notebook
         # a caller's own disable (None: tqdm's rule, bars on a terminal only) applies when bars are on
         extra = kwargs.pop("disable", False)
-        disable = True if not self.bars else extra
+        disable = True if not self.bars or not (notebook or terminal()) else extra
         kwargs.setdefault("leave", notebook)
         kwargs.setdefault("dynamic_ncols", True)
         if notebook and not widgets:
@@ -116,4 +126,4 @@ def output(progress: bool | Output = True, quiet: bool = False) -> Output:
     return Output(bool(progress), bool(quiet))
 
 
-__all__ = ["KERNEL_TEXT_INTERVAL", "Output", "in_kernel", "output"]
+__all__ = ["KERNEL_TEXT_INTERVAL", "Output", "in_kernel", "output", "terminal"]

@@ -568,7 +568,7 @@ def l_verdict(hist: dict[str, Any]) -> str:
     epochs = hist["epochs"]
     ident = epochs["0"]["valid"]
     best = max(epochs, key=lambda k: (epochs[k]["valid"], -int(k)))
-    checks = [k for k in epochs if k != "0"]
+    checks = sorted((k for k in epochs if k != "0"), key=int)  # JSON keys read back sorted as text: 1, 10, 11, 2
     by = "step" if hist.get("config", {}).get("steps") else "epoch"
     name = lambda k: f"{by} {epochs[k]['step']}" if by == "step" else f"epoch {k}"  # noqa: E731
     diffs = ", ".join(f"{k if by == 'epoch' else epochs[k]['step']}: {epochs[k]['valid'] - ident:+.2f}" for k in checks)
