@@ -250,4 +250,6 @@ def test_readme_from_python_runs_every_line(store_env: str, tmp_path: Path, monk
         exec(compile(code, "README.md (From Python)", "exec"), scope)  # noqa: S102
     printed = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
     assert shown.strip("\n") in printed
-    assert isinstance(scope["table"], pd.DataFrame) and list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG"]
+    assert isinstance(scope["table"], pd.DataFrame)
+    assert list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing written where it runs
