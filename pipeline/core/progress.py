@@ -1,5 +1,5 @@
 """What long work shows while it runs: progress bars, a one-line summary per stage and warning lines; the one
-place that decides how (issue 44). Every stage makes its bars here, never with ``tqdm`` directly
+place that decides how. Every stage makes its bars here, never with ``tqdm`` directly
 (``tests/test_architecture.py`` checks).
 
 The policy:

@@ -62,7 +62,7 @@ SCHEMA = pa.schema(
     ]
 )
 REQUIRED_META = ("dataset", "method", "query_set")
-# Optional columns (issue 12): the query text with names and each entity's name; files without them read
+# Optional columns: the query text with names and each entity's name; files without them read
 # as before, and a frame that has them keeps them when written.
 OPTIONAL = [(QUERY_TEXT, pa.string()), (ENTITY_NAME, pa.string())]
 

@@ -8,7 +8,7 @@ and passwords: :mod:`pipeline.store.auth`), and the one a browsing client uses c
 the server; a write the server acknowledged survives ``kill -9`` of the server (the append-only file is
 written before the reply) and a power loss except for its last second (fsync every second).
 
-Ownership before trust (issue 45): the folder and every file in it must be this user's alone
+Ownership before trust: the folder and every file in it must be this user's alone
 (:mod:`pipeline.store.private`: no symlink followed, no file of another owner used), and the pid that
 ``server.json`` names is taken for the server only when it is this user's ``redis-server`` working in this
 folder and holding the listening socket of the recorded port (:func:`is_our_server`): nothing, no password
@@ -55,10 +55,10 @@ SAVE_POLICY = ""
 # (Redis documents up to 2 s when the disk stalls). "always" would fsync every write: far slower ingest.
 APPENDFSYNC = "everysec"
 # The log part of the append-only file is replayed statement by statement at a restart (a write-back's
-# 20 MB took ~31 s in issue 45; here 51 MB of CN15k's ingest and 10 write-backs took over 15 minutes), its
+# 20 MB took ~31 s once; here 51 MB of CN15k's ingest and 10 write-backs took over 15 minutes), its
 # snapshot part (an RDB) loads at disk speed (9 MB of CN15k and write-backs: 0.7 s). A writer compacts it
 # (BGREWRITEAOF, in a forked child: 25 rewrites with 20 new connections each and two writers running
-# stalled no connection, issue 45) at its checkpoint and every few seconds of a long batched write, once
+# stalled no connection) at its checkpoint and every few seconds of a long batched write, once
 # the log part outgrew this many bytes and a sixteenth of the snapshot part.
 COMPACT_BYTES = 1 << 20
 # The server's own rule for writers that never checkpoint (a `pipeline cypher` loop): rewrite once the file

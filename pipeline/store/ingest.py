@@ -7,7 +7,7 @@ goes in under a staging name (``<name>\\x1fnext``) that no reader asks for, and 
 ``<name>``, and the ``(:Dataset {name, key, complete, entities, relations, facts})`` load marker is
 written complete with the content key, but only when the staged copy is what was loaded (its counts and
 a checksum of its (head, tail, relation) triples, checked by the same statement wherever it runs, a
-restart's replay included: issue 45). The old version is deleted after the commit. Killed (the server by
+restart's replay included). The old version is deleted after the commit. Killed (the server by
 ``kill -9`` or ``pipeline store stop``, or this process) at any moment, the store shows the previous
 complete version or the new one; the leftovers under the two reserved names are ignored by readers and
 deleted by the next ingest, so a killed-then-rerun load ends in the same state as one clean run.
