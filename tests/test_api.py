@@ -253,3 +253,25 @@ def test_readme_from_python_runs_every_line(store_env: str, tmp_path: Path, monk
     assert isinstance(scope["table"], pd.DataFrame)
     assert list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing written where it runs
+
+
+def test_dir_lists_the_public_names_only() -> None:
+    """A notebook's completion and dir(pl) listed `Any` and `annotations` (the package's own imports)."""
+    names = dir(pl)
+    assert set(pl.__all__) <= set(names) and "Any" not in names and "annotations" not in names
+    assert all(n in pl.__all__ or n.startswith("__") for n in names)
+
+
+def test_a_query_with_no_answer_shows_why_in_its_repr(store_env: str, tmp_path: Path) -> None:
+    """A notebook cell ending in pl.query(...) showed nothing when no entity answered (the reason sat in
+    .empty_reason): the Ranking's repr is `pipeline query`'s output, the reason included."""
+    tsv = tmp_path / "tiny.tsv"
+    tsv.write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\nbob\tknows\tcid\t0.6\n"
+                   "ann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
+    pl.ingest("tiny", source=tsv, quiet=True)
+    empty = pl.query("knows(ann, ?y, 0.95)", dataset="tiny", graph="test")
+    assert repr(empty).splitlines() == [
+        "knows(ann, ?y, 0.95)   [graph test; 0 answers]",
+        "no answer: knows(ann, ?y, 0.95): no fact meets alpha 0.95 on graph test (best confidence 0.9); try alpha <= 0.9"]
+    found = repr(pl.query("knows(ann, ?y, 0.5)", dataset="tiny", graph="test")).splitlines()
+    assert found[0] == "knows(ann, ?y, 0.5)   [graph test; 1 answers]" and found[2].split() == ["1", "1", "bob", "0.9"]

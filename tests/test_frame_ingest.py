@@ -81,3 +81,16 @@ def test_columns_map_other_names(store_env: str) -> None:
     frame = _frame().rename(columns={"head": "s", "relation": "p", "tail": "o", "confidence": "w"})
     ds = pl.ingest("mapped", frame, columns="s,p,o,w", progress=False)
     assert len(ds.facts) == len(frame)
+
+
+def test_a_re_ingest_reports_the_splits_in_split_order(store_env: str, capsys) -> None:
+    """The summary said "rows train 24 / val 3 / test 3" the first time and "rows test 3 / train 24 / val 3"
+    on an unchanged re-run (the record's JSON keys read back sorted)."""
+    frame = _frame()
+    pl.ingest("order", frame, progress=False)
+    first = capsys.readouterr().out
+    pl.ingest("order", frame, progress=False)
+    again = capsys.readouterr().out
+    rows = [line.split("rows ", 1)[1].split(";")[0] for line in (first, again)]
+    assert rows[0] == rows[1] and rows[0].startswith("train ") and " / val " in rows[0]
+    assert "unchanged" in again

@@ -168,3 +168,16 @@ def test_query_counts_fit_the_graph() -> None:
     logs.clear()
     big = with_counts(ReproduceConfig(dataset="ppi5k"), 214_661, logs.append)
     assert (big.per_type, big.train_per_type) == (100, 200) and logs == []
+
+
+def test_the_l_verdict_lists_epochs_in_order() -> None:
+    """L.json's per-epoch checks are JSON keys, read back sorted as text (0, 1, 10, 11, ..., 2, 20): the
+    verdict listed them so; now in epoch order."""
+    from pipeline.stages.reproduce import l_verdict
+
+    epochs = {str(k): {"valid": 50.0 + (k == 3), "step": 4 * k, "loss": None if k == 0 else 0.1} for k in range(12)}
+    as_read = dict(sorted(epochs.items()))  # json.loads of a key-sorted file: "0", "1", "10", "11", "2", ...
+    assert list(as_read)[:4] == ["0", "1", "10", "11"]
+    line = l_verdict({"epochs": as_read, "config": {}})
+    listed = [int(part.split(":")[0]) for part in line.split("by epoch: ")[1].rstrip(")").split(", ")]
+    assert listed == list(range(1, 12)) and line.startswith("L kept epoch 3 of 11")
