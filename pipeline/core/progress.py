@@ -81,7 +81,8 @@ def _plain_bar(cls: type) -> type:
                 self._line_n, self._line_t0, self._line_done = kwargs.get("initial") or 0, time.monotonic(), False
                 kwargs["disable"] = True
                 super().__init__(iterable, **kwargs)
-                self.total = kwargs.get("total", self.total)
+                self.total = kwargs.get("total", getattr(self, "total", None))
+                self.iterable = iterable
 
             def __iter__(self) -> Any:
                 for item in self.iterable:
