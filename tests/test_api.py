@@ -120,11 +120,14 @@ def test_answer_and_evaluate_equal_the_cli(tiny: dict) -> None:
     table = pl.evaluate(ans)
     (doc,) = json.loads(_cli("evaluate", report["path"], "--json"))
     summary = doc["summary"]
-    assert list(table.index) == ["tau", "rho", "MAP", "NDCG"]
+    assert list(table.index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
     assert list(table.columns) == [*doc["counts"], "avg"] == ["1p", "2p", "avg"]
-    for label, key in zip(table.index, ("tau", "rho", "map", "ndcg"), strict=True):
+    # the metrics are the JSON's summary, the chance rows its random ranking's
+    rows = [(summary, "tau"), (summary, "rho"), (summary, "map"), (summary, "ndcg"), (doc["random"], "map"),
+            (doc["random"], "ndcg")]
+    for label, (source, key) in zip(table.index, rows, strict=True):
         for t in table.columns:
-            want = summary[key].get(t)
+            want = source[key].get(t)
             got = table.loc[label, t]
             assert (want is None and pd.isna(got)) or got == pytest.approx(want, nan_ok=True)
     pd.testing.assert_frame_equal(pl.evaluate(report["path"]), table)
