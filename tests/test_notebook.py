@@ -35,9 +35,10 @@ def _texts(cell) -> str:
 
 @pytest.mark.slow
 def test_the_example_notebook_runs_twice_in_one_kernel(fresh_store, tmp_path: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    why = "the [notebook] extra is not installed: pip install -e '.[notebook]'"
+    nbformat = pytest.importorskip("nbformat", reason=why)
+    nbclient = pytest.importorskip("nbclient", reason=why)
+    pytest.importorskip("ipykernel", reason=why)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     env = {"PIPELINE_HOME": str(tmp_path / "home"), "PIPELINE_STORE": fresh_store.uri, "PYTHONPATH": str(REPO)}
     old = {k: os.environ.get(k) for k in env}

@@ -37,9 +37,10 @@ def _error(cell) -> tuple[str, list[str]]:
 
 @pytest.mark.slow
 def test_pipeline_errors_are_one_line_in_a_kernel(fresh_store, tmp_path: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    why = "the [notebook] extra is not installed: pip install -e '.[notebook]'"
+    nbformat = pytest.importorskip("nbformat", reason=why)
+    nbclient = pytest.importorskip("nbclient", reason=why)
+    pytest.importorskip("ipykernel", reason=why)
     import pipeline as pl
 
     assert set(MISSPELLED) == {n for n in pl.__all__ if n[0].islower()}  # every function of the API
