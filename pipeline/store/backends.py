@@ -129,7 +129,7 @@ def open_embedded(uri: str, parts: SplitResult, graph: str | None) -> Store:
 
     info = embedded.start()
     store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
-    store.on_checkpoint = lambda: embedded.compact(info)
+    embedded.attach(store, info)
     return store
 
 

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pipeline.store.auth as auth
+import pipeline.store.health as health
 import pipeline.store.private as private
 from pipeline.core import config
 from pipeline.core.errors import PipelineError, StoreUnavailable
@@ -79,6 +80,11 @@ TIMEOUT_MAX_MS = 600_000
 QUERY_MEM_CAPACITY = 1 << 30
 MEMORY_ENV = "PIPELINE_STORE_MEMORY"  # GiB the server may take (its data segment); default below
 MIN_MEMORY_GIB = 1.0
+# A write is refused (nothing written) while the disk of the append-only file has less than this free:
+# on a full disk Redis acknowledges a write it could not append, keeps it in memory only and retries, so a
+# kill -9 in between loses it (tried: 2,000 acknowledged nodes gone). A write that fills the disk anyway
+# (another program took the space meanwhile) is caught after it: see FalkorDBStore's durability check.
+MIN_FREE_BYTES = 16 << 20
 # seconds a new server may take to take its first connection (loading its module); once it does, it is
 # waited for as long as it loads (WAIT_ENV)
 START_WAIT_S = 30.0
@@ -272,9 +278,11 @@ def _ping(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) -
 
 
 def _probe(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) -> str:
-    """What a server says to the data user's PING: ``up``; ``loading`` (it replays its append-only file:
-    -LOADING); ``silent`` (it took the connection but did not answer in time: busy, e.g. replaying one long
-    statement); ``refused`` (it does not know our credentials); ``down`` (nothing listens)."""
+    """What a server says to the data user's PING: ``up`` (a -MISCONF reply too: it answers, and refuses
+    writes while it cannot write its append-only file); ``loading`` (it replays its append-only file:
+    -LOADING); ``silent`` (it took the connection but did not answer in time: replaying one long statement,
+    stopped or hung: :mod:`pipeline.store.health` tells which); ``refused`` (it does not know our
+    credentials); ``down`` (nothing listens)."""
     import redis
 
     try:
@@ -288,6 +296,8 @@ def _probe(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) 
     except redis.exceptions.AuthenticationError:
         return "refused"
     except redis.exceptions.ResponseError as exc:
+        if "MISCONF" in str(exc):
+            return "up"  # it answers, and refuses writes until it can write its append-only file again
         return "refused" if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc) else "down"
     except redis.exceptions.TimeoutError:
         return "silent"
@@ -348,12 +358,15 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
     """Wait until the server answers. Returns ``up``, ``refused`` (it runs but rejects our credentials),
     ``exited`` (the process ended before it took a connection: e.g. its port was taken), ``died`` (it ended
     after that: stopped while loading, or failed), ``gone`` (``proc`` None and the pid is no longer the
-    server) or ``never`` (nothing took a connection within ``wait_s``). A server that
-    replays its log (-LOADING, or a connection taken and not answered) is waited for with a progress line
-    on stderr, up to :func:`wait_limit_s`; then StoreUnavailable, and the server is left loading."""
+    server), ``never`` (nothing took a connection within ``wait_s``), ``hung`` (it takes connections and
+    its main thread has waited without running for :data:`health.HUNG_AFTER_S`: deadlocked) or
+    ``suspended`` (stopped by a signal for that long). A server that replays its log (-LOADING, or silent
+    while its main thread runs) is waited for with a progress line on stderr, up to :func:`wait_limit_s`;
+    then StoreUnavailable, and the server is left loading."""
     limit = wait_limit_s()
     t0 = time.monotonic()
     loading_since: float | None = None
+    silence: health.Silence | None = None
     bar = _Progress(f"the store (pid {info.pid}) is loading its append-only file")
     try:
         while True:
@@ -366,8 +379,24 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
                 return state
             now = time.monotonic()
             if state in ("loading", "silent"):
+                note = _loading_note(info, creds) if state == "loading" else ""
+                if state == "silent":
+                    silence = silence or health.Silence(info.pid)
+                    kind = silence.update(ready=server_ready(info))
+                    if kind in ("hung", "suspended"):
+                        return kind
+                    if kind == "waiting":
+                        bar.what = f"the store (pid {info.pid}) does not answer"
+                        note = ("it is stopped by a signal" if silence.state in ("T", "t") else
+                                "its main thread waits without running")
+                    else:
+                        bar.what = (f"the store (pid {info.pid}) is busy" if kind == "busy" else
+                                    f"the store (pid {info.pid}) is loading its append-only file")
+                        note = "busy with a long command" if kind == "busy" else "busy replaying a statement"
+                else:
+                    silence = None
                 loading_since = loading_since if loading_since is not None else now
-                bar.update(_loading_note(info, creds) if state == "loading" else "busy replaying a statement")
+                bar.update(note)
                 if now - loading_since > limit:
                     raise StoreUnavailable(
                         f"the store (pid {info.pid}) was still loading its append-only file after "
@@ -379,6 +408,112 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
             time.sleep(0.05 if loading_since is None else 0.5)
     finally:
         bar.close()
+
+
+def server_log(info: ServerInfo) -> list[str]:
+    """The lines of the store's log written by the server of ``info`` (empty when unreadable)."""
+    return health.log_lines(_tail(Path(info.data_dir), LOG_FILE, 1 << 20), info.pid)
+
+
+def server_ready(info: ServerInfo) -> bool:
+    """Whether the server of ``info`` finished loading (its log says it takes connections)."""
+    return health.is_ready(server_log(info))
+
+
+def memory_cap_text() -> str:
+    """The server's memory cap as a message names it, e.g. ``6.0 GiB (PIPELINE_STORE_MEMORY)``."""
+    try:
+        cap = memory_limit_bytes()
+    except PipelineError:
+        return f"its cap ({MEMORY_ENV})"
+    return f"{cap / (1 << 30):.1f} GiB ({MEMORY_ENV})"
+
+
+def why_ended(info: ServerInfo) -> str:
+    """Why the server of ``info`` ended, from its log (:func:`health.ended_because`)."""
+    return health.ended_because(server_log(info), memory_cap_text())
+
+
+def unresponsive(info: ServerInfo) -> str:
+    """What a server that stopped answering is doing: ``suspended``, ``hung`` or ``busy`` (one look of a
+    second at its main thread, :func:`health.sample`)."""
+    seen = health.sample(info.pid, 1.0)
+    return {"suspended": "suspended", "idle": "hung"}.get(seen, "busy")
+
+
+def describe_unresponsive(kind: str) -> str:
+    """A phrase for a message about a server that stopped answering."""
+    return {
+        "suspended": "the process is stopped by a signal (SIGSTOP?)",
+        "hung": "deadlocked: its main thread waits without running",
+        "busy": "its main thread is busy",
+    }.get(kind, kind)
+
+
+def _kill(info: ServerInfo) -> None:
+    """SIGKILL the server of ``info`` (verified to be this folder's: nothing else is signalled) and wait until
+    it is gone; its append-only file holds every write it acknowledged."""
+    if not is_our_server(info, listening=False):
+        return
+    try:
+        os.kill(info.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 30
+    while _alive(info.pid) and time.monotonic() < deadline:
+        _reap(info.pid)
+        if not is_our_server(info, listening=False):
+            break
+        time.sleep(0.02)
+
+
+def restart_unresponsive(info: ServerInfo, why: str) -> ServerInfo | None:
+    """A call found the server of ``info`` not answering (``why``): kill it (SIGKILL, its data is in the
+    append-only file) and start it again. Returns the server now running, or None when none could be
+    started. Nothing happens to a server that answers again meanwhile (continued after a SIGSTOP), or to
+    one that is no longer the recorded one (another command restarted it already)."""
+    folder = Path(info.data_dir)
+    with _FolderLock(folder):
+        recorded = _recorded(folder)
+        creds = auth.read(folder)
+        if (recorded is not None and recorded.pid == info.pid and is_our_server(info, listening=False)
+                and creds is not None and _probe(info.host, info.port, creds, 1.0) != "up"):
+            _kill(info)
+            _forget(folder, info.pid)
+    try:
+        return ensure_running(folder.parent)[0]
+    except PipelineError:
+        return None
+
+
+def check_disk(info: ServerInfo, need: int = 0) -> None:
+    """Refuse a write (StoreUnavailable, nothing written) when the disk that holds the store's append-only
+    file has less than :data:`MIN_FREE_BYTES` plus ``need`` bytes free: a write the server could not put
+    into its file would be acknowledged and then lost at a kill -9 (Redis answers before it retries)."""
+    folder = Path(info.data_dir)
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if free < MIN_FREE_BYTES + need:
+        raise StoreUnavailable(
+            f"the disk that holds the store ({folder}) is full ({free / (1 << 20):.1f} MiB free, a write needs "
+            f"{(MIN_FREE_BYTES + need) / (1 << 20):.0f} MiB): nothing was written; free some space there and "
+            "run it again"
+        )
+
+
+def drop_unsaved(info: ServerInfo) -> str:
+    """A write the server acknowledged did not reach its append-only file (its disk filled up meanwhile):
+    kill the server before anything else can read it, so nothing of that write remains (the next command
+    starts it again from its file). Returns the line that says so."""
+    _kill(info)
+    _forget(Path(info.data_dir), info.pid)
+    return ("the store could not write it into its append-only file (its disk "
+            f"{Path(info.data_dir)} is full or failing), so the server (pid {info.pid}) was stopped and nothing "
+            "of this write was kept; free some space there and run it again (the next command starts the store "
+            "again from its file)")
 
 
 # ------------------------------------------------------------------------------------------ launching
@@ -595,6 +730,51 @@ def _rewrite_aof(info: ServerInfo, creds: auth.Credentials | None, wait_s: float
     raise StoreUnavailable(f"the store's append-only file was not written in time (log: {info.data_dir})")
 
 
+def attach(store, info: ServerInfo) -> None:
+    """Give a FalkorDBStore on the embedded server of ``info`` the server's hooks: a server that stopped
+    answering is restarted (the store follows it), a lost one says why it ended (its log), a write is
+    refused while the disk is full and stops the server when it was acknowledged but not appended, and a
+    writer's checkpoint compacts the append-only file."""
+
+    def on_unresponsive(why: str) -> str:
+        old = store.server
+        kind = unresponsive(old)
+        new = restart_unresponsive(old, why)
+        if new is None:
+            return f"{describe_unresponsive(kind)}, {why}; it could not be started again: run `pipeline store start`"
+        follow(store, new)
+        return f"{describe_unresponsive(kind)}, {why}; killed it and started it again from its append-only file (pid {new.pid})"
+
+    def on_lost() -> str:
+        old = store.server
+        deadline = time.monotonic() + 5.0  # a server that aborts writes its bug report first
+        while is_our_server(old, listening=False) and time.monotonic() < deadline:
+            _reap(old.pid)
+            time.sleep(0.05)
+        return "" if is_our_server(old, listening=False) else why_ended(old)
+
+    store.server = info
+    store.on_unresponsive = on_unresponsive
+    store.on_lost = on_lost
+    store.before_write = lambda need: check_disk(store.server, need)
+    store.on_not_durable = lambda: drop_unsaved(store.server)
+    store.require_durable = True
+    store.on_checkpoint = lambda: compact(store.server)
+
+
+def follow(store, info: ServerInfo) -> None:
+    """Point a FalkorDBStore at the server of ``info`` (started again, maybe on another port)."""
+    store.server = info
+    if (store.host, store.port) != (info.host, info.port):
+        store.host, store.port = info.host, info.port
+        store.uri = f"falkordb://{info.host}:{info.port}/{store.graph}"
+        store._pool.connection_kwargs.update(host=info.host, port=info.port)
+        store._pool.disconnect(inuse_connections=True)
+        prober = store.__dict__.pop("_prober", None)
+        if prober is not None:
+            prober.close()
+
+
 def compact(info: ServerInfo) -> bool:
     """Compact the append-only file in the background (BGREWRITEAOF) when its log part has :func:`grown`,
     so a restart after a crash replays little; what a writer's checkpoint calls. Never raises: the writes
@@ -657,9 +837,12 @@ def _existing_folder(home: Path | None) -> Path | None:
 
 @dataclass(frozen=True)
 class ServerState:
-    """What ``pipeline store status`` reports: ``running`` (answers), ``loading`` (replays its log;
-    ``note`` says how far), ``busy`` (takes connections, does not answer yet), ``refused`` (runs, rejects
-    the credentials in the folder) or ``stopped`` (no server of this folder runs)."""
+    """What ``pipeline store status`` reports: ``running`` (answers; ``note`` when it refuses writes because
+    it cannot write its append-only file), ``loading`` (replays its log; ``note`` says how far), ``busy``
+    (takes connections and its main thread runs: starting, or one long command), ``suspended`` (stopped by
+    a signal), ``hung`` (takes connections, its main thread waits without running: deadlocked),
+    ``refused`` (runs, rejects the credentials in the folder) or ``stopped`` (no server of this folder runs;
+    ``note`` says why the last one ended, when it ended without `pipeline store stop`)."""
 
     state: str
     info: ServerInfo | None
@@ -668,11 +851,14 @@ class ServerState:
 
 def server_state(home: Path | None = None) -> ServerState:
     """The state of the embedded server of PIPELINE_HOME (see :class:`ServerState`). Only a pid verified to
-    be this folder's server is asked anything (:func:`is_our_server`)."""
+    be this folder's server is asked anything (:func:`is_our_server`); a silent one is looked at from the
+    outside (its main thread, its log: :mod:`pipeline.store.health`), one second."""
     folder = _existing_folder(home)
     info = _recorded(folder) if folder is not None else None
-    if info is None or not is_our_server(info, listening=False):
+    if info is None:
         return ServerState("stopped", None)
+    if not is_our_server(info, listening=False):
+        return ServerState("stopped", None, f"its last server (pid {info.pid}) ended: {why_ended(info)}")
     if not is_our_server(info):
         return ServerState("busy", info, "starting")
     creds = auth.read(folder)
@@ -680,14 +866,44 @@ def server_state(home: Path | None = None) -> ServerState:
         return ServerState("refused", info, f"no credentials file in {folder}")
     state = _probe(info.host, info.port, creds)
     if state == "up":
-        return ServerState("running", info)
+        return ServerState("running", info, _aof_trouble(info, creds))
     if state == "loading":
         return ServerState("loading", info, _loading_note(info, creds))
     if state == "silent":
-        return ServerState("busy", info, "took a connection, no answer within 1 s")
+        seen = health.sample(info.pid, 1.0)
+        if seen == "suspended":
+            return ServerState("suspended", info, "stopped by a signal (SIGSTOP?): it answers nothing until continued "
+                               f"(kill -CONT {info.pid}); the next command restarts it after "
+                               f"{health.HUNG_AFTER_S:g} s")
+        if seen == "idle":
+            return ServerState("hung", info, "takes connections but answers nothing, and its main thread waits "
+                               "without running (deadlocked); the next command restarts it from its "
+                               "append-only file")
+        if server_ready(info):
+            return ServerState("busy", info, "took a connection, no answer within 1 s: its main thread runs a "
+                               "long command")
+        return ServerState("loading", info, "replaying one long statement of its append-only file")
     if state == "refused":
         return ServerState("refused", info, f"rejects the credentials in {auth.credentials_path(folder)}")
     return ServerState("stopped", None)
+
+
+def _aof_trouble(info: ServerInfo, creds: auth.Credentials) -> str:
+    """Empty when the server writes its append-only file; else what is wrong (writes are refused then)."""
+    import redis
+
+    try:
+        r = _client(info.host, info.port, creds.user, creds.password, 1.0)
+        try:
+            p = r.info("persistence")
+        finally:
+            r.close()
+    except (redis.exceptions.RedisError, OSError):
+        return ""
+    if p.get("aof_enabled") and p.get("aof_last_write_status", "ok") != "ok":
+        return (f"it refuses writes: it cannot write its append-only file (its disk {info.data_dir} is full "
+                "or failing); free some space there")
+    return ""
 
 
 def status(home: Path | None = None) -> ServerInfo | None:
@@ -747,7 +963,11 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
     # two commands starting the store at once must not start two servers on one data folder
     with _FolderLock(folder):
         recorded = _recorded(folder)
-        if recorded is not None and is_our_server(recorded, listening=False):
+        notice = ""  # a line on stderr once a server is started in place of one that ended or hung
+        if recorded is not None and not is_our_server(recorded, listening=False):
+            # it ended without `pipeline store stop` (which forgets it): say why, from its log
+            notice = f"the store's server (pid {recorded.pid}) had ended: {why_ended(recorded)}; started it again"
+        elif recorded is not None:
             if port is not None and recorded.port != port:
                 raise PipelineError(
                     f"the store runs on port {recorded.port}: `pipeline store stop`, then start it with --port {port}"
@@ -756,7 +976,13 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
             outcome = _wait_ready(recorded, creds, None, START_WAIT_S) if creds is not None else "refused"
             if outcome == "up":
                 return recorded, False
-            if outcome in ("refused", "never"):
+            if outcome in ("hung", "suspended"):
+                # its data is in its append-only file: a new server on the same folder, once it is gone
+                _kill(recorded)
+                _forget(folder, recorded.pid)
+                notice = (f"the store (pid {recorded.pid}) stopped answering ({describe_unresponsive(outcome)} "
+                          f"for {health.HUNG_AFTER_S:g} s): killed it and started it again")
+            elif outcome in ("refused", "never"):
                 # alive but not answering us (credentials file replaced, or hung): a second server on the
                 # same data folder would append to the same file, so never start one beside it
                 raise StoreUnavailable(
@@ -784,6 +1010,9 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
         if grown(folder):  # a long log was just replayed: compact it so the next start does not
             _rewrite_aof(info, auth.read(folder), 300.0, enable=False)
         private.write_file(folder, PORT_FILE, f"{info.port}\n".encode(), mode=0o600)
+        if notice:
+            sys.stderr.write(f"{notice} from its append-only file (pid {info.pid})\n")
+            sys.stderr.flush()
         return info, True
 
 
