@@ -32,6 +32,7 @@ store.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -44,6 +45,7 @@ from pathlib import Path
 
 import pipeline.store.auth as auth
 import pipeline.store.health as health
+import pipeline.store.liveness as liveness
 import pipeline.store.private as private
 from pipeline.core import config
 from pipeline.core.errors import PipelineError, StoreUnavailable
@@ -359,7 +361,7 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
     ``exited`` (the process ended before it took a connection: e.g. its port was taken), ``died`` (it ended
     after that: stopped while loading, or failed), ``gone`` (``proc`` None and the pid is no longer the
     server), ``never`` (nothing took a connection within ``wait_s``), ``hung`` (it takes connections and
-    its main thread has waited without running for :data:`health.HUNG_AFTER_S`: deadlocked) or
+    its main thread has waited without running for :data:`liveness.HUNG_AFTER_S`: deadlocked) or
     ``suspended`` (stopped by a signal for that long). A server that replays its log (-LOADING, or silent
     while its main thread runs) is waited for with a progress line on stderr, up to :func:`wait_limit_s`;
     then StoreUnavailable, and the server is left loading."""
@@ -567,7 +569,7 @@ def launch(
             "--loadmodule", get_falkordb_module(),
             "TIMEOUT_DEFAULT", str(TIMEOUT_DEFAULT_MS),
             "TIMEOUT_MAX", str(TIMEOUT_MAX_MS),
-            "QUERY_MEM_CAPACITY", str(QUERY_MEM_CAPACITY),
+            "QUERY_MEM_CAPACITY", str(query_memory_bytes()),
         ]  # fmt: skip
         proc = _spawn(cmd, data_dir, memory_limit_bytes())
         info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
@@ -612,6 +614,13 @@ def _oom_hint(folder: Path) -> str:
 
 class PortTaken(StoreUnavailable):
     """The port the server was to listen on was taken between the check and its start."""
+
+
+def query_memory_bytes() -> int:
+    """The most one statement may hold (the server's QUERY_MEM_CAPACITY): QUERY_MEM_CAPACITY, at most a
+    quarter of the server's memory cap, so the server stops a statement that grows step by step well
+    before the cap makes an allocation fail (which ends the whole server)."""
+    return min(QUERY_MEM_CAPACITY, memory_limit_bytes() // 4)
 
 
 def memory_limit_bytes() -> int:
@@ -753,8 +762,17 @@ def attach(store, info: ServerInfo) -> None:
             time.sleep(0.05)
         return "" if is_our_server(old, listening=False) else why_ended(old)
 
+    def on_gone() -> bool:
+        old = store.server
+        creds = auth.read(Path(old.data_dir))
+        if is_our_server(old, listening=False) and creds is not None and _probe(old.host, old.port, creds) != "down":
+            return False  # it runs: the connection failed for another reason
+        follow(store, ensure_running(Path(old.data_dir).parent)[0])
+        return True
+
     store.server = info
     store.on_unresponsive = on_unresponsive
+    store.on_gone = on_gone
     store.on_lost = on_lost
     store.before_write = lambda need: check_disk(store.server, need)
     store.on_not_durable = lambda: drop_unsaved(store.server)
@@ -874,7 +892,7 @@ def server_state(home: Path | None = None) -> ServerState:
         if seen == "suspended":
             return ServerState("suspended", info, "stopped by a signal (SIGSTOP?): it answers nothing until continued "
                                f"(kill -CONT {info.pid}); the next command restarts it after "
-                               f"{health.HUNG_AFTER_S:g} s")
+                               f"{liveness.HUNG_AFTER_S:g} s")
         if seen == "idle":
             return ServerState("hung", info, "takes connections but answers nothing, and its main thread waits "
                                "without running (deadlocked); the next command restarts it from its "
@@ -959,6 +977,18 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
     never replaced and never signalled."""
     if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         raise PipelineError(f"--port {port}: expected a TCP port 1..65535")
+    try:
+        return _ensure_running(home, port)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        raise StoreUnavailable(
+            f"the store folder {store_dir(home)} is on a read-only file system: its server writes its append-only "
+            "file and its log there; make it writable, or point PIPELINE_HOME elsewhere"
+        ) from None
+
+
+def _ensure_running(home: Path | None, port: int | None) -> tuple[ServerInfo, bool]:
     folder = auth.private_folder(store_dir(home))
     # two commands starting the store at once must not start two servers on one data folder
     with _FolderLock(folder):
@@ -981,7 +1011,7 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
                 _kill(recorded)
                 _forget(folder, recorded.pid)
                 notice = (f"the store (pid {recorded.pid}) stopped answering ({describe_unresponsive(outcome)} "
-                          f"for {health.HUNG_AFTER_S:g} s): killed it and started it again")
+                          f"for {liveness.HUNG_AFTER_S:g} s): killed it and started it again")
             elif outcome in ("refused", "never"):
                 # alive but not answering us (credentials file replaced, or hung): a second server on the
                 # same data folder would append to the same file, so never start one beside it
@@ -1024,7 +1054,10 @@ def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
         return False
     info = _recorded(folder)
     if info is None or not is_our_server(info, listening=False):
-        _forget(folder)
+        try:
+            _forget(folder)
+        except OSError:
+            pass  # (a read-only home: the stale record stays, and names no server that runs)
         return False
     shutdown(info, timeout_s)
     _forget(folder, info.pid)

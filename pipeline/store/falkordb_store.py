@@ -40,7 +40,10 @@ _DURABLE_WAIT_S = 5.0
 # GRAPH.RO_QUERY on a server without the graph yet
 _NO_GRAPH = "empty key"
 # what open_embedded sets on a store (see __init__), copied to its fresh() twins
-_HOOKS = ("server", "on_unresponsive", "on_lost", "before_write", "on_not_durable", "require_durable", "on_checkpoint")
+_HOOKS = (
+    "server", "on_unresponsive", "on_lost", "on_gone", "before_write", "on_not_durable", "require_durable",
+    "on_checkpoint",
+)  # fmt: skip
 # the client's statistics properties, by the names the project reports (base.COUNTER_NAMES)
 _COUNTERS = {
     "nodes_created": "nodes created", "nodes_deleted": "nodes deleted",
@@ -84,13 +87,15 @@ class FalkorDBStore(Store):
         # The hooks of the embedded server (pipeline.store.backends.open_embedded); None elsewhere:
         # server: its ServerInfo (a message names its pid); on_unresponsive(why) restarts a server that
         # stopped answering and returns the one now running; on_lost() says why the connection was lost
-        # (the server ended: out of its memory cap, killed...); before_write(need) refuses a write the
+        # (the server ended: out of its memory cap, killed...); on_gone() starts a server that had ended
+        # before a statement was sent, and follows it; before_write(need) refuses a write the
         # disk cannot take; on_not_durable() stops a server that acknowledged a write it could not append.
         self.server: Any = None
         self.on_unresponsive: Any = None
         self.on_lost: Any = None
         self.before_write: Any = None
         self.on_not_durable: Any = None
+        self.on_gone: Any = None
         # After each write, ask the server whether it is in its append-only file (the embedded server: an
         # acknowledged write must survive kill -9; Redis acknowledges one its full disk did not take).
         self.require_durable = False
@@ -102,7 +107,7 @@ class FalkorDBStore(Store):
             socket_connect_timeout=CONNECT_TIMEOUT_S,
             # a reply later than the server's own limit plus a margin: the server or the link is gone
             socket_timeout=timeout_s or self.statement_timeout_s + _REPLY_MARGIN_S,
-            retry=Retry(NoBackoff(), 0), decode_responses=True, encoding="utf-8",
+            retry=Retry(NoBackoff(), 0), decode_responses=True, encoding="utf-8", protocol=2,  # as FalkorDB's own
         )  # fmt: skip
         # and no wait on a server that stopped answering: see pipeline.store.liveness
         self._watch = Watch(self._answers, self._break_calls)
@@ -189,9 +194,11 @@ class FalkorDBStore(Store):
             self._ensure_durable(cypher)
         return done
 
-    def _call(self, fn: Any, what: str, timeout_s: float | None = None, write: bool = False) -> Any:
+    def _call(self, fn: Any, what: str, timeout_s: float | None = None, write: bool = False, again: bool = True) -> Any:
         """One round trip, watched (:mod:`pipeline.store.liveness`): the server's errors as CypherError,
-        a lost or silent server as StoreUnavailable saying what is known of the statement's fate."""
+        a lost or silent server as StoreUnavailable saying what is known of the statement's fate. A read
+        that could not be sent because the embedded server had ended is sent again to the server started
+        in its place (``again``)."""
         import redis
 
         try:
@@ -218,6 +225,8 @@ class FalkorDBStore(Store):
                 ) from None
             raise CypherError(f"FalkorDB rejected the query: {exc}\n  query: {_short(what)}") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+            if again and not write and _not_sent(exc) and not self._watch.tripped and self._restarted():
+                return self._call(fn, what, timeout_s, write, again=False)
             raise self._lost(exc, what, write) from None
         except redis.exceptions.RedisError as exc:
             if self._watch.tripped:
@@ -255,20 +264,43 @@ class FalkorDBStore(Store):
         (the embedded server's hooks) and what became of the statement."""
         name = f"the store (pid {self.server.pid})" if self.server is not None else f"FalkorDB at {self.host}:{self.port}"
         stmt = _short(what, 80)
+        unknown = "whether it was applied is not known: look before you run it again"
         if self._watch.tripped:
             why = self._watch.tripped
             if self.on_unresponsive is not None:
                 why = self.on_unresponsive(why)
-            fate = ("whether it was applied is not known: look before you run it again" if write
-                    else "nothing was changed; run it again")
-            return StoreUnavailable(f"{name} stopped answering ({why}) during: {stmt}; {fate}")
+            return StoreUnavailable(
+                f"{name} stopped answering ({why}); the statement ({stmt}): {unknown if write else 'run it again'}"
+            )
+        if _not_sent(exc):
+            if self.on_gone is not None:
+                old = name
+                started = self._restarted()
+                now = f"started it again (pid {self.server.pid}): " if started else ""
+                return StoreUnavailable(f"{old} had ended before this statement was sent ({stmt}); {now}"
+                                        "nothing of it was run: run it again")
+            return StoreUnavailable(f"lost {name}: {' '.join(str(exc).split())}: nothing of the statement was run")
         why = self.on_lost() if self.on_lost is not None else ""
         if why:
-            fate = ("if it was applied before that, the append-only file has it; look before you run it again"
-                    if write and "memory cap" not in why else "nothing of it was applied")
-            return StoreUnavailable(f"{name} ended during: {stmt}: {why}; {fate}")
-        fate = "; whether it was applied is not known" if write else ""
+            if "memory cap" in why:
+                fate = "the statement needs more memory than the store may take: change it (or raise the cap)"
+            elif not write:
+                fate = "run it again"
+            else:
+                fate = "if it was applied before that, the append-only file has it: look before you run it again"
+            return StoreUnavailable(f"{name} ended during the statement ({stmt}): {why}; {fate}")
+        fate = f"; {unknown}" if write else ""
         return StoreUnavailable(f"lost {name}: {' '.join(str(exc).split())}{fate}")
+
+    def _restarted(self) -> bool:
+        """The embedded server had ended: start it again (the next start's line says why it ended) and
+        follow it. False where there is none to start (another server) or it cannot be started."""
+        if self.on_gone is None:
+            return False
+        try:
+            return bool(self.on_gone())
+        except PipelineError:
+            return False
 
     def _answers(self, timeout_s: float) -> bool | None:
         """Whether the server answers a PING on a connection of its own (the liveness probe)."""
@@ -518,6 +550,11 @@ def _preflight(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> No
     if reply[:1] not in (b"+", b"-"):
         said = reply.split(b"\r\n")[0][:40].decode("ascii", "replace")
         raise StoreUnavailable(f"{where} answers, but not as a FalkorDB (Redis protocol) server: it said {said!r}")
+
+
+def _not_sent(exc: BaseException) -> bool:
+    """Whether a client error came from opening the connection (so the command was never sent)."""
+    return "connecting to" in str(exc)
 
 
 def _cstr(s: str) -> bytes:

@@ -24,8 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# the main thread of a server that waits (state S) without running for this long is hung
-HUNG_AFTER_S = 15.0
+import pipeline.store.liveness as liveness
 
 READY = "Ready to accept connections"
 _OOM = re.compile(r"Out Of Memory allocating (\d+) bytes")
@@ -62,8 +61,10 @@ class Silence:
     """Watches a server that does not answer, one :meth:`update` per look, and says what it is doing
     (see the module's list). ``ready``: its log says it finished loading."""
 
-    def __init__(self, pid: int, hung_after_s: float = HUNG_AFTER_S) -> None:
-        self.pid, self.hung_after_s = pid, hung_after_s
+    def __init__(self, pid: int, hung_after_s: float | None = None) -> None:
+        # (the same bound as a call's: liveness.HUNG_AFTER_S)
+        self.pid = pid
+        self.hung_after_s = liveness.HUNG_AFTER_S if hung_after_s is None else hung_after_s
         self.since = time.monotonic()
         self.last_run_ns = -1
         self.idle_since = self.since
