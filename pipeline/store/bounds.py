@@ -29,7 +29,7 @@ _CLAUSE = re.compile(
 _WITH = re.compile(r"\bWITH\b", re.IGNORECASE)
 _RANGE = re.compile(r"\brange\s*\(", re.IGNORECASE)
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)|(?P<param>\$[A-Za-z_][A-Za-z0-9_]*)"
+    r"\s*(?:(?P<str>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|(?P<num>0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)|(?P<param>\$[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/%^(),]))"
 )
 
@@ -42,13 +42,15 @@ def max_range_values(memory_bytes: int) -> int:
 def check_ranges(statement: str, params: dict[str, Any] | None, memory_bytes: int, limit_name: str) -> None:
     """Refuse (PipelineError, one line) a statement with a ``range()`` of known size over the limit; see
     the module's text. ``limit_name`` says where the limit comes from in the message."""
-    text = _mask_strings(strip_comments(statement))
-    bound = _bindings(text, params or {})
+    plain = strip_comments(statement)
+    text = _mask_strings(plain)  # the same length: a position in one is the same place in the other
+    bound = _bindings(text, plain, params or {})
     most = max_range_values(memory_bytes)
     for m in _RANGE.finditer(text):
-        args = _arguments(text, m.end())
-        if args is None or not 2 <= len(args) <= 3:
+        spans = _arguments(text, m.end())
+        if spans is None or not 2 <= len(spans) <= 3:
             continue
+        args = [plain[a:b] for a, b in spans]
         values = [_evaluate(a, params or {}, bound) for a in args]
         if any(v is None for v in values):
             continue
@@ -87,8 +89,9 @@ def _mask_strings(text: str) -> str:
     return "".join(out)
 
 
-def _arguments(text: str, start: int) -> list[str] | None:
-    """The top-level comma-separated arguments of the call whose '(' ends just before ``start``."""
+def _arguments(text: str, start: int) -> list[tuple[int, int]] | None:
+    """The spans of the top-level comma-separated arguments of the call whose '(' ends just before
+    ``start`` (in ``text`` with its strings masked)."""
     depth, args, cur = 0, [], start
     for i in range(start, len(text)):
         c = text[i]
@@ -96,29 +99,31 @@ def _arguments(text: str, start: int) -> list[str] | None:
             depth += 1
         elif c in ")]}":
             if depth == 0:
-                args.append(text[cur:i])
+                args.append((cur, i))
                 return args
             depth -= 1
         elif c == "," and depth == 0:
-            args.append(text[cur:i])
+            args.append((cur, i))
             cur = i + 1
     return None
 
 
-def _bindings(text: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Names bound by ``WITH <expression> AS name`` to a value known from the text, in order."""
+def _bindings(text: str, plain: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Names bound by ``WITH <expression> AS name`` to a value known from the text, in order (``text``:
+    ``plain`` with its strings masked)."""
     bound: dict[str, Any] = {}
     for m in _WITH.finditer(text):
         end = _CLAUSE.search(text, m.end())
-        projection = text[m.end() : end.start() if end else len(text)]
-        for item in _arguments(projection + ")", 0) or []:
-            parts = re.split(r"\s+AS\s+", item.strip(), flags=re.IGNORECASE)
-            if len(parts) == 2 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", parts[1].strip()):
+        stop = end.start() if end else len(text)
+        for a, b in _arguments(text[:stop] + ")", m.end()) or []:
+            parts = re.split(r"\s+AS\s+", plain[a:b].strip(), flags=re.IGNORECASE)
+            name = parts[-1].strip()
+            if len(parts) == 2 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 value = _evaluate(parts[0], params, bound)
                 if value is None:
-                    bound.pop(parts[1].strip(), None)
+                    bound.pop(name, None)
                 else:
-                    bound[parts[1].strip()] = value
+                    bound[name] = value
     return bound
 
 
@@ -200,6 +205,13 @@ def _unary(t: list, p: dict, b: dict) -> tuple[Any, list]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _Unknown
         return value, t[1:]
+    if kind == "name" and len(t) > 3 and t[1] == ("op", "(") and t[2][0] == "str" and t[3] == ("op", ")"):
+        text = t[2][1][1:-1].strip()  # toInteger('10000000000'): a number written as text
+        if tok.lower() == "tointeger" and re.fullmatch(r"[+-]?\d+", text):
+            return int(text), t[4:]
+        if tok.lower() == "tofloat" and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+            return float(text), t[4:]
+        raise _Unknown
     if kind == "name" and len(t) > 1 and t[1] == ("op", "(") and tok.lower() in ("tointeger", "tofloat", "abs"):
         value, rest = _sum(t[2:], p, b)
         if not rest or rest[0] != ("op", ")"):

@@ -387,10 +387,9 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
                     kind = silence.update(ready=server_ready(info))
                     if kind in ("hung", "suspended"):
                         return kind
-                    if kind == "waiting":
-                        bar.what = f"the store (pid {info.pid}) does not answer"
-                        note = ("it is stopped by a signal" if silence.state in ("T", "t") else
-                                "its main thread waits without running")
+                    if kind == "waiting":  # decided within liveness.HUNG_AFTER_S: no line meanwhile
+                        time.sleep(0.5)
+                        continue
                     else:
                         bar.what = (f"the store (pid {info.pid}) is busy" if kind == "busy" else
                                     f"the store (pid {info.pid}) is loading its append-only file")
@@ -1066,18 +1065,24 @@ def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
 
 def shutdown(info: ServerInfo, timeout_s: float = 30.0) -> None:
     """SHUTDOWN as the admin user (the AOF is fsynced first); SIGTERM, then SIGKILL, if it does not exit.
-    Only a pid verified to be the server of ``info.data_dir`` gets the password or a signal."""
+    A server that does not answer (stopped by a signal, hung) gets no SHUTDOWN to wait on: it is continued
+    and sent SIGTERM, and SIGKILL a few seconds later (its append-only file already holds every write it
+    acknowledged). Only a pid verified to be the server of ``info.data_dir`` gets the password or a signal."""
     import redis
 
     if not is_our_server(info, listening=False):
         return
     creds = auth.read(Path(info.data_dir))
-    if creds is not None and is_our_server(info):
+    silent = creds is None or not is_our_server(info) or _probe(info.host, info.port, creds, 1.0) == "silent"
+    if not silent:
         try:
             _client(info.host, info.port, creds.admin_user, creds.admin_password, timeout_s).shutdown()
         except (redis.exceptions.RedisError, OSError):
             pass  # the connection drops as the server exits
-    deadline = time.monotonic() + timeout_s
+    else:
+        os.kill(info.pid, signal.SIGCONT)  # a stopped process acts on no other signal
+        os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + (_SILENT_STOP_S if silent else timeout_s)
     while _alive(info.pid) and time.monotonic() < deadline:
         _reap(info.pid)
         if not is_our_server(info, listening=False):
@@ -1089,6 +1094,10 @@ def shutdown(info: ServerInfo, timeout_s: float = 30.0) -> None:
         if is_our_server(info, listening=False):
             os.kill(info.pid, signal.SIGKILL)
     _reap(info.pid)
+
+
+# seconds a server that answered nothing has to exit on SIGTERM before SIGKILL (`store stop`)
+_SILENT_STOP_S = 5.0
 
 
 def _reap(pid: int) -> None:

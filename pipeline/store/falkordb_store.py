@@ -333,7 +333,8 @@ class FalkorDBStore(Store):
             return
         deadline = time.monotonic() + _DURABLE_WAIT_S
         while True:
-            p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence")
+            # (never asked of a server started in place of the one that took the write: again=False)
+            p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence", again=False)
             if not p.get("aof_enabled"):
                 return
             ok = p.get("aof_last_write_status", "ok") == "ok"
@@ -341,7 +342,7 @@ class FalkorDBStore(Store):
                 return
             if not ok or time.monotonic() > deadline:
                 break
-            time.sleep(0.02)  # still in the server's buffer: a background fsync delays the write up to 2 s
+            time.sleep(0.002)  # still in the server's buffer: a background fsync delays the write up to 2 s
         why = self.on_not_durable() if self.on_not_durable is not None else (
             "the server could not write it into its append-only file: it is not durable")
         raise StoreUnavailable(f"the write was not saved: {why} ({_short(what, 80)})")

@@ -34,7 +34,8 @@ def test_a_range_is_refused_exactly_when_it_holds_more_than_the_limit(n, step):
     [("10000000000", 10_000_000_000), ("1e3", 1000.0), ("toInteger(1e3)", 1000), ("2 * (3 + 4)", 14),
      ("-5 + 2", -3), ("7 / 2", 3), ("-7 / 2", -3), ("7 % 3", 1), ("2 ^ 10", 1024.0), ("0x10", 16),
      ("$n * 2", 20), ("abs(-4)", 4), ("n + 1", 8), ("size([1, 2])", None), ("x.y", None), ("$missing", None),
-     ("'ten'", None), ("1 +", None)],
+     ("'ten'", None), ("1 +", None), ("toInteger('42')", 42), ("toInteger('4.2')", None),
+     ("toFloat('1e3')", 1000.0), ("toInteger('4' + '2')", None)],
 )  # fmt: skip
 def test_the_evaluator_knows_numbers_parameters_and_bound_names_only(expr, value):
     assert _evaluate(expr, {"n": 10}, {"n": 7}) == value
@@ -49,6 +50,8 @@ def test_the_evaluator_knows_numbers_parameters_and_bound_names_only(expr, value
         "RETURN RANGE ( -10000000000 , 0 )",
         "UNWIND range(1, $big) AS x RETURN x",
         "RETURN [x IN range(0, toInteger(1e12), 2) | x][0]",
+        "WITH toInteger('10000000000') AS n UNWIND range(1, n) AS x RETURN count(x)",  # a number as text
+        "WITH 'a, b' AS s, 10000000000 AS n RETURN range(1, n)",  # a comma inside a string
     ],
 )
 def test_ranges_the_text_bounds_past_the_limit_are_refused(statement):
