@@ -334,7 +334,13 @@ class FalkorDBStore(Store):
         deadline = time.monotonic() + _DURABLE_WAIT_S
         while True:
             # (never asked of a server started in place of the one that took the write: again=False)
-            p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence", again=False)
+            try:
+                p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence", again=False)
+            except StoreUnavailable as exc:
+                raise StoreUnavailable(
+                    f"the store was lost right after this write ran ({_short(what, 80)}), before it was known to be "
+                    f"saved: whether it was applied is not known, look before you run it again ({exc})"
+                ) from None
             if not p.get("aof_enabled"):
                 return
             ok = p.get("aof_last_write_status", "ok") == "ok"

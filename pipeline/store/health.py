@@ -134,8 +134,8 @@ def ended_because(lines: list[str], memory_cap: str) -> str:
     the cap (e.g. "1.0 GiB (PIPELINE_STORE_MEMORY)")."""
     asked = oom_bytes(lines)
     if asked is not None:
-        return (f"it ran out of its memory cap of {memory_cap}: a statement asked for {asked:,} bytes at once "
-                "(nothing of that statement was kept)")
+        return (f"it ran out of its memory cap of {memory_cap} (the allocation that failed: {asked:,} bytes) "
+                "and ended; nothing of the statement that did it was kept")
     text = "\n".join(lines[-400:])
     if "AOF write error" in text or "Short write while writing to the AOF" in text or "No space left" in text:
         return "it could not write its append-only file (its disk is full or failing)"

@@ -89,15 +89,27 @@ def test_a_runaway_range_is_refused_before_it_reaches_the_server(home, monkeypat
     assert json.loads(invoke("cypher", "RETURN size(range(1, 1000)) AS n", "--json").stdout) == [{"n": 1000}]
 
 
-def test_a_statement_that_ends_the_server_names_its_memory_cap_and_the_next_command_works(home, monkeypatch):
-    """What the text cannot bound (a string doubled inside reduce: each step one allocation twice the last)
-    still ends the server at its memory cap: its line says so, and the next command starts it again
-    (within seconds) from its append-only file with everything acknowledged before."""
+def test_a_statement_that_blows_up_on_any_graph_is_refused_after_a_trial_run(home, monkeypatch):
+    """What the text cannot bound (a string doubled inside reduce: each step one allocation twice the last;
+    a comprehension of ranges) ends a trial server with no data at the same memory cap, not the store's."""
     monkeypatch.setenv(embedded.MEMORY_ENV, "1")
     assert invoke("cypher", "CREATE (:Kept {v: 2})").exit_code == 0
     first = embedded.status()
-    one_line(invoke("cypher", "RETURN size(reduce(s = 'x', i IN range(1, 40) | s + s)) AS n"),
-             f"the store (pid {first.pid}) ended", "memory cap of 1.0 GiB", "bytes at once")
+    for statement in ("RETURN size(reduce(s = 'x', i IN range(1, 40) | s + s)) AS n",
+                      "RETURN size(reduce(l = [1], i IN range(1, 40) | l + l)) AS n"):
+        one_line(invoke("cypher", statement), "in a trial run", "memory cap of 1.0 GiB", "nothing was run on the store")
+    assert embedded.status() == first  # the same server
+
+
+def test_a_statement_that_ends_the_server_names_its_memory_cap_and_the_next_command_works(home, monkeypatch):
+    """A blow-up that needs the store's data (a range up to a stored value) passes the trial on an empty
+    graph and still ends the server at its memory cap: its line says so, and the next command starts it again
+    (within seconds) from its append-only file with everything acknowledged before."""
+    monkeypatch.setenv(embedded.MEMORY_ENV, "1")
+    assert invoke("cypher", "CREATE (:Kept {v: 2}), (:Huge {n: 10000000000})").exit_code == 0
+    first = embedded.status()
+    one_line(invoke("cypher", "MATCH (h:Huge) UNWIND range(1, h.n) AS x RETURN count(x)"),
+             f"the store (pid {first.pid}) ended", "memory cap of 1.0 GiB", "allocation that failed")
     while embedded.pid_alive(first.pid):
         embedded._reap(first.pid)
     t0 = time.monotonic()

@@ -142,7 +142,8 @@ def test_status_tells_suspended_running_and_down_and_why_the_last_server_ended(h
 def test_the_log_tells_why_a_server_ended():
     pid = 4242
     oom = [f"{pid}:M 28 Nov 2026 13:37:14.728 # Out Of Memory allocating 22561046540 bytes!"]
-    assert "memory cap of 1.0 GiB (X): a statement asked for 22,561,046,540 bytes" in health.ended_because(oom, "1.0 GiB (X)")
+    assert "memory cap of 1.0 GiB (X) (the allocation that failed: 22,561,046,540 bytes)" in health.ended_because(
+        oom, "1.0 GiB (X)")
     crash = [f"{pid}:M x # === REDIS BUG REPORT START: Cut & paste starting from here ==="]
     assert "crashed" in health.ended_because(crash, "")
     aof = [f"{pid}:M x # Short write while writing to the AOF file: (nwritten=712, expected=3117)"]
