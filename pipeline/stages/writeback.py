@@ -310,6 +310,7 @@ def _commit_fate(store: Any, dataset: str, params: dict[str, Any], generation: s
     """The error of a write-back whose commit statement lost the store: committed or not, asked of the store
     again (the embedded one is started again for that)."""
     try:
+        store.recover()  # (the embedded server, started again from its append-only file, can be asked)
         now = committed_generation(store, dataset, params["set"], params["method"])
     except PipelineError:
         return StoreUnavailable(f"the store was lost during the commit of {what}; whether it was committed is not "

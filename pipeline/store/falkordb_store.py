@@ -194,11 +194,9 @@ class FalkorDBStore(Store):
             self._ensure_durable(cypher)
         return done
 
-    def _call(self, fn: Any, what: str, timeout_s: float | None = None, write: bool = False, again: bool = True) -> Any:
+    def _call(self, fn: Any, what: str, timeout_s: float | None = None, write: bool = False) -> Any:
         """One round trip, watched (:mod:`pipeline.store.liveness`): the server's errors as CypherError,
-        a lost or silent server as StoreUnavailable saying what is known of the statement's fate. A read
-        that could not be sent because the embedded server had ended is sent again to the server started
-        in its place (``again``)."""
+        a lost or silent server as StoreUnavailable saying what is known of the statement's fate."""
         import redis
 
         try:
@@ -225,8 +223,6 @@ class FalkorDBStore(Store):
                 ) from None
             raise CypherError(f"FalkorDB rejected the query: {exc}\n  query: {_short(what)}") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-            if again and not write and _not_sent(exc) and not self._watch.tripped and self._restarted():
-                return self._call(fn, what, timeout_s, write, again=False)
             raise self._lost(exc, what, write) from None
         except redis.exceptions.RedisError as exc:
             if self._watch.tripped:
@@ -273,13 +269,11 @@ class FalkorDBStore(Store):
                 f"{name} stopped answering ({why}); the statement ({stmt}): {unknown if write else 'run it again'}"
             )
         if _not_sent(exc):
-            if self.on_gone is not None:
-                old = name
-                started = self._restarted()
-                now = f"started it again (pid {self.server.pid}): " if started else ""
-                return StoreUnavailable(f"{old} had ended before this statement was sent ({stmt}); {now}"
-                                        "nothing of it was run: run it again")
-            return StoreUnavailable(f"lost {name}: {' '.join(str(exc).split())}: nothing of the statement was run")
+            # (not started again here: `pipeline store stop` is not undone by a client still running; the
+            # next command starts it, and says why it had ended)
+            why = self.on_lost() if self.on_lost is not None else ""
+            return StoreUnavailable(f"{name} had ended before this statement was sent ({stmt}){': ' + why if why else ''}; "
+                                    "nothing of it was run: run it again (the next command starts the store)")
         why = self.on_lost() if self.on_lost is not None else ""
         if why:
             if "memory cap" in why:
@@ -292,9 +286,8 @@ class FalkorDBStore(Store):
         fate = f"; {unknown}" if write else ""
         return StoreUnavailable(f"lost {name}: {' '.join(str(exc).split())}{fate}")
 
-    def _restarted(self) -> bool:
-        """The embedded server had ended: start it again (the next start's line says why it ended) and
-        follow it. False where there is none to start (another server) or it cannot be started."""
+    def recover(self) -> bool:
+        """Start the embedded server again if it had ended, and follow it (see :meth:`Store.recover`)."""
         if self.on_gone is None:
             return False
         try:
@@ -333,9 +326,8 @@ class FalkorDBStore(Store):
             return
         deadline = time.monotonic() + _DURABLE_WAIT_S
         while True:
-            # (never asked of a server started in place of the one that took the write: again=False)
             try:
-                p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence", again=False)
+                p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence")
             except StoreUnavailable as exc:
                 raise StoreUnavailable(
                     f"the store was lost right after this write ran ({_short(what, 80)}), before it was known to be "

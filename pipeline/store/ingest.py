@@ -240,6 +240,7 @@ def _commit_fate(store: Store, ds: str, key: str, lost: StoreUnavailable) -> Sto
     """The error of an ingest whose commit statement lost the store: what is known of it, asked of the
     store again (the embedded one is started again for that): committed or not."""
     try:
+        store.recover()  # (the embedded server, started again from its append-only file, can be asked)
         st = dataset_status(store, ds)
     except PipelineError:
         return StoreUnavailable(f"the store was lost during the commit of '{ds}'; whether it was committed is not "
