@@ -156,7 +156,7 @@ def full_disk(work: Path) -> list[dict]:
         rows.append({"case": "write on a full disk (checked before)", "exit": rc, "s": f"{s:.1f}",
                      "acknowledged": "nodes created" in out, "after kill -9": f"{count(home, 'Fill')} Fill nodes"})
         code = (
-            "import json\nfrom pipeline.store import embedded, open_store\nembedded.MIN_FREE_BYTES = -(1 << 30)\n"
+            "import json\nfrom pipeline.store import open_store, recovery\nrecovery.MIN_FREE_BYTES = -(1 << 30)\n"
             "s = open_store(); acked = 0\n"
             "for _ in range(50):\n"
             "    try:\n"

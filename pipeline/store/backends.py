@@ -125,6 +125,7 @@ def _port(uri: str, parts: SplitResult) -> int | None:
 
 def open_embedded(uri: str, parts: SplitResult, graph: str | None) -> Store:
     import pipeline.store.embedded as embedded
+    import pipeline.store.recovery as recovery
     from pipeline.store.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
 
     info = embedded.start()
@@ -137,7 +138,7 @@ def open_embedded(uri: str, parts: SplitResult, graph: str | None) -> Store:
         # restarts it once it has not answered for liveness.HUNG_AFTER_S
         info = embedded.start()
         store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
-    embedded.attach(store, info)
+    recovery.attach(store, info)
     return store
 
 

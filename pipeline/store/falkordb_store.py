@@ -321,7 +321,7 @@ class FalkorDBStore(Store):
     def _ensure_durable(self, what: str) -> None:
         """After a write: its bytes are in the server's append-only file (INFO persistence: nothing left
         in its buffer, the last write to the file succeeded), else StoreUnavailable, and the embedded
-        server is stopped so nothing of the write remains (:func:`pipeline.store.embedded.drop_unsaved`)."""
+        server is stopped so nothing of the write remains (:func:`pipeline.store.recovery.drop_unsaved`)."""
         if not self.require_durable:
             return
         deadline = time.monotonic() + _DURABLE_WAIT_S

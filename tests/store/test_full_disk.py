@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.errors import StoreUnavailable
-from pipeline.store import embedded, open_store
+from pipeline.store import embedded, open_store, recovery
 from tests.cli_checks import invoke, one_line_error
 
 PAD = "x" * 3000  # a statement's parameter: its log entry needs a new page of the file
@@ -84,7 +84,7 @@ def test_a_write_on_a_full_disk_is_refused_in_one_line_and_reads_go_on(small_dis
 def test_no_write_is_acknowledged_that_a_kill_9_then_loses(small_disk, monkeypatch):
     """The disk fills between the check and the write (another program took the space): each write is
     acknowledged only once it is in the append-only file; the one that is not stops the server."""
-    monkeypatch.setattr(embedded, "MIN_FREE_BYTES", -(1 << 30))  # no check before: only the one after
+    monkeypatch.setattr(recovery, "MIN_FREE_BYTES", -(1 << 30))  # no check before: only the one after
     store = open_store()
     store.run("CREATE (:Before {v: 1})")
     filler = fill(small_disk)
