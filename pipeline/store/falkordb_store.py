@@ -84,12 +84,12 @@ class FalkorDBStore(Store):
         self.host, self.port, self.graph, self.bulk = host, int(port), graph, bulk
         self.uri = f"falkordb://{host}:{port}/{graph}"
         self._password, self._username = password, username
-        # The hooks of the embedded server (pipeline.store.backends.open_embedded); None elsewhere:
-        # server: its ServerInfo (a message names its pid); on_unresponsive(why) restarts a server that
-        # stopped answering and returns the one now running; on_lost() says why the connection was lost
-        # (the server ended: out of its memory cap, killed...); on_gone() starts a server that had ended
-        # before a statement was sent, and follows it; before_write(need) refuses a write the
-        # disk cannot take; on_not_durable() stops a server that acknowledged a write it could not append.
+        # The hooks of the embedded server (pipeline.store.recovery.attach); None elsewhere: server: its
+        # ServerInfo (a message names its pid); on_unresponsive(why) restarts a server that stopped
+        # answering and says so; on_lost() says why the connection was lost (the server ended: out of its
+        # memory cap, killed...); on_gone() starts a server that had ended and follows it (recover());
+        # before_write(need) refuses a write the disk cannot take; on_not_durable() stops a server that
+        # acknowledged a write it could not append.
         self.server: Any = None
         self.on_unresponsive: Any = None
         self.on_lost: Any = None
