@@ -73,7 +73,7 @@ def test_a_statement_over_its_memory_limit_is_stopped(home):
 
 def test_a_runaway_range_is_refused_before_it_reaches_the_server(home, monkeypatch):
     """range(1, 10^10) asks FalkorDB for 22.5 GB at once, past any per-statement limit: the server aborted
-    (issue 54). A range the text bounds past what a statement may hold is refused before it is sent, in
+    (the trust check's runaway). A range the text bounds past what a statement may hold is refused before it is sent, in
     one line naming the limit; the server is the same process after it."""
     monkeypatch.setenv(embedded.MEMORY_ENV, "1")
     assert invoke("cypher", "CREATE (:Kept {v: 2})").exit_code == 0
