@@ -221,7 +221,9 @@ def os_error_line(exc: OSError) -> str | None:
         return str(err)
     if exc.errno in DISK_ERRNOS:
         what = os.strerror(exc.errno) if exc.errno is not None else str(exc)
-        return f"{what} (errno {exc.errno}) while writing: nothing was replaced or left half-written; free some space and run it again"
+        # a read-only file system has space: it takes no writes at all
+        fix = "make it writable (or write elsewhere)" if exc.errno == errno.EROFS else "free some space"
+        return f"{what} (errno {exc.errno}) while writing: nothing was replaced or left half-written; {fix} and run it again"
     return None
 
 
