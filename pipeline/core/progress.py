@@ -71,7 +71,8 @@ _PLAIN: dict[type, type] = {}
 
 def _plain_bar(cls: type) -> type:
     """A subclass of the tqdm class ``cls`` that draws nothing and prints one plain line on stderr when it
-    closes: its description, the count, the seconds and its postfix (what a log can hold)."""
+    closes: its description, the count, the seconds and its postfix (what a log can hold). A bar left by an
+    exception prints nothing, so a failing command's output is its one error line."""
     if cls not in _PLAIN:
 
         class PlainBar(cls):  # type: ignore[misc, valid-type]
@@ -96,6 +97,11 @@ def _plain_bar(cls: type) -> type:
             def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
                 self._line_desc = desc or ""
                 super().set_description(desc, refresh)
+
+            def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+                if exc_type is not None:  # the error line that follows says what happened: no count line
+                    self._line_done = True
+                return super().__exit__(exc_type, exc, tb)
 
             def close(self) -> None:
                 if not self._line_done:
