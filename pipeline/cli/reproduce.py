@@ -43,7 +43,7 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline.core import config
     from pipeline.stages.evaluate import text_table
-    from pipeline.stages.reproduce import reproduce
+    from pipeline.stages.reproduce import PER_TYPE, reproduce
 
     if study == "soft-requirements":
         from pipeline.studies.soft_requirements import run_study
@@ -55,7 +55,7 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
 
         threshold = given["threshold"] if given["threshold"] is not None else dataset_defaults(dataset)["threshold"]
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type=given["per_type"], threshold=threshold, seed=seed,
+                        runs[0].partition("=")[2], per_type=given["per_type"] or PER_TYPE, threshold=threshold, seed=seed,
                         store=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
                         progress=not as_json)
         if as_json:
