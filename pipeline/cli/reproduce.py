@@ -51,8 +51,11 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
         seed = given["seed"]
+        from pipeline.stages.reproduce import dataset_defaults
+
+        threshold = given["threshold"] if given["threshold"] is not None else dataset_defaults(dataset)["threshold"]
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type=given["per_type"] or PER_TYPE, threshold=given["threshold"], seed=seed,
+                        runs[0].partition("=")[2], per_type=given["per_type"] or PER_TYPE, threshold=threshold, seed=seed,
                         store=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
                         progress=not as_json)
         if as_json:

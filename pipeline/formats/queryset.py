@@ -8,7 +8,8 @@ group listed by id):
   its conjunction in the DNF; exactly one of *_var / *_eid is set) ·
   answers_easy list<int64> · utilities_easy list<float64> (train graph) ·
   answers_hard list<int64> · utilities_hard list<float64> (the split's graph) · seed int64
-and optionally alpha_level str (the level drawn for the query: zero | low | normal | high), named_text str
+and optionally alpha_level str (the level drawn for the query: zero | low | normal | high; under the
+squk alpha mode the atoms' levels in atom order, e.g. low,high), named_text str
 (the text with names, quoted where a name needs it; sampled sets) and, for
 imported SQUK queries, answers_published / utilities_published (best first).
 File metadata (key ``pipeline``, JSON, sealed; :mod:`pipeline.formats.meta`): format, dataset, split, alpha,

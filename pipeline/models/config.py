@@ -57,7 +57,9 @@ class TrainConfig:
     that calls everything likely is not selected), "valid_pos" (positives only) or "last" (the final
     epoch of the budget, no early stopping, as UKGE's code keeps its last model: sharper on negatives, which
     ranking-based query answering rewards); `psl_weight` scales the soft-logic loss of UKGE+PSL (0.2 in
-    UKGE's code)."""
+    UKGE's code); `negative_weight` scales the sampled negatives' squared error against the positives' (1 in
+    UKGE's and BEUrRE's code; below 1 a fact the model is unsure of is predicted nearer its confidence than
+    near 0)."""
 
     dataset: str
     model: str
@@ -70,6 +72,7 @@ class TrainConfig:
     patience: int = 10
     select_on: str = "valid_pos_neg"
     psl_weight: float = 0.2
+    negative_weight: float = 1.0
     seed: int = 0
     device: str | None = None
     model_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -90,6 +93,7 @@ class TrainConfig:
         check_int(self.negatives, "negatives", 1, 10**4)
         check_int(self.patience, "patience", 1, 10**6)
         check_float(self.psl_weight, "psl_weight", 0.0)
+        check_float(self.negative_weight, "negative_weight", 0.0)
         check_seed(self.seed, "seed")
         if self.device is not None and not isinstance(self.device, str):
             raise PipelineError(f"device: expected cpu, cuda or cuda:N, got {self.device!r}")

@@ -26,7 +26,7 @@ from pipeline.sampling.requirements import (
     check_alpha_mode,
     check_beta_mode,
     draw_betas,
-    draw_level,
+    draw_levels,
 )
 from pipeline.sampling.shapes import missing_shapes
 from pipeline.sampling.truth import ground_truth
@@ -264,8 +264,10 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
             g = ground(qt, walker, answer, rng)
             if g is None:
                 continue
-            level = draw_level(rng, alpha_mode)
-            alphas = alpha_for(alpha_table, g.relations, level)
+            levels = draw_levels(rng, alpha_mode, len(g.relations))
+            alphas = [alpha_for(alpha_table, [r], lv)[0] for r, lv in zip(g.relations, levels, strict=True)]
+            # the query's level; per atom (squk) the atoms' levels in atom order, comma-separated
+            level = ",".join(levels) if alpha_mode == "squk" else levels[0]
             betas = draw_betas(rng, beta_mode, qt.n_atoms)
             query = qt.build(g.relations, g.anchors, alphas, betas)
             text = to_text(query)

@@ -134,6 +134,8 @@ class TrainOptions(Shown):
     lr: float | None = setting(None, low=0.0, help="Adam learning rate (model default).")
     batch_size: int | None = setting(None, low=1, help="Facts per batch (model default, fitted to a small graph).")
     negatives: int | None = setting(None, low=0, help="Corruptions per fact and side (model default).")
+    negative_weight: float | None = setting(None, low=0.0, help="Weight of the negatives' squared error against "
+                                            "the positives' (default 1).")
     patience: int | None = setting(None, low=1, help="Epochs without a better valid MSE before stopping.")
     select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),
                                     help="Early stopping / selection MSE: valid positives + sampled negatives (default), "
@@ -154,7 +156,8 @@ class TrainOptions(Shown):
 
     def overrides(self) -> dict[str, Any]:
         """The settings of the run's config that were given (None: not given)."""
-        names = ("psl", "epochs", "dim", "lr", "batch_size", "negatives", "patience", "select_on", "seed", "device")
+        names = ("psl", "epochs", "dim", "lr", "batch_size", "negatives", "negative_weight", "patience", "select_on",
+                 "seed", "device")
         out = {k: getattr(self, k) for k in names}
         out["psl"] = self.psl or None  # a flag left off keeps the replayed config's
         return out
