@@ -92,18 +92,17 @@ def batch_loss(
     r: Tensor,
     t: Tensor,
     c: Tensor,
-    neg_heads: Tensor,
-    neg_tails: Tensor,
+    negatives: tuple[Tensor, Tensor],
     psl: tuple[Tensor, Tensor, Tensor, Tensor] | None = None,
     psl_weight: float = 0.2,
     negative_weight: float = 1.0,
 ) -> tuple[Tensor, dict[str, float]]:
-    """Loss of one batch. h, r, t (B,) int64, c (B,) float32; neg_heads / neg_tails (B, k) int64 replace
-    the head / tail of each fact; psl: (h, r, t, c) of soft-logic facts, penalised only when predicted
+    """Loss of one batch. h, r, t (B,) int64, c (B,) float32; negatives: (neg_heads, neg_tails), each (B, k)
+    int64, replace the head / tail of each fact; psl: (h, r, t, c) of soft-logic facts, penalised only when predicted
     below their confidence; negative_weight scales the negatives' term (1: UKGE's and BEUrRE's loss).
     Returns the scalar loss and its parts as floats (read on the host: the training loop uses
     :func:`loss_terms`, which leaves them on the device; the part "neg" is the unweighted mean)."""
-    loss, parts = loss_terms(model, h, r, t, c, neg_heads, neg_tails, psl, psl_weight, negative_weight)
+    loss, parts = loss_terms(model, h, r, t, c, negatives, psl, psl_weight, negative_weight)
     return loss, {name: float(value) for name, value in parts.items()}
 
 
@@ -113,13 +112,13 @@ def loss_terms(
     r: Tensor,
     t: Tensor,
     c: Tensor,
-    neg_heads: Tensor,
-    neg_tails: Tensor,
+    negatives: tuple[Tensor, Tensor],
     psl: tuple[Tensor, Tensor, Tensor, Tensor] | None = None,
     psl_weight: float = 0.2,
     negative_weight: float = 1.0,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """:func:`batch_loss` with its parts as detached 0-d tensors on the model's device (no host read)."""
+    neg_heads, neg_tails = negatives
     k = neg_heads.shape[1]
     pos = model.training_output(h, r, t)
     pos_loss = (pos - c).pow(2).mean()
@@ -214,8 +213,7 @@ def _batches(bar: Any, model: ConfidenceModel, opt: torch.optim.Optimizer, facts
             facts.r[idx],
             facts.t[idx],
             facts.c[idx],
-            neg_h,
-            neg_t,
+            (neg_h, neg_t),
             psl_batch,
             cfg.psl_weight,
             cfg.negative_weight,
