@@ -508,6 +508,13 @@ def launch(
             "TIMEOUT_DEFAULT", str(TIMEOUT_DEFAULT_MS),
             "TIMEOUT_MAX", str(TIMEOUT_MAX_MS),
             "QUERY_MEM_CAPACITY", str(query_memory_bytes()),
+            # FalkorDB 4.16.3 starts its cron thread, whose finished-queries task (GRAPH.INFO's record,
+            # CMD_INFO) read-locks the module's list of graphs, before it initialises that lock: a start
+            # where the initialisation lands inside the read lock leaves the lock's reader count at -1, and
+            # the first graph created (an ingest, an append-only file's replay) waits forever. The project
+            # reads no GRAPH.INFO; without the task nothing touches the lock before it is initialised
+            # (docs/store.md, "Known FalkorDB defects")
+            "CMD_INFO", "no",
         ]  # fmt: skip
         proc = _spawn(cmd, data_dir, memory_limit_bytes())
         info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
