@@ -40,14 +40,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _one_line(fn: F) -> F:
     """An OSError about a path the caller gave becomes a :class:`PathError` (a PipelineError and still an
-    OSError) with the CLI's line, as every command reports it."""
+    OSError) with the CLI's line, as every command reports it. Before the call, torch is imported whole
+    (:func:`pipeline.core.imports.import_whole`): a Ctrl-C during a process's first call stops the call and
+    leaves the process usable (not for :func:`cypher`, :func:`dataset` and :func:`evaluate`, which never load it)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from pipeline.core.config import check_environment
+        from pipeline.core.imports import import_whole
 
         try:
             check_environment()
+            if fn.__name__ not in _NO_TORCH:
+                import_whole("torch")
             return fn(*args, **kwargs)
         except PipelineError:
             raise
@@ -59,6 +64,9 @@ def _one_line(fn: F) -> F:
 
     return wrapper  # type: ignore[return-value]
 
+
+# The API functions that never need torch (the store, a data set's tables): no import of it for them
+_NO_TORCH = frozenset({"cypher", "dataset", "evaluate"})
 
 # The metrics' rows of pl.evaluate, in the paper's order (registry names -> the tables' labels).
 METRIC_ROWS = ("tau", "rho", "map", "ndcg")
@@ -118,7 +126,10 @@ def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_s
         raise PipelineError(f"ingest: name must be a data set name (a string), not {name!r}")
     (o,) = split_options(options, IngestOptions, what="ingest")
     if name in BENCHMARKS and from_store is None:
-        extra = set(options) - {"batch_size", "store", "progress"}
+        if source is not None and not isinstance(source, (str, Path)):  # a frame's text is no folder name
+            raise PipelineError(f"ingest {name}: a benchmark is read from its own files (source= is a folder "
+                                f"holding them, not a {type(source).__name__}); give your own KG another name")
+        extra = set(options) - {"batch_size", "store", "progress", "quiet"}
         if extra:
             raise PipelineError(f"ingest {name}: {', '.join(sorted(extra))} apply to your own KG, not a benchmark")
         report, where = ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.output)
@@ -199,7 +210,7 @@ def query(
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
     return ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency),
-               top=top, cycle_cap=cycle_cap, explain=int(explain) if explain else False,
+               top=top, cycle_cap=cycle_cap, explain=explain,  # checked there: an integer, not 1.5 taken as 1
                calibration=tuple(str(c) for c in calibration or ()))
 
 
