@@ -40,19 +40,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _one_line(fn: F) -> F:
     """An OSError about a path the caller gave becomes a :class:`PathError` (a PipelineError and still an
-    OSError) with the CLI's line, as every command reports it. Before the call, torch is imported whole
-    (:func:`pipeline.core.imports.import_whole`): a Ctrl-C during a process's first call stops the call and
-    leaves the process usable (not for :func:`cypher`, :func:`dataset` and :func:`evaluate`, which never load it)."""
+    OSError) with the CLI's line, as every command reports it."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from pipeline.core.config import check_environment
-        from pipeline.core.imports import import_whole
 
         try:
             check_environment()
-            if fn.__name__ not in _NO_TORCH:
-                import_whole("torch")
             return fn(*args, **kwargs)
         except PipelineError:
             raise
@@ -64,9 +59,6 @@ def _one_line(fn: F) -> F:
 
     return wrapper  # type: ignore[return-value]
 
-
-# The API functions that never need torch (the store, a data set's tables): no import of it for them
-_NO_TORCH = frozenset({"cypher", "dataset", "evaluate"})
 
 # The metrics' rows of pl.evaluate, in the paper's order (registry names -> the tables' labels).
 METRIC_ROWS = ("tau", "rho", "map", "ndcg")

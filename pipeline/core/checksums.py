@@ -153,6 +153,11 @@ def seal_file(path: str | Path) -> str:
     return digest
 
 
+def has_seal(path: str | Path) -> bool:
+    """Whether a Parquet file's footer holds a checksum (right or wrong: :func:`verify_sealed_file` says)."""
+    return _parquet_footer(Path(path))[1].rfind(MARKER) >= 0
+
+
 def verify_sealed_file(path: str | Path, remedy: str = "re-create it") -> None:
     """Check a Parquet file's own digest: CorruptArtifactError on a mismatch, and when it has none
     (:func:`missing`; ``remedy``: how to write the file again)."""

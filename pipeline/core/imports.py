@@ -1,9 +1,10 @@
-"""Heavy modules imported whole. A KeyboardInterrupt that lands inside the first ``import torch`` (a
-second or two of a notebook's first ``pl.run``) leaves torch half-initialised in ``sys.modules``, and every
-later import of it fails ("partially initialized module 'torch' has no attribute 'nn'") or crashes the
-interpreter until the kernel restarts; numba likewise. :func:`import_whole` runs such a first import with
-Ctrl-C held: the interrupt is raised as soon as the import is complete, so the call still stops where the
-person asked, and the process stays usable.
+"""Heavy modules imported whole. A KeyboardInterrupt that lands inside the first ``import torch`` (the
+seconds of a notebook's first ``pl.run``, whose first use of ``pl`` imports the API and torch with it)
+leaves torch half-initialised in ``sys.modules``: every later import of it fails ("partially initialized
+module 'torch' has no attribute 'nn'") or crashes the interpreter until the kernel restarts; numba likewise.
+:func:`import_whole` runs such a first import with Ctrl-C held: the interrupt is raised as soon as the
+import is complete, so the call still stops where the person asked, and the process stays usable. Used by
+``pipeline.__getattr__`` (the API's first import) and by the engine's numba loader.
 """
 
 from __future__ import annotations

@@ -265,7 +265,10 @@ def _check_needs(obj: Any, d: Declared, context: Mapping[str, tuple[str, Any]]) 
         if (any(v in values for v in items) if values else have not in (None, (), "", {}) and bool(have)):
             return
         known.append(option(shown) + (f" {' or '.join(map(str, values))}" if values else ""))
-    raise _fail(d.name, getattr(obj, d.name), f"does nothing without {', or '.join(known)}")
+    value = getattr(obj, d.name)
+    shown = None if isinstance(value, Mapping) else value  # a mapping of settings: the option's name alone
+    raise PipelineError(f"{option(d.name) if shown is None else _label(d.name, shown)}: does nothing without "
+                        f"{', or '.join(known)}")
 
 
 def declare(name: str, option: Option, default: Any = _MISSING) -> Declared:

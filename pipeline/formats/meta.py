@@ -74,25 +74,20 @@ def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...],
     without its checksum (``remedy``: the command that writes it again, for the message)."""
     if not path.is_file():
         raise ArtifactError(f"{path}: no such {kind}")
-    if metafile_format(path) is None:  # not this pipeline's: said so (decode's line), rather than "no checksum"
-        decode(None, path, fmt, kind, required)
     # the checksum first: a damaged file is reported as damaged, whatever the Parquet reader makes of it
+    if not checksums.has_seal(path):  # none: not Parquet, not this pipeline's, or its checksum removed
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ArtifactError(f"{path}: not a readable Parquet {kind} ({exc})") from None
+        if META_KEY not in (schema.metadata or {}):
+            decode(None, path, fmt, kind, required)  # "not written by this pipeline"
     checksums.verify_sealed_file(path, remedy)
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet {kind} ({exc})") from None
     return table, decode((table.schema.metadata or {}).get(META_KEY), path, fmt, kind, required, remedy)
-
-
-def metafile_format(path: Path) -> str | None:
-    """:func:`peek_format`, but "" (present) also for a file whose footer cannot be read (a damaged one:
-    its checksum check reports it)."""
-    try:
-        raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
-    except (pa.ArrowInvalid, OSError):
-        return ""
-    return None if raw is None else ""
 
 
 def peek_format(path: Path) -> str | None:

@@ -86,8 +86,9 @@ class ExportOptions(Shown):
     executor: str = setting("local", registry="executors", help="Where the scoring runs (`pipeline ls executors`).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
     workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs).")
-    shards: str | None = setting(None, help="Non-local executors: where the (relation, head block) shards go "
-                                            "(folder or URI such as s3://b/p; default OUT.shards).")
+    shards: str | None = setting(None, help="Where the (relation, head block) shards go (folder or URI such as "
+                                            "s3://b/p): non-local executors (default OUT.shards), or this process "
+                                            "when given (a resumable export).")
     shard_heads: int | None = setting(None, low=1, needs=(("shards", ()), ("executor", ("processes", "ray"))),
                                       help="Non-local executors (or --shards): heads per shard task (whole scoring "
                                            "blocks; default one block).")

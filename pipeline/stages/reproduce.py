@@ -63,6 +63,7 @@ class ReproduceConfig:
                                  help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
 
     def __post_init__(self) -> None:
+        from pipeline.core.errors import PipelineError, option
         from pipeline.methods.options import LOptions
 
         check(self)
@@ -77,6 +78,9 @@ class ReproduceConfig:
 
             for b in self.baselines:
                 qe_settings(b, self.qe, self.dataset)
+            other = [m for m, v in self.qe.items() if isinstance(v, dict) and m not in self.baselines]
+            if other:  # settings of a baseline that is not run would do nothing
+                raise PipelineError(f"{option('qe')} sets {other[0]}, which {option('baselines')} does not run")
 
     @classmethod
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:

@@ -23,12 +23,12 @@ from tests.answer.toy import PREDICTED, write_toy_query_set
 
 
 def _rewrite_meta(path: Path, raw: bytes) -> None:
-    """Replace a Parquet file's `pipeline` metadata bytes, as a hand edit or a truncated copy would, by a
-    tool that drops the file's checksum (a sealed file edited is refused earlier: tests/formats/
+    """Replace a Parquet file's `pipeline` metadata bytes, as a hand edit or a truncated copy would, and seal
+    the file again (an edit that keeps or drops the file's checksum is refused earlier: tests/formats/
     test_checksums.py); what remains are the checks of the metadata itself."""
     table = pq.read_table(path)
     kept = {k: v for k, v in table.schema.metadata.items() if k != checksums.META_KEY}
-    pq.write_table(table.replace_schema_metadata({**kept, metafile.META_KEY: raw}), path)
+    metafile.write_parquet(table.replace_schema_metadata({**kept, metafile.META_KEY: raw}), path)
 
 
 @pytest.fixture()
