@@ -163,17 +163,27 @@ def tamper(W: dict[str, str]) -> None:
     W["q_nodigest"] = _strip_parquet(W["test"], t / "q_nodigest.parquet", _reverse_rows, True)
 
     # answers with non-finite utilities, written by the pipeline's own writer (sealed): what a diverged L wrote
-    from pipeline.formats.answers import read_answers, write_answers
+    # (sealed by the pipeline's own Parquet writer, as a method that produced them would have written them
+    # before the answers writer refused non-finite utilities)
+    import pyarrow.parquet as pq
 
-    ans = read_answers(W["answers"])
+    from pipeline.formats import meta as metafile
+
+    table = pq.read_table(W["answers"])
+    kept = {k: v for k, v in table.schema.metadata.items() if k != b"pipeline.checksum"}
+
+    def sealed(frame: Any, name: str) -> str:
+        out = pa.Table.from_pandas(frame, schema=table.schema.remove_metadata(), preserve_index=False)
+        return str(metafile.write_parquet(out.replace_schema_metadata(kept), t / name))
+
+    base = table.to_pandas()
     for label, value in (("nan", float("nan")), ("posinf", float("inf"))):
-        frame = ans.frame.copy()
+        frame = base.copy()
         frame.loc[frame.index[::2], "utility"] = np.float32(value)
-        W[f"ans_{label}"] = str(write_answers(frame, t / f"ans_{label}.parquet", ans.meta))
-    frame = ans.frame.copy()
-    answers = frame.index[frame["truth_rank"] > 0]
-    frame.loc[answers[:1], "truth_utility"] = float("nan")
-    W["ans_truth_nan"] = str(write_answers(frame, t / "ans_truth_nan.parquet", ans.meta))
+        W[f"ans_{label}"] = sealed(frame, f"ans_{label}.parquet")
+    frame = base.copy()
+    frame.loc[frame.index[frame["truth_rank"] > 0][:1], "truth_utility"] = float("nan")
+    W["ans_truth_nan"] = sealed(frame, "ans_truth_nan.parquet")
 
     # export: the manifest's threshold edited and its digest removed; a relation file's checksum entry removed
     # after its scores were edited (schema and metadata kept)
@@ -274,7 +284,7 @@ def cases(W: dict[str, str]) -> list[Case]:
             args=["answer", W[key], "--adjacency", W["adj"], "--out", o(key), "--workers", "1"])
         add("seal", f"pl.answer: {what}", "api", "refuse", needle=Path(W[key]).name,
             code=f"pl.answer(W[{key!r}], adjacency=W['adj'], out={o(key + '_api')!r}, workers=1, quiet=True)")
-    add("seal", "query --adjacency: manifest edited, digest removed", "cli", "refuse", needle="manifest.json",
+    add("seal", "query --adjacency: manifest edited, digest removed", "cli", "refuse", needle="manifest",
         args=["query", "knows(p0, ?y)", "--dataset", "probe", "--adjacency", W["adj_manifest"]])
     add("seal", "pl.query: relation file edited, its checksum entry removed", "api", "refuse", needle="rel-",
         code="pl.query('helps(p0, ?y)', dataset='probe', adjacency=W['adj_relfile'])")
@@ -390,10 +400,12 @@ def cases(W: dict[str, str]) -> list[Case]:
         add("complex", f"pl.ingest frame confidence {label}", "api", "refuse", needle="confidence",
             code=f"pl.ingest('cplx', {frame.replace('CONF', conf)}, quiet=True)")
     sur = frame.replace("CONF", "[0.5, 0.4, 0.3]")
+    # object columns (a frame read with surrogateescape, or built so): pandas' own string columns refuse a
+    # surrogate in the user's line already, before any call of ours
     add("surrogate", "pl.ingest frame head '\\ud800'", "api", "refuse", needle="head",
-        code=f"f = {sur}; f.loc[0, 'head'] = 'x\\ud800'; pl.ingest('sur', f, quiet=True)")
+        code=f"f = {sur}; f['head'] = pd.Series(['x\\ud800', 'b', 'c'], dtype=object); pl.ingest('sur', f, quiet=True)")
     add("surrogate", "pl.ingest frame relation '\\udfff'", "api", "refuse", needle="relation",
-        code=f"f = {sur}; f.loc[1, 'relation'] = '\\udfff'; pl.ingest('sur2', f, quiet=True)")
+        code=f"f = {sur}; f['relation'] = pd.Series(['r', '\\udfff', 'r'], dtype=object); pl.ingest('sur2', f, quiet=True)")
     add("surrogate", "pl.ingest name '\\ud800x'", "api", "refuse", needle="name",
         code=f"pl.ingest('\\ud800x', {sur}, quiet=True)")
     add("surrogate", "pl.query text with a lone surrogate", "api", "refuse", needle="",
@@ -438,6 +450,12 @@ def cases(W: dict[str, str]) -> list[Case]:
         args=["answer", W["test"], "--adjacency", W["adj"], "--l-lr", "1e-3", "--out", o("noop_llr"), "--workers", "1"])
     add("no-op", "pl.answer train_queries= with calibration none", "api", "refuse", needle="train_queries",
         code=f"pl.answer(W['test'], adjacency=W['adj'], train_queries=W['train'], out={o('noop_tq')!r}, workers=1, quiet=True)")
+    add("no-op", "reproduce --qe for a baseline not run", "cli", "refuse", needle="--qe",
+        args=[*rep, "--out", o("rep_qe_other"), "--baselines", "logice_ne", "--qe", "cone_ne.lr=0.001",
+              "--qe", "train_per_type=2", "--qe", "small_per_type=2", "--qe", "epochs=1", "--qe", "dim=8"])
+    add("no-op", "answer --valid-queries with --calibration none", "cli", "refuse", needle="--valid-queries",
+        args=["answer", W["test"], "--adjacency", W["adj"], "--valid-queries", W["valid"], "--out", o("noop_vq"),
+              "--workers", "1"])
     add("no-op", "reproduce --l-lr with --calibrations none", "cli", "refuse", needle="--l-lr",
         args=["reproduce", "probe", "--out", o("rep_noop_l"), *tiny, "--calibrations", "none", "--l-lr", "1e-3"])
 
@@ -468,22 +486,31 @@ def cases(W: dict[str, str]) -> list[Case]:
     add("line", "pl.ingest('cn15k', source=frame, split=...)", "api", "refuse", needle="cn15k",
         code=f"pl.ingest('cn15k', source={sur}, split='0.8,0.1,0.1', quiet=True)")
 
-    # ---- an interrupted first call leaves a usable process
-    for delay in (0.3, 0.8, 1.5):
-        add("interrupt", f"KeyboardInterrupt {delay} s into the first pl.run", "script", "ok", script=INTERRUPTED.format(
-            delay=delay, out=o(f"intr{delay}")))
+    # ---- an interrupted first call leaves a usable process: Ctrl-C when torch's first import reaches a module
+    for module in ("torch.nn", "torch.cuda", "torch.optim"):
+        add("interrupt", f"KeyboardInterrupt in the first pl.run, at {module}", "script", "ok",
+            script=INTERRUPTED.format(module=module, out=o(f"intr_{module}")))
     return C
 
 
 INTERRUPTED = """
-import os, signal, threading, sys
+import os, signal, sys, importlib.abc
 import pipeline as pl
-threading.Timer({delay}, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == {module!r} and not getattr(self, "done", False):
+            self.done = True
+            os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: SIGINT to the process
+        return None
+
+sys.meta_path.insert(0, Interrupt())
 try:
     pl.run('probe', out={out!r}, per_type=2, train_per_type=2, epochs=1, dim=8, device='cpu', calibrations='none',
            quiet=True)
 except KeyboardInterrupt:
     pass
+sys.meta_path.pop(0)
 r = pl.query('knows(p0, ?y)', dataset='probe', graph='test')
 assert len(r.frame) == 1, r.frame
 import torch
@@ -528,6 +555,8 @@ def run_cli(case: Case, timeout: float) -> tuple[str, str]:
             return "silent wrong", f"check failed: {case.check}"
         return "ok", ""
     errors = [ln for ln in lines if ln.startswith(("error:", "Error:"))]
+    if errors and errors[0].startswith("error: column "):  # a query's syntax error: its line, the text, a caret
+        lines = errors[:1]
     if res.returncode == 2 and errors:
         line = errors[-1]
         if case.expect == "ok":
@@ -556,7 +585,7 @@ try:
 except pl.PipelineError as error:
     text = str(error)
     ns["error"] = error
-    ok = bool(eval(case["check"], ns)) if case["check"] and case["expect"] == "refuse" else True
+    ok = bool(eval(case["check"], ns)) if "error" in case["check"] and case["expect"] == "refuse" else True
     out = {{"status": "refused", "message": text[:400], "one_line": "\\n" not in text and ok}}
 except BaseException as error:
     out = {{"status": "exception", "message": f"{{type(error).__name__}}: {{str(error)[:300]}}"}}
@@ -603,7 +632,7 @@ def run_script(case: Case, timeout: float) -> tuple[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="", help="Run the cases whose group or name holds this text.")
+    ap.add_argument("--only", default="", help="Run the cases whose group or name holds this text (A|B: either).")
     ap.add_argument("--timeout", type=float, default=60.0, help="Seconds before a case counts as a hang.")
     ap.add_argument("--keep", default=None, help="Work folder (kept; default: a temporary one, removed).")
     ap.add_argument("--json", default=None, help="Write every case's outcome to this file.")
@@ -619,7 +648,8 @@ def main() -> None:
         W = json.loads(saved.read_text()) if saved.exists() else setup(work)
         saved.write_text(json.dumps(W))
         print(f"setup: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        todo = [c for c in cases(W) if args.only.lower() in (c.group + " " + c.name).lower()]
+        words = [w.strip().lower() for w in args.only.split("|")]
+        todo = [c for c in cases(W) if any(w in (c.group + " " + c.name).lower() for w in words)]
         results = []
         for case in todo:
             t1 = time.perf_counter()
