@@ -442,8 +442,10 @@ def cases(W: dict[str, str]) -> list[Case]:
     add("no-op", "pl.run qe= without baselines", "api", "refuse", needle="qe",
         code=f"pl.run('probe', out={o('run_qe_only')!r}, per_type=2, train_per_type=2, epochs=1, dim=8, device='cpu', "
              "qe={'lr': 1e-3}, quiet=True)")
-    add("no-op", "pl.export shards= on the local executor", "api", "refuse", needle="shards",
-        code=f"pl.export(W['run'], threshold=0.05, executor='local', shards={o('shards')!r}, out={o('exp_sh')!r}, quiet=True)")
+    # not a no-op: the export is sharded in this process (resumable), which its manifest records
+    add("no-op", "pl.export shards= on the local executor (sharded here)", "api", "either", needle="shards",
+        code=f"pl.export(W['run'], threshold=0.05, executor='local', shards={o('shards')!r}, out={o('exp_sh')!r}, quiet=True)",
+        check="'executor' in result.manifest")
     add("no-op", "export --shard-heads on the local executor", "cli", "refuse", needle="--shard-heads",
         args=["export", W["run"], "--threshold", "0.05", "--shard-heads", "4", "--out", o("exp_shh")])
     add("no-op", "answer --l-lr with --calibration none", "cli", "refuse", needle="--l-lr",
@@ -483,6 +485,8 @@ def cases(W: dict[str, str]) -> list[Case]:
     # ---- a benchmark name with a DataFrame
     add("line", "pl.ingest('ppi5k', frame)", "api", "refuse", needle="ppi5k",
         code=f"pl.ingest('ppi5k', {sur}, quiet=True)", check="len(str(error)) < 300")
+    add("line", "pl.ingest('ppi5k', frame) with no option", "api", "refuse", needle="ppi5k",
+        code=f"pl.ingest('ppi5k', {sur})", check="len(str(error)) < 300")
     add("line", "pl.ingest('cn15k', source=frame, split=...)", "api", "refuse", needle="cn15k",
         code=f"pl.ingest('cn15k', source={sur}, split='0.8,0.1,0.1', quiet=True)")
 
