@@ -146,10 +146,6 @@ def _label(name: str, value: Any) -> str:
     return option(name, shown)
 
 
-def _fail(name: str, value: Any, why: str) -> PipelineError:
-    return PipelineError(f"{_label(name, value)}: {why}")
-
-
 def _checked(d: Declared, value: Any, label: Callable[[str, Any], str] | None = None) -> Any:
     """The value of one option, checked (and canonicalised: registry names, numbers); PipelineError else,
     naming it by ``label(name, value)`` (default: as the caller's front end spells the option)."""
