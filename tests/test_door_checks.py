@@ -160,6 +160,19 @@ def test_sample_refuses_empty_names_and_absurd_sizes(home, tmp_path, flags, need
         pl.sample("ppi5k", out=tmp_path / "q", types=[])
 
 
+def test_no_backbone_means_the_baselines_only_and_is_refused_without_them(home):
+    """`--models ""` runs the baselines alone (documented); the refusal of empty name lists once took it away.
+    With no baseline either there is nothing to run: one line, before any work."""
+    from pipeline.stages.reproduce import ReproduceConfig
+
+    assert ReproduceConfig(dataset="ppi5k", models=(), baselines=("cone_ne",)).models == ()
+    assert ReproduceConfig(dataset="ppi5k", models="", baselines=("cone_ne",)).models == ()
+    one_line(run("reproduce", "ppi5k", "--models", ""),
+             "--models '': no backbone, and --baselines names none: nothing to run")
+    with pytest.raises(pl.PipelineError, match="no backbone, and baselines= names none"):
+        ReproduceConfig(dataset="ppi5k", models=())
+
+
 @pytest.mark.parametrize("value", ["", " ", "cuda:-1", "gpu"])
 def test_an_empty_or_bad_device_is_refused_at_every_door(home, tmp_path, value):
     """`--device ''` fell back to the default device (a lost shell variable taken for "no choice")."""

@@ -65,6 +65,9 @@ class Option:
     # context the caller passes to check) holds one of values (any of them, for a list; () = any value but
     # its default, None or empty). Given where none holds, the option is refused: it would do nothing.
     needs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    # a list option whose empty value means something of its own, said in its help (``--models ""``: no
+    # backbone, the baselines only); else no names at all are refused (never the default in disguise)
+    empty: bool = False
 
 
 def setting(default: Any = _MISSING, *, help: str, default_factory: Any = _MISSING, **how: Any) -> Any:
@@ -186,7 +189,7 @@ def _checked(d: Declared, value: Any, label: Callable[[str, Any], str] | None = 
         if not isinstance(value, Iterable) or not all(isinstance(v, (str, os.PathLike)) for v in value):
             raise fail("expected names (a list of strings, or one string of names joined by commas)")
         names = tuple(_unicode(fail, str(v)) for v in value)
-        if not names and d.default != ():  # no names at all: never "every one" (the default) in disguise
+        if not names and d.default != () and not o.empty:  # never "every one" (the default) in disguise
             default = "" if d.default in (None, _MISSING) else f" (leave it out for the default, {','.join(d.default)})"
             raise fail("no names given" + default)
         return names

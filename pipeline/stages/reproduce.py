@@ -34,7 +34,9 @@ class ReproduceConfig:
     ``pipeline reproduce``'s options and ``pl.run``'s keywords (declared once, :mod:`pipeline.core.options`)."""
 
     dataset: str
-    models: tuple[str, ...] = setting(("ukge_logi",), help="Backbones to train and answer with, e.g. ukge_logi,beurre.")
+    models: tuple[str, ...] = setting(("ukge_logi",), empty=True,
+                                      help="Backbones to train and answer with, e.g. ukge_logi,beurre (\"\": "
+                                           "none, the baselines only).")
     epochs: int | None = setting(None, low=1, help="Training epochs (default: the backbone's).")
     dim: int | None = setting(None, low=1, help="Embedding dimension (default: the backbone's).")
     per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE, help="Valid and test queries per type (default "
@@ -76,6 +78,8 @@ class ReproduceConfig:
         l_opts = LOptions(**given, l_epochs=self.l_epochs)
         check(l_opts, context={"calibration": ("calibrations", self.calibrations)})
         object.__setattr__(self, "l_settings", {k: v for k, v in l_opts.l_settings().items() if k != "l_epochs"})
+        if not self.models and not self.baselines:
+            raise PipelineError(f"{option('models', '')}: no backbone, and {option('baselines')} names none: nothing to run")
         if self.baselines:  # every baseline and its settings, checked before any work (named as given)
             from pipeline.stages.reproduce_baselines import qe_settings
 
