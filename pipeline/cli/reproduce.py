@@ -105,7 +105,9 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
 
 
 def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
-    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse)."""
+    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse, else
+    as a number when they are one, ``nan`` and ``1e-3`` included, else as text; checked where the settings
+    are declared, :func:`pipeline.stages.reproduce_baselines.qe_settings`)."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -114,7 +116,10 @@ def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
         try:
             value = json.loads(raw)
         except ValueError:
-            value = raw
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
         model, dot, name = key.strip().rpartition(".")
         (out.setdefault(model, {}) if dot else out)[name] = value
     return out

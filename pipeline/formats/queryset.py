@@ -123,7 +123,8 @@ def read_query_set(path: str | Path) -> QuerySet:
                 f"{path}: expected exactly one query set (*.parquet), found {len(files)}; name the file"
             )
         path = files[0]
-    table, meta = metafile.read_parquet(path, FORMAT, "query set", REQUIRED_META)
+    table, meta = metafile.read_parquet(path, FORMAT, "query set", REQUIRED_META,
+                                       "write it again (`pipeline sample`, or `pipeline import-squk` for a published set)")
     missing = [f.name for f in SCHEMA if f.name not in table.column_names]
     if missing:
         raise ArtifactError(f"{path}: missing column(s) {', '.join(missing)}")

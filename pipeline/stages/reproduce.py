@@ -23,7 +23,7 @@ from pipeline.core.errors import option
 from pipeline.core.options import check, setting
 from pipeline.core.provenance import stable_key
 from pipeline.methods.src.calibrations import CALIBRATIONS, L_VERSION
-from pipeline.sampling import SAMPLING_VERSION
+from pipeline.sampling import MAX_PER_TYPE, SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
 
@@ -56,13 +56,15 @@ class ReproduceConfig:
     ``pipeline reproduce``'s options and ``pl.run``'s keywords (declared once, :mod:`pipeline.core.options`)."""
 
     dataset: str
-    models: tuple[str, ...] = setting(("ukge_logi",), help="Backbones to train and answer with, e.g. ukge_logi,beurre.")
+    models: tuple[str, ...] = setting(("ukge_logi",), empty=True,
+                                      help="Backbones to train and answer with, e.g. ukge_logi,beurre (\"\": "
+                                           "none, the baselines only).")
     epochs: int | None = setting(None, low=1, help="Training epochs (default: the data set's recipe, else the backbone's).")
     dim: int | None = setting(None, low=1, help="Embedding dimension (default: the backbone's).")
-    per_type: int | None = setting(None, low=1, help="Valid and test queries per type (default 100, fewer on a "
-                                                     "graph of under 2,000 train facts: one per 20 of them, at least 10).")
-    train_per_type: int | None = setting(None, low=1, help="Train queries per type, for calibration L (default 200, fewer "
-                                                           "on a graph of under 2,000 train facts: one per 10, at least 20).")
+    per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE, help="Valid and test queries per type (default "
+                                   "100, fewer on a graph of under 2,000 train facts: one per 20 of them, at least 10).")
+    train_per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE, help="Train queries per type, for calibration L "
+                                         "(default 200, fewer on a graph of under 2,000 train facts: one per 10, at least 20).")
     alpha: str | None = setting(None, registry="alpha-modes",
                                 help="Alpha mode of the valid/test queries (default: hybrid).")
     beta: str = setting("random", registry="beta-modes", help="Beta mode of all queries.")
@@ -78,7 +80,7 @@ class ReproduceConfig:
     l_settings: dict[str, Any] = field(default_factory=dict)
     calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
     seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of every stage.")
-    device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
+    device: str | None = setting(None, kind="device", help="cpu | cuda | cuda:N (default: cuda when present).")
     psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
     select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),
                                     help="Training epoch selection (default: the data set's recipe, else valid_pos_neg "
@@ -88,10 +90,11 @@ class ReproduceConfig:
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
     baselines: tuple[str, ...] = setting((), help="Query-embedding baselines to train and answer beside SRC "
                                                   "(logice_ne,cone_ne; `pipeline ls baselines`).")
-    qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False,
+    qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False, needs=(("baselines", ()),),
                                  help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
 
     def __post_init__(self) -> None:
+        from pipeline.core.errors import PipelineError, option
         from pipeline.methods.options import LOptions
 
         # a setting left unset takes the data set's default, then the general one (stage keys and
@@ -100,9 +103,22 @@ class ReproduceConfig:
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
         check(self)
-        # checked and canonical (a list read back from JSON is a tuple again), l_epochs kept in its own field
+        # checked and canonical (a list read back from JSON is a tuple again), l_epochs kept in its own field;
+        # L's settings given where no calibration uses L are refused (they would do nothing)
         given = {k: v for k, v in self.l_settings.items() if k != "l_epochs"}
-        object.__setattr__(self, "l_settings", LOptions(**given).l_settings())
+        l_opts = LOptions(**given, l_epochs=self.l_epochs)
+        check(l_opts, context={"calibration": ("calibrations", self.calibrations)})
+        object.__setattr__(self, "l_settings", {k: v for k, v in l_opts.l_settings().items() if k != "l_epochs"})
+        if not self.models and not self.baselines:
+            raise PipelineError(f"{option('models', '')}: no backbone, and {option('baselines')} names none: nothing to run")
+        if self.baselines:  # every baseline and its settings, checked before any work (named as given)
+            from pipeline.stages.reproduce_baselines import qe_settings
+
+            for b in self.baselines:
+                qe_settings(b, self.qe, self.dataset)
+            other = [m for m, v in self.qe.items() if isinstance(v, dict) and m not in self.baselines]
+            if other:  # settings of a baseline that is not run would do nothing
+                raise PipelineError(f"{option('qe')} sets {other[0]}, which {option('baselines')} does not run")
 
     @classmethod
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
@@ -288,11 +304,14 @@ def answer_stage(
         from pipeline.stages.answer import answer_queries
         from pipeline.stages.options import AnswerOptions
 
+        # L's settings and train queries only to the variants that use L, the valid queries to those that
+        # choose something on them (the answering stage refuses a setting that would do nothing)
         method = MethodOptions(method="src", adjacency=export["path"], calibration=calibration, run=run_dir,
-                               device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg,
-                               **(cfg.l_settings if uses_l else {}))
-        how = AnswerOptions(out=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
-                            progress=ctx.progress)
+                               device=cfg.device, seed=cfg.seed, kg=ctx.kg,
+                               **({"l_epochs": cfg.l_epochs, **cfg.l_settings} if uses_l else {}))
+        how = AnswerOptions(out=ctx.out / "answers", progress=ctx.progress,
+                            valid_queries=sets["valid"] if calibration != "none" else None,
+                            train_queries=sets["train"] if uses_l else None)
         rep = answer_queries(sets["test"], method, how)  # every core, the export shared (the stage's default)
         return {
             "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
@@ -397,17 +416,16 @@ def reproduce(
 
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
-    if cfg.baselines:  # so does an unknown baseline or baseline setting
-        from pipeline.stages.reproduce_baselines import qe_settings
-
-        for b in cfg.baselines:
-            qe_settings(b, cfg.qe, cfg.dataset)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     kg = kg if kg is not None else load(cfg.dataset)
     cfg = with_counts(cfg, len(kg.graph("train")), log)
     ctx = Context(cfg, out, kg, Stages(out), log, progress, store_uri)
+    if cfg.baselines:  # their train counts against the graph, before any stage runs
+        from pipeline.stages.reproduce_baselines import check_counts
+
+        check_counts(ctx.kg, cfg)
     runs = {m: Path(p) for m, p in (runs or {}).items()}
     answer_files: list[str] = []
     backbone: Path | None = None  # the main table's: the first model's run
