@@ -23,7 +23,7 @@ import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
 from pipeline.engine import Adjacency, search_batch
-from pipeline.formats import pair_cache
+from pipeline.formats import sealed_arrays
 from pipeline.formats.pair_cache import PairCache, export_identity, for_export, pair_name
 from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from tests.engine.test_multi_edges import batch, graphs
@@ -194,8 +194,8 @@ def test_bad_files_are_never_believed(tmp_path: Path, damage: str) -> None:
 
 
 def _settled_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PairCache, Path, tuple]:
-    """A pair file whose times are settled (pair_cache._SETTLED shortened to 50 ms, then waited for)."""
-    monkeypatch.setattr(pair_cache, "_SETTLED", 0.05)
+    """A pair file whose times are settled (sealed_arrays._SETTLED shortened to 50 ms, then waited for)."""
+    monkeypatch.setattr(sealed_arrays, "_SETTLED", 0.05)
     monkeypatch.delenv("PIPELINE_VERIFY", raising=False)
     arrays = (torch.arange(5000, dtype=torch.int32), torch.rand(2, 5000))
     PairCache(tmp_path, "export-a").store("shared", PAIR, arrays)
@@ -249,7 +249,7 @@ def test_a_record_vouches_for_its_own_file_only(tmp_path: Path, monkeypatch: pyt
         damaged = PairCache(tmp_path, "export-a")
         assert damaged.load("shared", PAIR) is not None and damaged.summed == 1
         assert json.loads(record.read_bytes())["ino"] == f.stat().st_ino  # and is replaced by a true one
-    monkeypatch.setattr(pair_cache, "_SETTLED", 3600.0)  # a file younger than that: never recorded
+    monkeypatch.setattr(sealed_arrays, "_SETTLED", 3600.0)  # a file younger than that: never recorded
     record.unlink()
     young = PairCache(tmp_path, "export-a")
     assert young.load("shared", PAIR) is not None and young.summed == 1 and not record.exists()
