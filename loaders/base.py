@@ -14,6 +14,7 @@ import hashlib
 import shutil
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +86,11 @@ class KGData:
     softlogic: pd.DataFrame | None
     checksums: dict[str, str]
     _graphs: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    # values computed from the tables (derived): kept here, and read from / written to the parsed cache
+    # when the tables came through it (loaders.parsed)
+    _derived: dict[str, str] = field(default_factory=dict, repr=False)
+    _read_derived: Callable[[str], str | None] | None = field(default=None, repr=False)
+    _write_derived: Callable[[str, str], None] | None = field(default=None, repr=False)
 
     @property
     def n_entities(self) -> int:
@@ -120,6 +126,23 @@ class KGData:
             out = out.merge(other, on=["h", "r", "t"], how="left")
         return out[["h", "r", "t", "conf_train", "conf_valid", "conf_test"]]
 
+    def derived(self, name: str, compute: Callable[[], str]) -> str:
+        """A value computed from the tables, e.g. the data-version key (``name`` says what and its
+        version): computed once per data set version and kept, in this object and, for tables read
+        through the parsed cache, beside them for every later process (:mod:`loaders.parsed`)."""
+        if name not in self._derived:
+            got = self._read_derived(name) if self._read_derived is not None else None
+            if got is None:
+                got = compute()
+                if self._write_derived is not None:
+                    self._write_derived(name, got)
+            self._derived[name] = got
+        return self._derived[name]
+
+    def bind_derived(self, read: Callable[[str], str | None], write: Callable[[str, str], None]) -> None:
+        """Where :meth:`derived` values are kept beyond this object (the parsed cache's folder)."""
+        self._read_derived, self._write_derived = read, write
+
     def entity_names(self) -> list[str]:
         return self.entities["name"].tolist()
 
@@ -148,9 +171,9 @@ def md5sum(path: Path) -> str:
     return h.hexdigest()
 
 
-def verify_md5(path: Path, expected: str | None) -> str:
-    """md5 of path; raises ChecksumError naming the file when it differs from expected."""
-    got = md5sum(path)
+def verify_md5(path: Path, expected: str | None, md5: Callable[[Path], str] = md5sum) -> str:
+    """md5 of path (by ``md5``); raises ChecksumError naming the file when it differs from expected."""
+    got = md5(path)
     if expected is not None and got != expected:
         raise ChecksumError(
             f"{path}: md5 {got} does not match the published {expected} (corrupt or other version)"
@@ -330,7 +353,12 @@ def parse_triples(
 
 def load_dataset(spec: DatasetSpec, source: str | Path | None = None, verify: bool = True) -> KGData:
     """Fetch (or find) and parse a data set into validated tables. verify=False skips the md5 check
-    (for small hand-written files in the upstream format)."""
+    (for small hand-written files in the upstream format). The md5 of every file is computed on every
+    call (or read from its record while the file's stamp holds); tables parsed before from files with the
+    same md5s are reused (:mod:`loaders.parsed`: kept in this process, else read back from their sealed
+    binary file)."""
+    from loaders import parsed
+
     folder = resolve_source(spec, source)
     checksums: dict[str, str] = {}
     paths: dict[str, Path] = {}
@@ -340,9 +368,19 @@ def load_dataset(spec: DatasetSpec, source: str | Path | None = None, verify: bo
             if f.role == "softlogic":
                 continue  # optional: only UKGE+PSL needs it
             raise PipelineError(f"{folder}: missing file {f.filename} of data set {spec.name}")
-        checksums[f.filename] = verify_md5(p, f.md5 if verify else None)
+        checksums[f.filename] = verify_md5(p, f.md5 if verify else None, parsed.file_md5)
         paths[f.role] = p
+    key = parsed.cache_key(spec, checksums)
+    kg = parsed.loaded(key) or parsed.read(spec, key, checksums)
+    if kg is None:
+        kg = parse_dataset(spec, paths, checksums)
+        parsed.write(spec, key, kg)
+    parsed.keep_loaded(key, kg)
+    return kg
 
+
+def parse_dataset(spec: DatasetSpec, paths: dict[str, Path], checksums: dict[str, str]) -> KGData:
+    """The validated tables of a data set's files (``paths`` by role, their md5 ``checksums``)."""
     if spec.id_format == "ids":
         ents = parse_id_map(paths["entities"], spec.id_map_header)
         rels = parse_id_map(paths["relations"], spec.id_map_header)

@@ -224,11 +224,16 @@ def _recorded(path: Path, st: os.stat_result, header_crc: int) -> bool:
     return bool(got == _stamp_doc(st, header_crc))
 
 
+def settled(stamp: Stamp) -> bool:
+    """Whether a file with this :func:`file_stamp` was last written long enough ago (:data:`_SETTLED`)
+    that any later write gives it another stamp (module docstring)."""
+    return time.time() - max(stamp[3], stamp[4]) / 1e9 >= _SETTLED
+
+
 def _record(path: Path, st: os.stat_result, header_crc: int) -> None:
     """Record the full check of the file open as ``st``, once its times are settled (module docstring).
     Best effort: a folder this process may not write keeps every open checking in full."""
-    newest = max(st.st_mtime_ns, st.st_ctime_ns) / 1e9
-    if time.time() - newest < _SETTLED:
+    if not settled(file_stamp(st)):
         return
     with contextlib.suppress(OSError):
         atomic.write_text(record_path(path), json.dumps(_stamp_doc(st, header_crc), sort_keys=True))
