@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,11 +87,14 @@ class KGData:
     softlogic: pd.DataFrame | None
     checksums: dict[str, str]
     _graphs: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
-    # values computed from the tables (derived): kept here, and read from / written to the parsed cache
-    # when the tables came through it (loaders.parsed)
-    _derived: dict[str, str] = field(default_factory=dict, repr=False)
-    _read_derived: Callable[[str], str | None] | None = field(default=None, repr=False)
-    _write_derived: Callable[[str, str], None] | None = field(default=None, repr=False)
+    # arrays computed from the tables (derived), by name: kept here, and read from / written to the parsed
+    # cache when the tables came through it (loaders.parsed)
+    _derived: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False)
+    _read_derived: Callable[[str], tuple[np.ndarray, ...] | None] | None = field(default=None, repr=False)
+    _write_derived: Callable[[str, tuple[np.ndarray, ...]], None] | None = field(default=None, repr=False)
+    # objects built from this data set and kept while it stays loaded in the process (e.g. the engine's
+    # index of a graph, loaders.parsed): never a result that another version of the tables would change
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_entities(self) -> int:
@@ -126,21 +130,31 @@ class KGData:
             out = out.merge(other, on=["h", "r", "t"], how="left")
         return out[["h", "r", "t", "conf_train", "conf_valid", "conf_test"]]
 
-    def derived(self, name: str, compute: Callable[[], str]) -> str:
-        """A value computed from the tables, e.g. the data-version key (``name`` says what and its
-        version): computed once per data set version and kept, in this object and, for tables read
-        through the parsed cache, beside them for every later process (:mod:`loaders.parsed`)."""
+    def derived_arrays(self, name: str, compute: Callable[[], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+        """Arrays computed from the tables (``name`` says what, and its version): computed once per data
+        set version and kept, in this object and, for tables read through the parsed cache, beside them
+        for every later process (:mod:`loaders.parsed`). Treat them as read-only."""
         if name not in self._derived:
             got = self._read_derived(name) if self._read_derived is not None else None
             if got is None:
-                got = compute()
+                got = tuple(compute())
                 if self._write_derived is not None:
                     self._write_derived(name, got)
             self._derived[name] = got
         return self._derived[name]
 
-    def bind_derived(self, read: Callable[[str], str | None], write: Callable[[str, str], None]) -> None:
-        """Where :meth:`derived` values are kept beyond this object (the parsed cache's folder)."""
+    def derived(self, name: str, compute: Callable[[], str]) -> str:
+        """A text computed from the tables, e.g. the data-version key, kept as :meth:`derived_arrays` keeps
+        arrays."""
+        (blob,) = self.derived_arrays(name, lambda: (np.frombuffer(compute().encode("utf-8"), dtype=np.uint8),))
+        return blob.tobytes().decode("utf-8")
+
+    def bind_derived(
+        self,
+        read: Callable[[str], tuple[np.ndarray, ...] | None],
+        write: Callable[[str, tuple[np.ndarray, ...]], None],
+    ) -> None:
+        """Where :meth:`derived_arrays` are kept beyond this object (the parsed cache's folder)."""
         self._read_derived, self._write_derived = read, write
 
     def entity_names(self) -> list[str]:

@@ -12,8 +12,9 @@ or time. Parsing PPI5k's files took 1.0 s of a fresh ``pipeline query``; reading
 about 20 ms.
 
 **Values computed from the tables** (the data-version key of :func:`pipeline.store.ingest.content_key`:
-0.3-0.5 s on PPI5k) are kept beside it, ``<key>/<value name>.bin`` (sealed the same way), when first
-computed (:meth:`KGData.derived`), so a later process reads them instead of computing them again.
+0.3-0.5 s on PPI5k; the engine's index of an observed graph, :func:`pipeline.formats.engine_index.observed_index`)
+are kept beside it, ``<key>/<value name>.bin`` (sealed the same way), when first computed
+(:meth:`KGData.derived_arrays`), so a later process reads them instead of computing them again.
 
 **In one process** (a notebook), the loaded :class:`KGData` is kept by the same key, at most
 :data:`KEEP_LOADED` data sets: a second ``loaders.load`` of an unchanged data set returns the same
@@ -270,27 +271,25 @@ def _derived_file(where: Path, name: str) -> Path:
     return where / f"{safe}.bin"
 
 
-def _derived_reader(where: Path, key: str) -> Callable[[str], str | None]:
-    def read_value(name: str) -> str | None:
+def _derived_reader(where: Path, key: str) -> Callable[[str], tuple[np.ndarray, ...] | None]:
+    def read_value(name: str) -> tuple[np.ndarray, ...] | None:
         path = _derived_file(where, name)
         try:
             opened = sealed_arrays.open_checked(path, DERIVED_MAGIC, {"format": FORMAT, "key": key, "name": name})
-            value = opened.arrays[0].tobytes().decode("utf-8")
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError):
             sealed_arrays.discard(path)
             return None
-        return value
+        return opened.arrays
 
     return read_value
 
 
-def _derived_writer(where: Path, key: str) -> Callable[[str, str], None]:
-    def write_value(name: str, value: str) -> None:
+def _derived_writer(where: Path, key: str) -> Callable[[str, tuple[np.ndarray, ...]], None]:
+    def write_value(name: str, arrays: tuple[np.ndarray, ...]) -> None:
         with contextlib.suppress(OSError):
             sealed_arrays.write_file(_derived_file(where, name), DERIVED_MAGIC,
-                                     {"format": FORMAT, "key": key, "name": name},
-                                     [np.frombuffer(value.encode("utf-8"), dtype=np.uint8)])
+                                     {"format": FORMAT, "key": key, "name": name}, list(arrays))
 
     return write_value

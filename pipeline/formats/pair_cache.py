@@ -23,13 +23,15 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
-import torch
 
 from pipeline.core import atomic
 from pipeline.formats import sealed_arrays
+
+if TYPE_CHECKING:  # torch is imported where tensors are made: check_ahead runs before torch's import
+    import torch
 
 FORMAT = "soft-queries/pair-cache/1"
 MAGIC = b"SQPAIRS1"
@@ -87,6 +89,8 @@ class PairCache:
             self.summed += int(getattr(exc, "summed", False))
             self._discard(path)
             return None
+        import torch
+
         self.summed += int(opened.summed)
         got = tuple(torch.from_numpy(a) for a in opened.arrays)
         self._mapped[(kind, parts)] = (opened.stamp, got)
@@ -213,3 +217,16 @@ def for_calibrated(export: str | Path, l_dir: str | Path) -> PairCache | None:
     for f in sorted(p for p in l_dir.rglob("*") if p.is_file()):
         h.update(f.relative_to(l_dir).as_posix().encode() + b"\0" + f.read_bytes())
     return for_export(export, salt=f"L:{h.hexdigest()}")
+
+
+def check_ahead(folder: str | Path) -> Any:
+    """Start the full check of the pair-cache files of the export at ``folder`` (its index and pairs) that
+    no verification record vouches for yet, in a background thread (:func:`.sealed_arrays.check_ahead`):
+    the files the export has just written, which the first ``pipeline answer`` after it would check in
+    full inside its first steps. Called before the heavy imports, so the check runs on a core they leave
+    idle. Returns the thread (None: nothing to check, no cache, or no readable export there)."""
+    try:
+        cache = for_export(folder)
+    except (OSError, ValueError):
+        return None  # no export there: the command reports it
+    return None if cache is None else sealed_arrays.check_ahead(cache.paths(), MAGIC)

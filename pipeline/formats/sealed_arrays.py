@@ -282,6 +282,19 @@ def check_ahead(paths: Iterable[str | Path], magic: bytes) -> threading.Thread |
     return thread
 
 
+def wait_ahead() -> None:
+    """Wait for every check started by :func:`check_ahead` (before a fork: a child copied while a check
+    runs would wait for it forever, its thread not being copied)."""
+    with _AHEAD_LOCK:
+        events = [entry[1] for entry in _AHEAD.values()]
+    for done in events:
+        done.wait()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=wait_ahead)
+
+
 def _check_all(todo: list[tuple[Path, os.stat_result, mmap.mmap, bytes, threading.Event, list[Any]]]) -> None:
     for path, st, mm, magic, done, slot in todo:
         good, hcrc = False, 0
