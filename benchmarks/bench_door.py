@@ -130,13 +130,13 @@ import time as _t
 _t0 = _t.perf_counter(); import pipeline as pl; _imp = _t.perf_counter() - _t0
 def _time(f):
     t = _t.perf_counter(); f(); return round(_t.perf_counter() - t, 4)
-_first = _time(lambda: pl.query({text!r}, dataset={dataset!r}, adjacency={export!r}, top=20))
-_second = _time(lambda: pl.query({text2!r}, dataset={dataset!r}, adjacency={export!r}, top=20))
-_third = _time(lambda: pl.query({text!r}, dataset={dataset!r}, graph="test", top=20))
-_fourth = _time(lambda: pl.query({text2!r}, dataset={dataset!r}, graph="test", top=20))
-_res = dict(import_s=round(_imp, 3), query_export_first_s=_first, query_export_second_s=_second,
-            query_graph_first_s=_third, query_graph_second_s=_fourth)
-if {queries!r}:
+_res = dict(import_s=round(_imp, 3))
+if {export!r}:
+    _res["query_export_first_s"] = _time(lambda: pl.query({text!r}, dataset={dataset!r}, adjacency={export!r}, top=20))
+    _res["query_export_second_s"] = _time(lambda: pl.query({text2!r}, dataset={dataset!r}, adjacency={export!r}, top=20))
+_res["query_graph_first_s"] = _time(lambda: pl.query({text!r}, dataset={dataset!r}, graph="test", top=20))
+_res["query_graph_second_s"] = _time(lambda: pl.query({text2!r}, dataset={dataset!r}, graph="test", top=20))
+if {queries!r} and {export!r}:
     _res["answer_first_s"] = _time(lambda: pl.answer({queries!r}, adjacency={export!r}, out={out!r}, workers=1, quiet=True))
     _res["answer_second_s"] = _time(lambda: pl.answer({queries!r}, adjacency={export!r}, out={out!r}, workers=1, quiet=True))
 import json as _j; print(_j.dumps(_res))
@@ -244,7 +244,7 @@ def main() -> None:
     parts = args.parts.split(",")
     if "fresh" in parts:
         report["fresh"] = fresh(args, codes, homes)
-    if "notebook" in parts and args.export:
+    if "notebook" in parts:
         report["notebook"] = notebook(args, codes, homes)
     if "profile" in parts:
         report["profile"] = profile(args, codes, homes)
