@@ -20,6 +20,10 @@ and the export's index already written by an earlier process (one untimed warm-u
 cells timed inside the kernel: ``import pipeline``, the first ``pl.query`` (TEXT), a second one (TEXT2:
 another text, the same data set and export), the first and a second ``pl.answer`` of the query set.
 
+Each code runs with a PIPELINE_HOME of its own (a temporary folder), so one never reads what the other
+wrote; ``--pair-cache`` shares one pair cache (the export's index and relation pairs, whose files the
+codes write alike) where building it per code would cost minutes and gigabytes.
+
 ``profile``: each command once under cProfile in a fresh process per code: the cumulative seconds of the
 functions where a fresh process spends its time (imports, loading the data set, its version key, the
 graph's or the export's index, answering, printing), and ``python -X importtime``'s sum over the modules
@@ -61,9 +65,12 @@ STAGES = [
 ]
 
 
+PAIR_CACHE: str | None = None  # --pair-cache: one pair cache for every code (its files' format is shared)
+
+
 def _env(root: Path, home: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-            "PIPELINE_HOME": home}
+            "PIPELINE_HOME": home, **({"PIPELINE_PAIR_CACHE": PAIR_CACHE} if PAIR_CACHE else {})}
 
 
 def commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
@@ -227,8 +234,12 @@ def main() -> None:
     ap.add_argument("--baseline-root", default=None, help="another checkout (e.g. the code before), run alternately")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--parts", default="fresh,notebook,profile")
+    ap.add_argument("--pair-cache", default=None, help="one pair cache folder for every code (CN15k's index and "
+                    "pairs are gigabytes: built once, not once per code)")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args()
+    global PAIR_CACHE
+    PAIR_CACHE = str(Path(args.pair_cache).resolve()) if args.pair_cache else None
     if args.export:
         args.export = str(Path(args.export).resolve())
     if args.queries:
