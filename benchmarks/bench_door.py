@@ -84,10 +84,19 @@ def commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
     return cmds
 
 
+ABORTS: dict[str, int] = {}  # commands that died by a signal (then run again), by code root
+
+
 def run(root: Path, home: str, argv: list[str]) -> tuple[float, dict[str, Any] | None]:
-    t0 = time.perf_counter()
-    proc = subprocess.run(argv, cwd=root, env=_env(root, home), capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    for _ in range(3):  # a process that dies by a signal (an abort at its end) is counted and run again
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, cwd=root, env=_env(root, home), capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode >= 0:
+            break
+        ABORTS[str(root)] = ABORTS.get(str(root), 0) + 1
+        print(f"{root}: {' '.join(argv[3:5])}... died by signal {-proc.returncode}: "
+              f"{proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
     if proc.returncode:
         raise SystemExit(f"{' '.join(argv[:4])}...: {proc.stderr.strip().splitlines()[-1:]} (exit {proc.returncode})")
     try:
@@ -260,7 +269,9 @@ def main() -> None:
     if "profile" in parts:
         report["profile"] = profile(args, codes, homes)
     report["load_after"] = os.getloadavg()[0]
-    print(f"# {report['machine']}, {report['date']}, load average {report['load_before']:.1f} -> {report['load_after']:.1f}")
+    report["aborts"] = {code: ABORTS.get(str(root), 0) for code, root in codes.items()}
+    print(f"# {report['machine']}, {report['date']}, load average {report['load_before']:.1f} -> {report['load_after']:.1f}; "
+          f"commands that died by a signal and ran again: {report['aborts']}")
     if "fresh" in report:
         rows = report["fresh"]["rows"]
         cols = ["command", "code", "min wall s", "above floor s", "fixed s (wall - answering)", "fixed above floor s", "walls"]

@@ -19,8 +19,11 @@ threshold is where it is, and the measured costs: docs/benchmarks.md (issue 31).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -89,13 +92,32 @@ def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Threa
     done, key = ("gpu", "gpu_thread") if gpu else ("kernel", "thread")
     if done in _state or key in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
         return None
+    if m == "auto" and _state.get("one_query"):
+        return None
     thread = threading.Thread(target=load_gpu if gpu else load, name="pipeline-kernels", daemon=True)
     _state[key] = thread
     if hasattr(os, "register_at_fork") and not _state.get("fork_hook"):  # a fork waits for the loads first
         os.register_at_fork(before=settle)
+        # a process that ends while the loader compiles (LLVM's threads and statics torn down under it)
+        # aborted with "terminate called without an active exception": its end waits for the load too
+        atexit.register(settle)
         _state["fork_hook"] = True
     thread.start()
     return thread
+
+
+@contextlib.contextmanager
+def one_query() -> Iterator[None]:
+    """Within the block the process answers one query and then ends (``pipeline query``): :func:`prepare`
+    starts no load in mode auto. A single query never waits for the compiled form (its steps run the
+    torch form while it loads), so loading it would only cost a core ~0.8 s and hold the process' end
+    (:func:`settle`)."""
+    before = _state.get("one_query")
+    _state["one_query"] = True
+    try:
+        yield
+    finally:
+        _state["one_query"] = before
 
 
 def settle() -> None:

@@ -437,6 +437,17 @@ def test_compiled_sparse_rows_of_a_multi_edge_equal_the_torch_form(data):
     assert same(got, want)
 
 
+def test_one_query_starts_no_background_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pipeline query` answers one query and ends: no compiled form is loaded for it (a process ending
+    while the loader compiles aborted in LLVM's teardown); the block leaves the rule as it found it."""
+    monkeypatch.setenv("PIPELINE_KERNELS", "auto")
+    monkeypatch.setattr(kernels, "_state", {})
+    with kernels.one_query():
+        assert kernels.prepare(kernels.KERNEL_FACTS * 4) is None
+        assert "thread" not in kernels._state
+    assert not kernels._state.get("one_query")
+
+
 def test_the_padding_matches_the_compiled_vectors():
     """kernels pads rows to _LANES without importing numba; the compiled loop's vectors hold LANES rows."""
     from pipeline.engine import _stream_numba
