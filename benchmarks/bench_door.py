@@ -10,7 +10,9 @@ second ``pl.query`` / ``pl.answer`` in one real Jupyter kernel; and, per command
 ``fresh``: each round runs the floor, then each command of each code (this checkout, and the code at
 --baseline-root if given, alternately), every one a new process (imports, loading, answering, printing,
 as a user meets it). Reported: the minimum over rounds of each command's wall seconds, and that minimum
-minus the floor's minimum ("above floor": what the project adds to the imports any torch tool pays).
+minus the floor's minimum ("above floor": what the project adds to the imports any torch tool pays); the
+same for the CPU seconds (user + system) of each process, which a machine loaded by other jobs changes
+far less than the wall clock.
 ``pipeline answer`` runs with ``--workers 1 --json``; its fixed costs are its wall minus the answering
 stage's own seconds (the report's ``seconds``: batching, the engine, the answers rows). Every command's
 cache state is what a user meets on the second command after ``pipeline export``: the parsed data set
@@ -87,11 +89,19 @@ def commands(args: argparse.Namespace, out: Path) -> dict[str, list[str]]:
 ABORTS: dict[str, int] = {}  # commands that died by a signal (then run again), by code root
 
 
+CPU: dict[str, float] = {"last": 0.0}  # CPU seconds (user + system) of the last command run
+
+
 def run(root: Path, home: str, argv: list[str]) -> tuple[float, dict[str, Any] | None]:
+    import resource
+
     for _ in range(3):  # a process that dies by a signal (an abort at its end) is counted and run again
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(argv, cwd=root, env=_env(root, home), capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        CPU["last"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode >= 0:
             break
         ABORTS[str(root)] = ABORTS.get(str(root), 0) + 1
@@ -113,27 +123,34 @@ def fresh(args: argparse.Namespace, codes: dict[str, Path], homes: dict[str, str
         for argv in cmds.values():
             run(root, homes[code], [sys.executable, "-c", _CLI, *argv])
     walls: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
     fixed: dict[str, list[float]] = {}
     for r in range(args.rounds):
         floor, _ = run(REPO, homes["this"], [sys.executable, "-c", FLOOR])
         walls.setdefault(("floor", ""), []).append(floor)
+        cpus.setdefault(("floor", ""), []).append(CPU["last"])
         order = list(codes.items()) if r % 2 == 0 else list(codes.items())[::-1]
         for label, argv in cmds.items():
             for code, root in order:
                 wall, doc = run(root, homes[code], [sys.executable, "-c", _CLI, *argv])
                 walls.setdefault((label, code), []).append(wall)
+                cpus.setdefault((label, code), []).append(CPU["last"])
                 if label == "answer" and doc is not None:
                     fixed.setdefault(code, []).append(wall - float(doc["seconds"]))
         print(f"round {r + 1}: floor {floor:.2f} s, " + ", ".join(
             f"{k[0]} ({k[1]}) {v[-1]:.2f}" for k, v in walls.items() if k[0] != "floor"), file=sys.stderr)
     base = min(walls[("floor", "")])
+    cbase = min(cpus[("floor", "")])
     rows = [{"command": "floor: python -c \"import torch, pandas, pyarrow\"", "code": "", "min wall s": round(base, 2),
-             "above floor s": 0.0, "walls": [round(w, 2) for w in walls[("floor", "")]]}]
+             "above floor s": 0.0, "min CPU s": round(cbase, 2), "CPU above floor s": 0.0,
+             "walls": [round(w, 2) for w in walls[("floor", "")]]}]
     for (label, code), ws in walls.items():
         if label == "floor":
             continue
+        cs = cpus[(label, code)]
         row = {"command": f"pipeline {label}", "code": code, "min wall s": round(min(ws), 2),
-               "above floor s": round(min(ws) - base, 2), "walls": [round(w, 2) for w in ws]}
+               "above floor s": round(min(ws) - base, 2), "min CPU s": round(min(cs), 2),
+               "CPU above floor s": round(min(cs) - cbase, 2), "walls": [round(w, 2) for w in ws]}
         if label == "answer" and code in fixed:
             row["fixed s (wall - answering)"] = round(min(fixed[code]), 2)
             row["fixed above floor s"] = round(min(fixed[code]) - base, 2)
@@ -274,7 +291,8 @@ def main() -> None:
           f"commands that died by a signal and ran again: {report['aborts']}")
     if "fresh" in report:
         rows = report["fresh"]["rows"]
-        cols = ["command", "code", "min wall s", "above floor s", "fixed s (wall - answering)", "fixed above floor s", "walls"]
+        cols = ["command", "code", "min wall s", "above floor s", "min CPU s", "CPU above floor s",
+                "fixed s (wall - answering)", "fixed above floor s", "walls"]
         print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
         for r in rows:
             print("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
