@@ -174,7 +174,11 @@ def stage(
                 if md5sum(target / f.filename) != f.md5:
                     break
             else:
-                return Staged(spec, None, target, unchanged=True, report=existing["counts"])
+                # the record's rows were written key-sorted (test, train, val): report them in split order
+                counts = dict(existing["counts"])
+                rows = dict(counts.get("rows") or {})
+                counts["rows"] = {r: rows[r] for r in [*RECORDED, *sorted(set(rows) - set(RECORDED))] if r in rows}
+                return Staged(spec, None, target, unchanged=True, report=counts)
         except OSError:
             pass  # a recorded file went missing: rebuild
     tmp = atomic.temp_dir(target)
@@ -390,6 +394,20 @@ def frame_columns(frame: pd.DataFrame, columns: str | None, label: str) -> pd.Da
     return pd.DataFrame(out)
 
 
+def row_error(label: str, frame: pd.DataFrame, position: int | None, field: str | None, detail: str) -> DataFormatError:
+    """The error of the frame's row at 1-based ``position``, named as pandas names it: by its index label
+    (``index 1`` is ``frame.loc[1]``, the second row of a default index), or, where labels repeat (a
+    ``pd.concat`` of frames), by its position (``iloc 30``) with the label beside."""
+    if position is None:
+        return DataFormatError(label, None, field, detail)
+    name = frame.index[position - 1]
+    shown = name if isinstance(name, (int, np.integer)) else repr(name)
+    if frame.index.is_unique:
+        return DataFormatError(label, shown, field, detail, unit="index")  # type: ignore[arg-type]
+    return DataFormatError(label, f"{position - 1} (index {shown}, not unique)", field, detail,  # type: ignore[arg-type]
+                           unit="iloc")
+
+
 def stage_from_frame(
     name: str,
     frame: pd.DataFrame,
@@ -401,7 +419,7 @@ def stage_from_frame(
     """Validate and stage a user data set from a pandas DataFrame of named facts (head, relation, tail,
     confidence; optionally ``split``: train|valid|test per row, which then decides the split, each
     relation and entity of valid/test occurring in train), through the same validation and record as a
-    file. Errors name the row (1-based) and the column."""
+    file. Errors name the row by its index label (or position, where labels repeat) and the column."""
     check_name(name, reserved)
     label = f"DataFrame for '{name}'"
     if not isinstance(frame, pd.DataFrame):
@@ -409,25 +427,27 @@ def stage_from_frame(
     if frame.empty:
         raise DataFormatError(label, None, None, "empty: no facts")
     raw = frame_columns(frame, columns, label)
+    def at_row(exc: DataFormatError) -> DataFormatError:  # a row of the frame, not a line of a file
+        return row_error(label, frame, exc.line, exc.field, exc.detail)
+
     try:
         valid = validate_rows(label, raw[["head", "relation", "tail", "confidence", "line"]].copy())
-    except DataFormatError as exc:  # a row of a frame, not a line of a file
-        raise DataFormatError(label, exc.line, exc.field, exc.detail, unit="row") from None
+    except DataFormatError as exc:
+        raise at_row(exc) from None
     cols = Columns.parse(columns)
     if "split" in raw:
         roles = raw["split"].map(lambda v: SPLIT_VALUES.get(str(v).strip().lower()) if isinstance(v, str) else None)
         bad = roles.isna().to_numpy()
         if bad.any():
             j = int(np.argmax(bad))
-            raise DataFormatError(label, j + 1, "split", f"{raw['split'].iloc[j]!r} is not train, valid or test",
-                                  unit="row")
+            raise row_error(label, frame, j + 1, "split", f"{raw['split'].iloc[j]!r} is not train, valid or test")
         tables = {role: valid[(roles == role).to_numpy()].reset_index(drop=True) for role in RECORDED}
         if tables["train"].empty:
             raise DataFormatError(label, None, "split", "no row of the train split")
         try:
             check_seen(tables, {role: label for role in RECORDED})
         except DataFormatError as exc:
-            raise DataFormatError(label, exc.line, exc.field, exc.detail, unit="row") from None
+            raise at_row(exc) from None
         settings: dict[str, Any] = {"layout": "frame", "split": "column", "columns": list(cols.names())}
         checksum = sha256_rows(valid.assign(relation=valid["relation"] + "\x1f" + roles.to_numpy()))
     else:

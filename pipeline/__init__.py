@@ -46,4 +46,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    # the public names only: what a notebook's completion and dir(pl) offer (not this module's own imports)
+    return sorted([*__all__, "__version__"])

@@ -23,7 +23,7 @@ import pandas as pd
 import pipeline as _package
 from pipeline.api_types import Dataset, Export
 from pipeline.core.errors import PathError, PipelineError
-from pipeline.core.options import api_function, declared, split_options
+from pipeline.core.options import api_function, check_call, declared, split_options
 from pipeline.formats.answers import Answers
 from pipeline.formats.queryset import QuerySet
 from pipeline.methods.options import LOptions, MethodOptions
@@ -40,12 +40,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _one_line(fn: F) -> F:
     """An OSError about a path the caller gave becomes a :class:`PathError` (a PipelineError and still an
-    OSError) with the CLI's line, as every command reports it."""
+    OSError) with the CLI's line, as every command reports it; a misspelled keyword is a PipelineError with
+    the closest ones (:func:`~pipeline.core.options.check_call`), not a bare TypeError."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from pipeline.core.config import check_environment
 
+        check_call(wrapper, args, kwargs)
         try:
             check_environment()
             return fn(*args, **kwargs)
@@ -350,8 +352,11 @@ def answer(queries: QuerySet | str | Path, **options: Any) -> Answers:
 @_one_line
 def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     r"""The metrics x100 of one answers file, like ``pipeline evaluate``'s table: index tau, rho, MAP,
-    NDCG; columns the query types in the paper's order, then avg (the numbers of ``pipeline evaluate
-    --json``'s ``summary``; NaN where a metric is undefined on every query of a type). Writes nothing.
+    NDCG, then ``MAP chance`` and ``NDCG chance`` (a random ranking of the same answers: what a method that
+    knows nothing scores, tie-aware); columns the query types in the paper's order, then avg (the numbers
+    of ``pipeline evaluate --json``'s ``summary`` and ``random``; NaN where a metric is undefined on every
+    query of a type). A type with queries where every entity is an answer (any ranking scores MAP 100
+    there) is named in a warning line and in ``.attrs["every_entity"]``. Writes nothing.
 
     >>> import pathlib, tempfile, pipeline as pl
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -364,18 +369,19 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     >>> adj = pl.export(run, threshold=0.01, top_k=1, out=tmp / "adj", quiet=True)
     >>> table = pl.evaluate(pl.answer(qs, adjacency=adj, out=tmp / "ans", quiet=True))
     >>> list(table.index), list(table.columns)
-    (['tau', 'rho', 'MAP', 'NDCG'], ['1p', 'avg'])
+    (['tau', 'rho', 'MAP', 'NDCG', 'MAP chance', 'NDCG chance'], ['1p', 'avg'])
     """
     from pipeline.core.metrics import METRICS
     from pipeline.formats.answers import find_answer_files
     from pipeline.softquery.types import ordered_types
-    from pipeline.stages.evaluate import evaluate_file
+    from pipeline.stages.evaluate import evaluate_file, with_chance
 
     path = Path(_path(answers, "answers"))
     files = find_answer_files(path)  # a missing path: the command's line
     if len(files) != 1:
         raise PipelineError(f"{path}: {len(files)} answers files; evaluate one at a time")
-    summary = evaluate_file(files[0])["summary"]
+    report = evaluate_file(files[0])
+    summary = with_chance(report)
     types = ordered_types({t for by in summary.values() for t in by if t != "avg"})
     rows = [m for m in METRIC_ROWS if m in summary] + [m for m in summary if m not in METRIC_ROWS]
     frame = pd.DataFrame(
@@ -384,6 +390,7 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
         columns=[*types, "avg"],
     )
     frame.index.name, frame.columns.name = "metric", "type"
+    frame.attrs["every_entity"] = report.get("every_entity") or {}
     return frame
 
 

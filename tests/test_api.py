@@ -120,11 +120,14 @@ def test_answer_and_evaluate_equal_the_cli(tiny: dict) -> None:
     table = pl.evaluate(ans)
     (doc,) = json.loads(_cli("evaluate", report["path"], "--json"))
     summary = doc["summary"]
-    assert list(table.index) == ["tau", "rho", "MAP", "NDCG"]
+    assert list(table.index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
     assert list(table.columns) == [*doc["counts"], "avg"] == ["1p", "2p", "avg"]
-    for label, key in zip(table.index, ("tau", "rho", "map", "ndcg"), strict=True):
+    # the metrics are the JSON's summary, the chance rows its random ranking's
+    rows = [(summary, "tau"), (summary, "rho"), (summary, "map"), (summary, "ndcg"), (doc["random"], "map"),
+            (doc["random"], "ndcg")]
+    for label, (source, key) in zip(table.index, rows, strict=True):
         for t in table.columns:
-            want = summary[key].get(t)
+            want = source[key].get(t)
             got = table.loc[label, t]
             assert (want is None and pd.isna(got)) or got == pytest.approx(want, nan_ok=True)
     pd.testing.assert_frame_equal(pl.evaluate(report["path"]), table)
@@ -166,7 +169,9 @@ def test_a_benchmark_ingested_from_python_has_the_cli_stats(store_env: str) -> N
         (lambda: pl.train("ppi5k", out="/nonexistent/x", epochs=1, epoks=2), "train: unknown option 'epoks' (did you mean epochs?)"),
         (lambda: pl.train("ppi5k", model="ukge_logi", epochs=0), "epochs=0: must be at least 1"),
         (lambda: pl.answer("/tmp/q.parquet", workers="2"), "workers='2': expected an integer"),
-        (lambda: pl.sample("ppi5k", per_type=5), "sample: give out="),
+        (lambda: pl.query("binding(?x, ?y)", dataset="ppi5k", grph="test"), "query: unknown option 'grph' (did you mean graph?)"),
+        (lambda: pl.evaluate(answer="/tmp/a.parquet"), "evaluate: unknown option 'answer' (did you mean answers?)"),
+        (lambda: pl.cypher("RETURN 1", param={}), "cypher: unknown option 'param' (did you mean params?)"),
         (lambda: pl.cypher("  "), "empty Cypher statement"),
         (lambda: pl.ingest("ppi5k", split="0.5,0.5,0"), "ingest ppi5k: split apply to your own KG"),
         (lambda: pl.ingest("nosuch_kg"), "unknown data set 'nosuch_kg'"),
@@ -248,4 +253,28 @@ def test_readme_from_python_runs_every_line(store_env: str, tmp_path: Path, monk
         exec(compile(code, "README.md (From Python)", "exec"), scope)  # noqa: S102
     printed = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
     assert shown.strip("\n") in printed
-    assert isinstance(scope["table"], pd.DataFrame) and list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG"]
+    assert isinstance(scope["table"], pd.DataFrame)
+    assert list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing written where it runs
+
+
+def test_dir_lists_the_public_names_only() -> None:
+    """A notebook's completion and dir(pl) listed `Any` and `annotations` (the package's own imports)."""
+    names = dir(pl)
+    assert set(pl.__all__) <= set(names) and "Any" not in names and "annotations" not in names
+    assert all(n in pl.__all__ or n.startswith("__") for n in names)
+
+
+def test_a_query_with_no_answer_shows_why_in_its_repr(store_env: str, tmp_path: Path) -> None:
+    """A notebook cell ending in pl.query(...) showed nothing when no entity answered (the reason sat in
+    .empty_reason): the Ranking's repr is `pipeline query`'s output, the reason included."""
+    tsv = tmp_path / "tiny.tsv"
+    tsv.write_text("head\trelation\ttail\tconfidence\nann\tknows\tbob\t0.9\nbob\tknows\tcid\t0.6\n"
+                   "ann\tlikes\tcid\t0.8\ncid\tknows\tdan\t0.7\n")
+    pl.ingest("tiny", source=tsv, quiet=True)
+    empty = pl.query("knows(ann, ?y, 0.95)", dataset="tiny", graph="test")
+    assert repr(empty).splitlines() == [
+        "knows(ann, ?y, 0.95)   [graph test; 0 answers]",
+        "no answer: knows(ann, ?y, 0.95): no fact meets alpha 0.95 on graph test (best confidence 0.9); try alpha <= 0.9"]
+    found = repr(pl.query("knows(ann, ?y, 0.5)", dataset="tiny", graph="test")).splitlines()
+    assert found[0] == "knows(ann, ?y, 0.5)   [graph test; 1 answers]" and found[2].split() == ["1", "1", "bob", "0.9"]

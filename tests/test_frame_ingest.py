@@ -1,5 +1,5 @@
 """A pandas DataFrame in (issue 44): `pl.ingest(name, frame)` goes through the same validation, recording and
-store load as a file of the same rows; errors name the row and the column; a split column decides the split."""
+store load as a file of the same rows; errors name the row (by its index label, as pandas does) and the column; a split column decides the split."""
 
 from __future__ import annotations
 
@@ -54,16 +54,19 @@ def test_a_split_column_decides_the_split(store_env: str) -> None:
     ("change", "message"),
     [
         (lambda f: f.assign(confidence=[*f["confidence"][:3], 1.5, *f["confidence"][4:]]),
-         "DataFrame for 'bad', row 4, field 'confidence': 1.5 is outside [0, 1]"),
+         "DataFrame for 'bad', index 3, field 'confidence': 1.5 is outside [0, 1]"),
         (lambda f: f.assign(head=[*f["head"][:1], "a\tb", *f["head"][2:]]),
-         "DataFrame for 'bad', row 2, field 'head': the name contains a tab"),
+         "DataFrame for 'bad', index 1, field 'head': the name contains a tab"),
         (lambda f: f.rename(columns={"tail": "object"}), "DataFrame for 'bad', field 'tail': missing column 'tail'"),
         (lambda f: f.assign(split=["train"] * (len(f) - 1) + ["later"]),
-         f"DataFrame for 'bad', row {len(_frame())}, field 'split': 'later' is not train, valid or test"),
+         f"DataFrame for 'bad', index {len(_frame()) - 1}, field 'split': 'later' is not train, valid or test"),
         (lambda f: pd.concat([f.assign(split="train"), pd.DataFrame([{"head": "zed", "relation": "knows", "tail": "p1",
                                                                       "confidence": 0.5, "split": "test"}])]),
-         f"DataFrame for 'bad', row {len(_frame()) + 1}, field 'head': entity 'zed' does not occur in train"),
+         f"DataFrame for 'bad', iloc {len(_frame())} (index 0, not unique), field 'head': entity 'zed' does not occur in train"),
         (lambda f: f.iloc[:0], "DataFrame for 'bad': empty: no facts"),
+        # pandas' own name of a row: its label, whatever the index (f.loc['r3'])
+        (lambda f: f.set_axis([f"r{i}" for i in range(len(f))]).assign(confidence=lambda g: g["confidence"].where(g.index != "r3", -1)),
+         "DataFrame for 'bad', index 'r3', field 'confidence': -1.0 is outside [0, 1]"),
     ],
 )
 def test_a_bad_frame_names_the_row_and_column_and_records_nothing(store_env: str, change, message: str) -> None:
@@ -78,3 +81,16 @@ def test_columns_map_other_names(store_env: str) -> None:
     frame = _frame().rename(columns={"head": "s", "relation": "p", "tail": "o", "confidence": "w"})
     ds = pl.ingest("mapped", frame, columns="s,p,o,w", progress=False)
     assert len(ds.facts) == len(frame)
+
+
+def test_a_re_ingest_reports_the_splits_in_split_order(store_env: str, capsys) -> None:
+    """The summary said "rows train 24 / val 3 / test 3" the first time and "rows test 3 / train 24 / val 3"
+    on an unchanged re-run (the record's JSON keys read back sorted)."""
+    frame = _frame()
+    pl.ingest("order", frame, progress=False)
+    first = capsys.readouterr().out
+    pl.ingest("order", frame, progress=False)
+    again = capsys.readouterr().out
+    rows = [line.split("rows ", 1)[1].split(";")[0] for line in (first, again)]
+    assert rows[0] == rows[1] and rows[0].startswith("train ") and " / val " in rows[0]
+    assert "unchanged" in again

@@ -1,6 +1,8 @@
-"""The example notebook (issue 44): examples/researcher_day.ipynb runs top to bottom in a real Jupyter kernel
-(nbclient), then every cell again in the same kernel, with no error and no flag, at most 5 output chunks a cell,
-and shows what it says it shows. Skipped where jupyter is absent (`pip install -e '.[notebook]'`)."""
+"""The example notebook: examples/researcher_day.ipynb runs top to bottom in a real Jupyter kernel (nbclient),
+then every cell again in the same kernel, with no error and no flag, at most 5 output chunks a cell, leaves
+nothing in the folder it runs from, and shows what it says it shows (metrics beside their chance level, a query
+with no answer saying why, a misspelled keyword's one line). Skipped where jupyter is absent
+(`pip install -e '.[notebook]'`; the README's install command includes it)."""
 
 from __future__ import annotations
 
@@ -33,9 +35,10 @@ def _texts(cell) -> str:
 
 @pytest.mark.slow
 def test_the_example_notebook_runs_twice_in_one_kernel(fresh_store, tmp_path: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    why = "the [notebook] extra is not installed: pip install -e '.[notebook]'"
+    nbformat = pytest.importorskip("nbformat", reason=why)
+    nbclient = pytest.importorskip("nbclient", reason=why)
+    pytest.importorskip("ipykernel", reason=why)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     env = {"PIPELINE_HOME": str(tmp_path / "home"), "PIPELINE_STORE": fresh_store.uri, "PYTHONPATH": str(REPO)}
     old = {k: os.environ.get(k) for k in env}
@@ -67,11 +70,19 @@ def test_the_example_notebook_runs_twice_in_one_kernel(fresh_store, tmp_path: Pa
     assert "MSE" in training and "predicting the mean confidence" in training and "warning" not in training
     query = by_code['ranking = pl.query("knows(p00, ?x, 0.3) & helps(?x, ?y)", dataset=kg, adjacency=adj, top=5, explain=1)']
     assert query.startswith("#1 ") and "where ?x = " in query and "rank" in query and "utility" in query
-    assert "test-1p-00000" in by_code['test = pl.sample(kg, split="test", alpha="zero", beta="equal", per_type=5, seed=0, out="queries")']
-    evaluation = by_code['answers = pl.answer(test, adjacency=adj, out="answers", workers=1)']
-    for row in ("tau", "rho", "MAP", "NDCG"):
+    # a query with no answer says why in its own output (the Ranking's repr)
+    assert "0 answers" in by_code['pl.query("knows(p00, ?y, 0.95)", dataset=kg, graph="test")']
+    assert "no answer: knows(p00, ?y, 0.95): no fact meets alpha 0.95" in by_code['pl.query("knows(p00, ?y, 0.95)", dataset=kg, graph="test")']
+    assert "test-1p-00000" in by_code['test = pl.sample(kg, split="test", alpha="normal", beta="equal", per_type=5, seed=0)']
+    evaluation = by_code['answers = pl.answer(test, adjacency=adj, workers=1)']
+    for row in ("tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"):
         assert row in evaluation
+    # metrics that mean something: no type where every entity answers (alpha zero made MAP 100 for any ranking)
+    assert "every entity is an answer" not in evaluation
+    assert "did you mean graph?" in by_code["try:"]
     assert "30" in by_code['pl.cypher("MATCH (e:Entity {dataset: $d}) RETURN count(e) AS entities", {"d": "people"})']
+    # run from any folder, it leaves nothing there: runs, exports, queries and answers go under PIPELINE_HOME
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
     # the second pass shows the same results (the finished run and the export reused, the same answers)
     for (_, _, a), (_, _, b), (i, _) in zip(first, second, code, strict=True):
         assert a == b, f"cell {i} shows another result on the second run:\n{a}\n---\n{b}"

@@ -29,7 +29,8 @@ def test_only_the_progress_module_imports_tqdm():
     assert offenders == []
 
 
-def test_switches(capsys):
+def test_switches(capsys, monkeypatch):
+    monkeypatch.setattr(progress, "terminal", lambda: True)  # pytest captures stderr: as on a terminal
     assert output(True) == Output(True, False) and output(False).bars is False
     assert output(Output(True), quiet=True) == Output(True, True)
     for out, summary in ((output(True), True), (output(False), True), (output(True, quiet=True), False)):
@@ -73,6 +74,7 @@ def test_notebook_policy(monkeypatch, capsys):
     out.step_line("epoch 1: loss 0.1")
     assert "epoch 1" not in capsys.readouterr().err  # the figures go on the bar's postfix, not 60 lines
     monkeypatch.setattr(progress, "in_kernel", lambda: False)
+    monkeypatch.setattr(progress, "terminal", lambda: True)
     with out.bar(total=2) as outer, out.inner_bar(range(3)) as inner:
         assert outer.leave is False and not inner.disable
     out.step_line("epoch 1: loss 0.1")
@@ -90,3 +92,32 @@ def test_text_bars_in_a_kernel_without_widgets_refresh_rarely(monkeypatch):
     # outside a kernel tqdm.auto is an asyncio subclass of the text bar: not taken for widgets (it was, so
     # a kernel without ipywidgets refreshed at 0.1 s)
     assert progress._bar_class()[1] is False
+
+
+def test_output_redirected_to_a_file_is_plain_lines(tmp_path):
+    """`python script.py > log 2>&1` with pl.run: the log held 193 lines of carriage returns and cursor-up
+    codes (a text bar redrawn in a file); now no bar is drawn where stderr is not a terminal: each bar is one
+    plain line when it closes (nested bars none), the per-step lines and summaries are plain lines."""
+    import subprocess
+    import sys
+
+    script = (
+        "from pipeline.core.progress import output\n"
+        "out = output(True)\n"
+        "with out.bar(total=3, desc='train') as bar:\n"
+        "    for i in range(3):\n"
+        "        with out.inner_bar(range(4), desc=f'epoch {i + 1}/3') as inner:\n"
+        "            for _ in inner:\n"
+        "                pass\n"
+        "        out.step_line(f'epoch {i + 1}: loss 0.1')\n"
+        "        bar.update(1)\n"
+        "out.summary('train: done')\n"
+    )
+    log = tmp_path / "log"
+    with log.open("wb") as f:
+        subprocess.run([sys.executable, "-c", script], stdout=f, stderr=subprocess.STDOUT, check=True, cwd=REPO)
+    text = log.read_text()
+    assert "\r" not in text and "\x1b" not in text, repr(text)
+    lines = text.splitlines()
+    assert lines[:3] == ["epoch 1: loss 0.1", "epoch 2: loss 0.1", "epoch 3: loss 0.1"]
+    assert lines[3].startswith("train: 3/3 it in ") and lines[3].endswith(" s") and lines[4:] == ["train: done"]

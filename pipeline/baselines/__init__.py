@@ -1,4 +1,4 @@
-"""The SRC paper's query-embedding baselines with number embedding: LogicE+NE and ConE+NE (issue 13).
+"""The SRC paper's query-embedding baselines with number embedding: LogicE+NE and ConE+NE.
 
 number_embedding (the NE code g), logice / cone (pure operators), plan (query graph -> computation tree),
 models (torch modules), losses, runs (run directory files); the resumable trainer over query sets (the

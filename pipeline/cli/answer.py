@@ -105,6 +105,7 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
         save_report,
         text_table,
         update_results,
+        with_chance,
     )
 
     errors: list[str] = []
@@ -127,12 +128,9 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     for r in reports:
         click.echo(f"{r['dataset']}  {r['method']}  ({sum(r['counts'].values())} queries: "
                    + ", ".join(f"{t} {n}" for t, n in r["counts"].items()) + ")")
-        click.echo(text_table(r["summary"]))
+        click.echo(text_table(with_chance(r)))  # MAP/NDCG chance: a random ranking of the same answers
         for name, by in (r.get("undefined") or {}).items():
             click.echo(f"{name} undefined on {by['all']} queries (one answer, or constant true or predicted utilities)")
-        if r.get("random"):
-            click.echo("random ranking of the same answers (chance level): "
-                       + ", ".join(f"{m} {r['random'][m]['avg']:.1f}" for m in ("map", "ndcg")))
         if r.get("paper_protocol"):
             avg = {m: v.get("avg") for m, v in r["paper_protocol"].items()}
             click.echo("paper protocol (ids break ties; comparison only): "

@@ -7,6 +7,9 @@ import click
 from pipeline.cli.group import cli, echo_json, friendly, print_table
 from pipeline.core.errors import printable
 
+# `--explain` given without K: every answer shown (more than --top can show)
+EVERY_SHOWN = 2**31 - 1
+
 
 @cli.command("query")
 @click.argument("text")
@@ -27,8 +30,9 @@ from pipeline.core.errors import printable
     help="At most this many candidates per cycle variable (the answer is then marked approximate).",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print [{"eid", "name", "utility"}, ...] best first.')
-@click.option("--explain", is_flag=True,
-              help="For each answer shown: its witness (entity per variable, every atom's confidence, source, value).")
+@click.option("--explain", type=click.IntRange(0), default=0, is_flag=False, flag_value=EVERY_SHOWN, metavar="[K]",
+              help="The witnesses of the top K answers shown (entity per variable, every atom's confidence, source, "
+                   "value), as `answer --explain K` and pl.query(explain=K); --explain alone: every answer shown.")
 @click.option("--calibration", "calibration_paths", multiple=True, type=click.Path(exists=True),
               help="A saved SRC calibration of `pipeline answer` (RUN/calibration/D-*.json and/or L-* folder).")
 @friendly
@@ -40,7 +44,7 @@ def query_cmd(
     top: int,
     cycle_cap: int | None,
     as_json: bool,
-    explain: bool = False,
+    explain: int = 0,
     calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""

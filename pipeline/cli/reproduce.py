@@ -43,7 +43,7 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
     from pipeline.core import config
     from pipeline.stages.evaluate import text_table
-    from pipeline.stages.reproduce import reproduce
+    from pipeline.stages.reproduce import PER_TYPE, reproduce
 
     if study == "soft-requirements":
         from pipeline.studies.soft_requirements import run_study
@@ -52,7 +52,7 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
         seed = given["seed"]
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type=given["per_type"], threshold=given["threshold"], seed=seed,
+                        runs[0].partition("=")[2], per_type=given["per_type"] or PER_TYPE, threshold=given["threshold"], seed=seed,
                         store=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
                         progress=not as_json)
         if as_json:

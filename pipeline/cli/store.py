@@ -61,7 +61,9 @@ def store_stop_cmd() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @friendly
 def store_status_cmd(as_json: bool) -> None:
-    """Whether the embedded server runs, where, and how another client logs in (never the password)."""
+    """Whether the embedded server runs, where, and how another client logs in (never the password). A
+    server that does not answer is told apart: loading its append-only file, busy, suspended (SIGSTOP),
+    hung (deadlocked), or not running (and why its last server ended)."""
     from dataclasses import asdict
 
     from pipeline.store import auth, embedded
@@ -74,11 +76,11 @@ def store_status_cmd(as_json: bool) -> None:
         echo_json({"running": st.state == "running", "state": st.state, **(asdict(info) if info else {}),
                    **({"note": st.note} if st.note else {}), "auth": login})
     elif info is None:
-        click.echo(f"not running (data {embedded.store_dir()})")
+        click.echo(f"not running (data {embedded.store_dir()}){': ' + st.note if st.note else ''}")
     elif st.state != "running":
         click.echo(f"{st.state}: {info.uri} (pid {info.pid}, data {info.data_dir}){': ' + st.note if st.note else ''}")
     else:
-        click.echo(f"running: {info.uri} (pid {info.pid}, data {info.data_dir})")
+        click.echo(f"running: {info.uri} (pid {info.pid}, data {info.data_dir}){': ' + st.note if st.note else ''}")
         click.echo(
             f"log in as user '{login['user']}' with the password in {login['credentials_file']} "
             "(readable by you only); `pipeline cypher` does it for you"

@@ -61,7 +61,55 @@ class PipelineError(Exception):
     ... except pl.PipelineError as exc:
     ...     print(exc)  # doctest: +ELLIPSIS
     unknown data set 'ppi5' (did you mean ppi5k?); known: ...
+
+    In IPython and Jupyter it shows as that one line (:meth:`_render_traceback_`), not as a traceback
+    through the project's internals; ``%tb`` right after shows the traceback.
     """
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (a Jupyter kernel, the IPython shell) shows for this error: its class and message,
+        with where to find the traceback, in at most 3 lines (:func:`notebook_lines`). Shown a second time
+        (``%tb`` shows the last error again), the full traceback as IPython draws any other error."""
+        if getattr(self, "_shown_once", False):
+            full = _ipython_traceback(self)
+            if full is not None:
+                return full
+        self._shown_once = True
+        return notebook_lines(self)
+
+
+# where IPython's one-line rendering of a PipelineError says the traceback is
+TRACEBACK_HINT = "(%tb: the traceback)"
+_RED, _GREY, _RESET = "\x1b[0;31m", "\x1b[2m", "\x1b[0m"
+NOTEBOOK_LINES = 3  # at most this many lines for a PipelineError in IPython
+
+
+def notebook_lines(exc: BaseException) -> list[str]:
+    """A PipelineError as IPython shows it: ``ClassName: message`` (the class in red, as IPython's own), then
+    the message's further lines (a query's caret), with :data:`TRACEBACK_HINT` on a line of its own when it
+    fits in :data:`NOTEBOOK_LINES` lines, else at the end of the first. A message of more lines keeps its
+    first ones and says how many more ``%tb`` shows."""
+    lines = str(exc).splitlines() or [""]
+    if len(lines) > NOTEBOOK_LINES:
+        more = len(lines) - NOTEBOOK_LINES + 1
+        lines = [*lines[: NOTEBOOK_LINES - 1], f"... ({more} more lines)"]
+    first = f"{_RED}{type(exc).__name__}{_RESET}: {lines[0]}"
+    hint = f"{_GREY}{TRACEBACK_HINT}{_RESET}"
+    if len(lines) < NOTEBOOK_LINES:
+        return [first, *lines[1:], hint]
+    return [f"{first}  {hint}", *lines[1:]]
+
+
+def _ipython_traceback(exc: BaseException) -> list[str] | None:
+    """The traceback IPython would draw for ``exc`` (its chain included), or None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    return shell.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__)
 
 
 class DataFormatError(PipelineError):
@@ -173,7 +221,9 @@ def os_error_line(exc: OSError) -> str | None:
         return str(err)
     if exc.errno in DISK_ERRNOS:
         what = os.strerror(exc.errno) if exc.errno is not None else str(exc)
-        return f"{what} (errno {exc.errno}) while writing: nothing was replaced or left half-written; free some space and run it again"
+        # a read-only file system has space: it takes no writes at all
+        fix = "make it writable (or write elsewhere)" if exc.errno == errno.EROFS else "free some space"
+        return f"{what} (errno {exc.errno}) while writing: nothing was replaced or left half-written; {fix} and run it again"
     return None
 
 

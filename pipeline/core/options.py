@@ -219,6 +219,35 @@ def split_options(
     return [cls(**{d.name: given[d.name] for d in declared(cls) if d.name in given}) for cls in classes]
 
 
+def check_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The arguments of a call of the API function ``fn`` against its signature (the declared one for a
+    function taking ``**options``): a misspelled keyword is one PipelineError naming the closest ones (as
+    :func:`split_options` does), a missing or surplus argument one naming the function, instead of
+    Python's bare TypeError.
+
+    >>> def query(text: str, *, dataset: str, top: int | None = None) -> None: ...
+    >>> check_call(query, ("knows(a, ?y)",), {"dataset": "toy", "tpo": 3})
+    Traceback (most recent call last):
+    ...
+    pipeline.core.errors.PipelineError: query: unknown option 'tpo' (did you mean top?); known: dataset, text, top
+    """
+    sig = inspect.signature(fn)
+    params = sig.parameters
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    what = getattr(fn, "__name__", "this function")
+    if not takes_any:
+        names = [n for n, p in params.items() if p.kind is not p.VAR_POSITIONAL]
+        for name in kwargs:
+            if name not in params:
+                hint = close_matches(name, names)
+                raise PipelineError(f"{what}: unknown option {name!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else "")
+                                    + f"; known: {', '.join(sorted(names))}")
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise PipelineError(f"{what}: {exc} (help(pl.{what}) lists its arguments)") from None
+
+
 def signature_of(fn: Callable[..., Any], *classes: type, leading: Sequence[inspect.Parameter] = ()) -> inspect.Signature:
     """The keyword-only signature of an API function whose options are the classes' fields (what ``help``
     and a notebook's completion show), after its ``leading`` parameters."""

@@ -1,11 +1,14 @@
 """What long work shows while it runs: progress bars, a one-line summary per stage and warning lines; the one
-place that decides how (issue 44). Every stage makes its bars here, never with ``tqdm`` directly
+place that decides how. Every stage makes its bars here, never with ``tqdm`` directly
 (``tests/test_architecture.py`` checks).
 
 The policy:
 - **Where**: a Jupyter kernel gets widget bars (``tqdm.auto``: one ``display_data`` output per bar instead of
   a text refresh every 0.1 s; with ipywidgets installed, else text bars that refresh at most every
-  :data:`KERNEL_TEXT_INTERVAL` seconds); a terminal or a pipe gets text bars on stderr, as ``tqdm`` does.
+  :data:`KERNEL_TEXT_INTERVAL` seconds); a terminal gets text bars on stderr, as ``tqdm`` does; output
+  redirected to a file or a pipe (a log, ``nohup``, a CI job) gets plain lines instead, never a bar (a
+  stream of carriage returns and cursor-up codes there): each bar becomes one line when it closes
+  (``calibration L epoch 20/20: 80/80 batch in 5.1 s (loss=0.0123)``), nested bars none.
 - **Closing**: a bar is a context manager (``with out.bar(...) as bar:``) and is closed on every path, an
   error included: a bar left open is redrawn by the next bar tqdm makes (a stale ``export: 0%`` inside a
   later cell). In a terminal a finished bar is erased (``leave=False``), the stage then prints its own
@@ -26,6 +29,7 @@ asks for summaries.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +49,14 @@ def in_kernel() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
+def terminal() -> bool:
+    """True when stderr, where bars are drawn, is a terminal (not a file or a pipe)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 def _bar_class() -> tuple[type, bool]:
     """(the tqdm class to use, whether it draws widgets): tqdm.auto's own choice, which falls back to
     text bars (with one TqdmWarning) in a kernel without ipywidgets."""
@@ -52,6 +64,59 @@ def _bar_class() -> tuple[type, bool]:
 
     # tqdm.auto is an asyncio subclass of the text bar, or of the notebook's widget bar
     return auto, any(c.__module__ == "tqdm.notebook" for c in auto.__mro__)
+
+
+_PLAIN: dict[type, type] = {}
+
+
+def _plain_bar(cls: type) -> type:
+    """A subclass of the tqdm class ``cls`` that draws nothing and prints one plain line on stderr when it
+    closes: its description, the count, the seconds and its postfix (what a log can hold). A bar left by an
+    exception prints nothing, so a failing command's output is its one error line."""
+    if cls not in _PLAIN:
+
+        class PlainBar(cls):  # type: ignore[misc, valid-type]
+            def __init__(self, iterable: Any = None, **kwargs: Any) -> None:
+                self._line_desc = kwargs.get("desc") or ""
+                self._line_unit = kwargs.get("unit") or "it"
+                self._line_n, self._line_t0, self._line_done = kwargs.get("initial") or 0, time.monotonic(), False
+                kwargs["disable"] = True
+                super().__init__(iterable, **kwargs)
+                self.total = kwargs.get("total", getattr(self, "total", None))
+                self.iterable = iterable
+
+            def __iter__(self) -> Any:
+                for item in self.iterable:
+                    yield item
+                    self._line_n += 1
+
+            def update(self, n: float = 1) -> Any:
+                self._line_n += n
+                return super().update(n)
+
+            def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
+                self._line_desc = desc or ""
+                super().set_description(desc, refresh)
+
+            def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+                if exc_type is not None:  # the error line that follows says what happened: no count line
+                    self._line_done = True
+                return super().__exit__(exc_type, exc, tb)
+
+            def close(self) -> None:
+                if not self._line_done:
+                    self._line_done = True
+                    total = self.total if self.total is not None else (
+                        len(self.iterable) if hasattr(self.iterable, "__len__") else None)
+                    count = f"{self._line_n:g}" + (f"/{total:g}" if total is not None else "")
+                    postfix = getattr(self, "postfix", None)
+                    print(f"{self._line_desc or 'done'}: {count} {self._line_unit} in "
+                          f"{time.monotonic() - self._line_t0:.1f} s" + (f" ({postfix})" if postfix else ""),
+                          file=sys.stderr, flush=True)
+                super().close()
+
+        _PLAIN[cls] = PlainBar
+    return _PLAIN[cls]
 
 
 @dataclass(frozen=True)
@@ -77,6 +142,8 @@ class Output:
         # a caller's own disable (None: tqdm's rule, bars on a terminal only) applies when bars are on
         extra = kwargs.pop("disable", False)
         disable = True if not self.bars else extra
+        if not disable and not notebook and not terminal():  # a file or a pipe: one plain line, no bar
+            return _plain_bar(cls)(iterable, **kwargs)
         kwargs.setdefault("leave", notebook)
         kwargs.setdefault("dynamic_ncols", True)
         if notebook and not widgets:
@@ -85,7 +152,7 @@ class Output:
 
     def inner_bar(self, iterable: Any = None, **kwargs: Any) -> Any:
         """A bar nested inside another (an epoch's batches): shown in a terminal only."""
-        if self.notebook:
+        if self.notebook or not terminal():
             kwargs["disable"] = True
         kwargs["leave"] = False
         return self.bar(iterable, **kwargs)
@@ -116,4 +183,4 @@ def output(progress: bool | Output = True, quiet: bool = False) -> Output:
     return Output(bool(progress), bool(quiet))
 
 
-__all__ = ["KERNEL_TEXT_INTERVAL", "Output", "in_kernel", "output"]
+__all__ = ["KERNEL_TEXT_INTERVAL", "Output", "in_kernel", "output", "terminal"]

@@ -1,4 +1,4 @@
-"""Files bound to their data (issue 45, item 5): a query set, a training run and the export made from it
+"""Files bound to their data: a query set, a training run and the export made from it
 record the content key of the data set version they came from (``dataset_version``: the key ingest writes
 on the store's load marker, :func:`pipeline.store.ingest.content_key`). Entity ids mean something only in
 that version: a user KG re-ingested with two names swapped keeps its counts and gives every id another

@@ -14,7 +14,7 @@ chooses: ``auto`` (default: loaded in a background thread for exports of at leas
 facts; a fork waits for it), ``numba`` (at the first step of :data:`MIN_WORK` entry-rows), ``torch``
 (never). On a CUDA GPU the same step is one fused triton kernel (:mod:`._stream_triton`) under the same
 rules. Where numba or triton cannot be imported the torch form runs, with the same values. Why each
-threshold is where it is, and the measured costs: docs/benchmarks.md (issue 31).
+threshold is where it is, and the measured costs: docs/benchmarks.md ("Answering a query set: cold processes, the pair cache, workers").
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from pipeline.softquery.types import conjunction_shape
 MAX_BATCH = 256  # conjunctions per batched computation: bounds memory at a few (B, N) float32 states
 # An exact answer of a query with cycles enumerates, nested, the candidates of one variable per cycle: the
 # product of their counts (its cycle work) is what made a 5-variable, 15-atom cycle run for hours on a
-# 200-entity graph (issue 45, item 9; ~0.2 ms a substitution batched, 1.5-6 ms nested: 10^4 took 15 s).
+# 200-entity graph (~0.2 ms a substitution batched, 1.5-6 ms nested: 10^4 took 15 s).
 # Above this bound a query without --cycle-cap is refused, saying how to bound it; PIPELINE_CYCLE_WORK
 # raises the bound (an exact answer over more, taking its time).
 CYCLE_WORK_ENV = "PIPELINE_CYCLE_WORK"

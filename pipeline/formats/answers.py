@@ -62,15 +62,18 @@ SCHEMA = pa.schema(
     ]
 )
 REQUIRED_META = ("dataset", "method", "query_set")
-# Optional columns (issue 12): the query text with names and each entity's name; files without them read
+# Optional columns: the query text with names and each entity's name; files without them read
 # as before, and a frame that has them keeps them when written.
 OPTIONAL = [(QUERY_TEXT, pa.string()), (ENTITY_NAME, pa.string())]
 
 
 @dataclass
 class Answers:
-    """An answers file: ``frame`` (its rows: the columns above; ``pl.answer`` adds ``name``, each entity's
-    name), ``meta`` (the file metadata), ``path`` and, when it was just written, ``report`` (what ``pipeline
+    """An answers file: ``frame`` (one row per (query, entity) for the top-k predicted entities and every
+    ground-truth answer; columns query_id, type, entity, utility (predicted; -inf = fails), rank (among all
+    entities, 1 = best), rank_first and ties (the entity's tie group), truth_utility (NaN: not an answer),
+    truth_rank (0: not an answer), optionally query and entity_name; ``pl.answer`` adds ``name``, each
+    entity's name; :mod:`pipeline.formats.answers` says more), ``meta`` (the file metadata), ``path`` and, when it was just written, ``report`` (what ``pipeline
     answer --json`` prints). ``label`` is the method's row name in the tables, ``name`` its registry name.
 
     >>> import dataclasses, pipeline as pl

@@ -73,7 +73,9 @@ REQUIRED_META = ("dataset", "split", "alpha", "beta", "source")
 
 @dataclass
 class QuerySet:
-    """A query set: ``frame`` (one row per query: id, type, text and its ground truth; the columns above),
+    """A query set: ``frame`` (one row per query: id, type, text (ids), named_text (names), atoms, the
+    answers and utilities on the train graph (answers_easy, utilities_easy) and on the split's graph
+    (answers_hard, utilities_hard), best first, seed; :mod:`pipeline.formats.queryset` says more),
     ``meta`` (data set, split, alpha, beta, seed, ...), its file's ``path`` and, when it was just sampled,
     ``summary`` (what ``pipeline sample --json`` prints).
 

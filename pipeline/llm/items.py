@@ -201,7 +201,7 @@ def src_choice(items: list[dict[str, Any]], predicted: Any, queries: list[Any]) 
     predicted(list of Query) -> (B, n_entities) predicted utilities. The pick is the candidate with the
     highest predicted utility (listed by entity id among equals); ``tied`` lists every letter sharing that
     utility (e.g. all fail), and accuracy credits a tie 1/len(tied) when it holds the right letter, as a
-    random choice among them would: ids never decide (issue 35)."""
+    random choice among them would: ids never decide."""
     if not items:
         return
     util = np.asarray(predicted(queries), dtype=np.float64)

@@ -254,7 +254,7 @@ def _train(
             f"{option('psl')} needs the soft-logic facts (softlogic.tsv) of {kg.name}; none were loaded"
         )
     # a data set without valid facts (a user KG ingested with --split 1,0,0, or a tiny one) selected its
-    # epoch on a valid MSE of nan (issue 45): it keeps the last epoch instead, and says so
+    # epoch on a valid MSE of nan: it keeps the last epoch instead, and says so
     select_on = cfg.select_on
     if select_on != "last" and len(kg.split_facts("val")) == 0:
         select_on = "last"

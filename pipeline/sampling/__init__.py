@@ -10,6 +10,6 @@ from __future__ import annotations
 
 # What sampling draws for the same inputs (data, seed, settings), including the alpha levels ingest stores
 # on the relation vocabulary. Bumped whenever that changes (2: the SQUK alpha-level definition of issue
-# 16; 3: the whole tie group at the top-100 cut of the ground truth, issue 35), and part of the ingest
+# 16; 3: the whole tie group at the top-100 cut of the ground truth), and part of the ingest
 # and sample stage keys of `pipeline reproduce` (and its baselines and studies), so a reproduction never reuses a store or a query set written by older code.
 SAMPLING_VERSION = 3

@@ -1,4 +1,4 @@
-"""What a query type needs of a graph, checked on the split's facts before any walk (issue 44).
+"""What a query type needs of a graph, checked on the split's facts before any walk.
 
 A backward walk (:mod:`.walks`) can ground a type only where the graph holds its shape: 2i's answer needs
 two different incoming facts, 2p's ``?x`` an incoming fact and a fact into the answer, 2m's ``(?x, ?y)``

@@ -84,7 +84,7 @@ class Vocabulary:
         where = f"column {column}: " if column is not None else ""
         ids = index.get(name)
         if ids is None:
-            # a name is shown escaped and cut (a 100k-character name, a terminal escape: issue 45)
+            # a name is shown escaped and cut (a 100k-character name, a terminal escape)
             raise ResolutionError(f"{where}unknown {kind} '{printable(name, 80)}'{unknown_hint(name, list(index))}")
         if len(ids) > 1:
             forms = ", ".join(f"#{i}" for i in ids[:10])

@@ -39,6 +39,14 @@ class Ranking:
     empty_reason: str | None = None
     rows: list[dict[str, Any]] = field(default_factory=list, repr=False)  # the frame's rows as JSON records
 
+    def __repr__(self) -> str:
+        """What ``pipeline query`` prints: the query and its source, then the answers, or the one line
+        saying why there is none (a notebook cell ending in ``pl.query(...)`` shows it)."""
+        head = f"{self.query}   [{self.source}; {self.n_answers} answers" + (", approximate]" if self.approximate else "]")
+        if self.empty_reason:
+            return f"{head}\n{self.empty_reason}"
+        return f"{head}\n{self.frame.to_string(index=False)}"
+
 
 def ask(
     text: str,

@@ -179,7 +179,7 @@ REFERENCE_CANVAS = (1400.0, 765.0)  # the graph's area in a 1400 x 900 window (8
 # 6 px x caption_size at zoom 1; with the layout above NVL fits a page at a zoom near 1 in a 1400 x 900
 # window, so names read at 12+ px and edge labels at 10+ px without zooming (tests/answer/test_browse.py)
 NODE_CAPTION_SIZE, EDGE_CAPTION_SIZE = 2, 2
-# NVL wraps a node's caption at spaces and cuts a word wider than the node ("Evelyn Jefferso…", issue 44).
+# NVL wraps a node's caption at spaces and cuts a word wider than the node ("Evelyn Jefferso…").
 # Measured in headless Chromium (tests/answer/test_browse_names.py): at caption size 2 a word of up to 7
 # characters fits whatever the node's size (the font grows with the node), at caption size 1 one of up to
 # 9 ("Murchison" whole, "Oglethorp…" cut), legible (12+ px at the default zoom) from node size 60 on.

@@ -147,6 +147,39 @@ def unanswered_line(report: dict[str, Any]) -> str | None:
             f"({per_type}); the metrics rank their true answers among all entities tied (the chance level)")
 
 
+def every_entity_counts(per_query: pd.DataFrame, n_entities: int | None) -> dict[str, list[int]]:
+    """{type: [queries where every entity is a ground-truth answer, queries of the type]} for the types that
+    have such a query. There every ranking, a random one included, scores MAP and NDCG 100: the numbers say
+    nothing about the method (alpha 0 on a small dense graph does it)."""
+    if not n_entities:
+        return {}
+    kept = per_query[per_query["n_answers"] > 0]
+    every = kept[kept["n_answers"] >= n_entities].groupby("type").size().to_dict()
+    totals = kept.groupby("type").size().to_dict()
+    return {t: [int(every[t]), int(totals[t])] for t in ordered_types(set(every))}
+
+
+def every_entity_line(report: dict[str, Any]) -> str | None:
+    """One line naming the types where every entity is an answer of some query (None: no such type)."""
+    by = report.get("every_entity") or {}
+    if not by:
+        return None
+    parts = ", ".join(f"{t} {k} of {n}" for t, (k, n) in by.items())
+    return (f"{report['method']}: every entity is an answer in some queries ({parts}): any ranking scores MAP "
+            "and NDCG 100 there; sample with a higher alpha (or on a larger graph) for metrics that mean something")
+
+
+def with_chance(report: dict[str, Any]) -> Summary:
+    """The report's summary with the chance level beside MAP and NDCG: rows ``MAP chance`` and ``NDCG chance``
+    (a random ranking of the same answers: what a method that knows nothing scores), when known."""
+    rnd = report.get("random") or {}
+    out = dict(report["summary"])
+    for m in ("map", "ndcg"):
+        if m in rnd:
+            out[f"{METRICS[m].label} chance"] = rnd[m]
+    return out
+
+
 def tied_share(per_query: pd.DataFrame) -> dict[str, float]:
     """The pairs of answers tied in both true and predicted utility, summed over the queries: among each
     query's first 100 answers (the truth the paper's protocol reads, where such pairs counted as agreement)
@@ -215,7 +248,8 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
     """The report of one answers file: {dataset, method, file, query_set, counts, summary (x100, tie-aware),
     undefined (queries per type where tau/rho are undefined), paper_protocol (x100, the paper's evaluation
     code: ids break ties), doubly_tied (pairs of answers tied on both sides), random (x100, a uniformly
-    random ranking of the same answers: the chance level of each type)}."""
+    random ranking of the same answers: the chance level of each type), every_entity (types with queries
+    where every entity is an answer: :func:`every_entity_counts`)}."""
     ans = read_answers(path)
     n_entities = ans.meta.get("n_entities")
     per_query = query_metrics(ans.frame, paper=True, n_entities=int(n_entities) if n_entities else None)
@@ -231,10 +265,11 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "paper_protocol": summarise(per_query, prefix="paper_"),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
+        "every_entity": every_entity_counts(per_query, int(n_entities) if n_entities else None),
     }
-    line = unanswered_line(report)
-    if line is not None:
-        output().warn(line)
+    for line in (unanswered_line(report), every_entity_line(report)):
+        if line is not None:
+            output().warn(line)
     return report
 
 
@@ -266,7 +301,7 @@ def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
         f"# {report['dataset']}: {report['method']}\n\nQueries per type: "
         + ", ".join(f"{t} {n}" for t, n in report["counts"].items())
         + "\n\n"
-        + markdown_table(report["summary"])
+        + markdown_table(with_chance(report))
         + "\n\n"
         + protocol_notes(report)
     )
@@ -276,9 +311,9 @@ def save_report(report: dict[str, Any], stem: str | Path) -> tuple[Path, Path]:
 def protocol_notes(report: dict[str, Any]) -> str:
     """Markdown: where tau/rho are undefined, the doubly tied pairs, and the paper protocol's table."""
     lines = []
-    line = unanswered_line(report)
-    if line is not None:
-        lines.append(line + ".")
+    for line in (unanswered_line(report), every_entity_line(report)):
+        if line is not None:
+            lines.append(line + ".")
     und = report.get("undefined") or {}
     for name, by in und.items():
         lines.append(

@@ -230,7 +230,7 @@ def write_export(run_dir: str | Path, o: ExportOptions, executor: Executor | Non
             "n_entities": n,
             "n_relations": model.n_relations,
             "run_dir": str(run.path),
-            # the data set version the model was trained on (its content key, issue 45): an export is
+            # the data set version the model was trained on (its content key): an export is
             # refused against another version (pipeline.core.versions); None for runs made before
             "dataset_version": run.metadata.get("dataset_version"),
             "device": dev,

@@ -105,7 +105,7 @@ class ExportOptions(Shown):
 class SampleOptions(Shown):
     """How ``pipeline sample`` draws soft queries over the store (:func:`pipeline.stages.sample.sample_dataset`)."""
 
-    out: str | Path = setting(help="Folder of the query set file.")
+    out: str | Path | None = setting(None, help="Folder of the query set file (default PIPELINE_HOME/queries/DATASET).")
     split: str = setting("test", choices=("train", "valid", "test"), help="The split whose graph grounds the answers.")
     types: tuple[str, ...] | None = setting(None, help="Query types (default: the train types for train, all 12 otherwise).")
     per_type: int | None = setting(None, low=1, help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")

@@ -74,6 +74,10 @@ def sample_dataset(dataset: str, options: SampleOptions | None = None, /, **sett
 
     check_text(dataset, "dataset")
     o = options if options is not None else SampleOptions(**settings)
+    if o.out is None:  # beside the runs and exports, under PIPELINE_HOME (never the current folder)
+        from pipeline.core.config import home
+
+        o = replace(o, out=home() / "queries" / dataset)
     check_folder(o.out, "out")
     names = resolve_types(list(o.types), o.split) if o.types else None  # None: the defaults, skipping what cannot exist
     kg = load(dataset, source=o.source)

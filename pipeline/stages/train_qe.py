@@ -6,7 +6,7 @@ After every ``eval_every`` epochs the model answers the valid query set and the 
 selection score (mean of the type-averaged tau, rho, MAP and NDCG, as calibration uses) is kept.
 Randomness is drawn from generators seeded by (seed, epoch), so a resumed run equals an uninterrupted one.
 
-No host round trip per step (issue 43): the epoch's generator lives on the training device, so the
+No host round trip per step: the epoch's generator lives on the training device, so the
 batches' rows, the answer subsamples and the negatives are drawn where they are used, and the loss is
 summed there and read once per epoch (with a progress bar, at most once per PROGRESS_EVERY_S seconds). The
 host reads one list per epoch (the order of the batches and, with in-batch negatives, the size of each
@@ -104,7 +104,7 @@ class PlanBatchData:
         )
 
 
-# Training targets per query: a ground truth holds the whole tie group at its top-100 cut (issue 35), up to
+# Training targets per query: a ground truth holds the whole tie group at its top-100 cut (the tie-aware truth), up to
 # every entity of the graph; padded to that width, 53,000 CN15k train queries took 24 GB.
 TRAIN_ANSWERS = 100
 

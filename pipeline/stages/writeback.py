@@ -45,7 +45,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.core.errors import ArtifactError, PipelineError
+from pipeline.core.errors import ArtifactError, PipelineError, StoreUnavailable
 from pipeline.formats import answers as col
 from pipeline.formats.queryset import QuerySet, checksum
 from pipeline.softquery import Vocabulary, to_text
@@ -271,23 +271,54 @@ def write_back(
     # any moment before leaves the previous write-back, after it the new one. Leftovers of an earlier,
     # killed write-back are removed first, the replaced generation last.
     generation = new_generation()
-    with store.lock(dataset_lock(dataset), purpose=f"write back {answers.label} of {set_id(query_set)}"):
-        version = dataset_version(store, dataset)
-        fix = (f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`) and answer it, "
-               "or ingest the version it was made from")
-        check_version(query_set.meta.get("dataset_version"), version, f"the query set {query_set.path}", dataset, fix)
-        check_set_version(store, dataset, params["set"], version, fix)
-        _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.label))
-        if query_nodes:
-            write_queries(store, query_set, generation)
-        step = {**params, "generation": generation}
-        # batch sizes are the store's own (its backend declares them: `pipeline ls stores`)
-        store.run_batches(cypher_text("writeback_answers"), rows, store.write_batch, step)
-        store.run_batches(cypher_text("writeback_witnesses"), explained, store.witness_batch, step)
-        store.run(cypher_text("writeback_commit"), {**step, "answers": len(rows), "witnesses": len(explained),
-                                                    "at": int(time.time() * 1000), "version": version})
-        _remove_other_generations(store, params, generation)
+    what = f"the write-back of {answers.label} for {params['set']}"
+    committed = False
+    try:
+        with store.lock(dataset_lock(dataset), purpose=f"write back {answers.label} of {set_id(query_set)}"):
+            version = dataset_version(store, dataset)
+            fix = (f"Sample a new set from the stored '{dataset}' (`pipeline sample {dataset} ...`) and answer it, "
+                   "or ingest the version it was made from")
+            check_version(query_set.meta.get("dataset_version"), version, f"the query set {query_set.path}", dataset, fix)
+            check_set_version(store, dataset, params["set"], version, fix)
+            _remove_other_generations(store, params, committed_generation(store, dataset, params["set"], answers.label))
+            if query_nodes:
+                write_queries(store, query_set, generation)
+            step = {**params, "generation": generation}
+            # batch sizes are the store's own (its backend declares them: `pipeline ls stores`)
+            store.run_batches(cypher_text("writeback_answers"), rows, store.write_batch, step)
+            store.run_batches(cypher_text("writeback_witnesses"), explained, store.witness_batch, step)
+            try:
+                store.run(cypher_text("writeback_commit"), {**step, "answers": len(rows), "witnesses": len(explained),
+                                                            "at": int(time.time() * 1000), "version": version})
+            except StoreUnavailable as exc:
+                raise _commit_fate(store, dataset, params, generation, what, exc) from None
+            committed = True
+            _remove_other_generations(store, params, generation)
+    except StoreUnavailable as exc:
+        if not committed:
+            raise
+        # (the write-back is in and durable: what was cut short is tidying up, which the next one redoes)
+        raise StoreUnavailable(
+            f"{what} is committed (what readers see, durable); the store was lost after that, while the answers "
+            f"it replaced were being removed and its lock released (the next write-back finishes that): {exc}"
+        ) from None
     return len(rows)
+
+
+def _commit_fate(store: Any, dataset: str, params: dict[str, Any], generation: str, what: str,
+                 lost: StoreUnavailable) -> StoreUnavailable:
+    """The error of a write-back whose commit statement lost the store: committed or not, asked of the store
+    again (the embedded one is started again for that)."""
+    try:
+        store.recover()  # (the embedded server, started again from its append-only file, can be asked)
+        now = committed_generation(store, dataset, params["set"], params["method"])
+    except PipelineError:
+        return StoreUnavailable(f"the store was lost during the commit of {what}; whether it was committed is not "
+                                f"known (the store cannot be asked now): write it back again later: {lost}")
+    if now == generation:
+        return StoreUnavailable(f"{what} is committed (what readers see); the store was lost right after: {lost}")
+    return StoreUnavailable(f"the store was lost during the commit of {what}: it was not committed, the previous "
+                            f"answers stay; write it back again: {lost}")
 
 
 def _remove_other_generations(store: Any, params: dict[str, Any], keep: str | None) -> None:

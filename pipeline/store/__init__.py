@@ -78,12 +78,40 @@ def run_cypher(
     statement: str, params: dict[str, Any] | None = None, store_uri: str | None = None, timeout_s: float | None = None
 ) -> Outcome:
     """:func:`query_store` with the write counters (nodes deleted, relationships created, ...); the server
-    stops the statement after ``timeout_s`` (default ``statement.USER_TIMEOUT_S``)."""
+    stops the statement after ``timeout_s`` (default ``statement.USER_TIMEOUT_S``). A ``range()`` the text
+    bounds past what a statement may hold is refused before the store is opened (:mod:`pipeline.store.bounds`),
+    and so is a statement that ends a trial server at the store's memory cap (:mod:`pipeline.store.trial`)."""
+    from pipeline.store.bounds import check_ranges
     from pipeline.store.statement import check_params, check_statement, execute_statement
 
     check_statement(statement)
     check_params(params)
     if store_uri is not None and not isinstance(store_uri, str):
         raise PipelineError(f"store: expected a store URI, got {type(store_uri).__name__}")
+    check_ranges(statement, params, *_statement_memory(store_uri))
+    if _scheme(store_uri) in ("embedded", "falkordb"):
+        from pipeline.store.trial import trial
+
+        refused = trial(statement, params, timeout_s)
+        if refused:
+            raise PipelineError(refused)
     with open_store(store_uri) as store:
         return execute_statement(store, statement, params, timeout_s)
+
+
+def _statement_memory(store_uri: str | None) -> tuple[int, str]:
+    """The memory one statement may hold on the store at ``store_uri`` and what sets it (the embedded
+    server's own limit; FalkorDB's default elsewhere), for :func:`pipeline.store.bounds.check_ranges`."""
+    import pipeline.store.embedded as embedded
+
+    if _scheme(store_uri) == "embedded":
+        return embedded.query_memory_bytes(), (
+            f"a quarter of the server's memory cap of {embedded.memory_cap_text()}, at most 1 GiB"
+        )
+    return embedded.QUERY_MEM_CAPACITY, "1 GiB"
+
+
+def _scheme(store_uri: str | None) -> str:
+    from pipeline.store.backends import scheme_of
+
+    return scheme_of((store_uri or config.default_store_uri()).strip())

@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.core.registry import Registry
 from pipeline.store.base import Store
 
@@ -125,11 +125,20 @@ def _port(uri: str, parts: SplitResult) -> int | None:
 
 def open_embedded(uri: str, parts: SplitResult, graph: str | None) -> Store:
     import pipeline.store.embedded as embedded
+    import pipeline.store.recovery as recovery
     from pipeline.store.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
 
     info = embedded.start()
-    store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
-    store.on_checkpoint = lambda: embedded.compact(info)
+    try:
+        store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
+    except StoreUnavailable as exc:
+        if "did not answer" not in str(exc) and "stopped answering" not in str(exc):
+            raise
+        # it answered a moment ago and went silent since (stopped, hung): the start looks at it again, and
+        # restarts it once it has not answered for liveness.HUNG_AFTER_S
+        info = embedded.start()
+        store = FalkorDBStore(info.host, info.port, graph or DEFAULT_GRAPH, **embedded.login(info))
+    recovery.attach(store, info)
     return store
 
 

@@ -333,6 +333,13 @@ class Store(ABC):
         return self
 
     # ------------------------------------------------------------------------------------------ lifecycle
+    def recover(self) -> bool:
+        """After a StoreUnavailable: start the server again where the project runs it (the embedded one,
+        from its append-only file) and point this store at it, so the store can be asked what became of
+        the last write (committed or not). True when a server was started; False elsewhere (a server of
+        its own is not the project's to start)."""
+        return False
+
     def _mark_dirty(self) -> None:
         self.dirty = True
         _UNSAVED.add(self)

@@ -10,13 +10,16 @@ so use small batches there (the CI smoke test does).
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
 from pipeline.store.base import CypherError, Outcome, Store, is_write, plain, read_counters
 from pipeline.store.cypher import cypher_text
+from pipeline.store.liveness import Watch
 
 
 def auth_from(uri: str) -> tuple[str, str] | None:
@@ -57,13 +60,21 @@ class BoltStore(Store):
         self.uri = f"{parts.scheme}://{netloc}" + (f"/{self.database}" if self.database else "")
         self.graph = self.database or "(default)"
         auth = auth if auth is not None else auth_from(uri)
+        self._address = (parts.hostname, parts.port or 7687)
+        # no wait on a server that stopped answering (pipeline.store.liveness): the driver reads its socket
+        # without a time limit once connected
+        self._watch = Watch(self._answers, self._break_calls)
+        self._driver = None
         try:
-            self._driver = neo4j.GraphDatabase.driver(
-                f"{parts.scheme}://{netloc}", auth=auth, connection_timeout=5,
-                # a port that takes the connection and never answers the handshake: given up in seconds
-                connection_acquisition_timeout=10, max_transaction_retry_time=10,
-            )
-            self._driver.verify_connectivity()
+            with self._watch.call(60.0):
+                self._driver = neo4j.GraphDatabase.driver(
+                    f"{parts.scheme}://{netloc}", auth=auth, connection_timeout=5,
+                    # a port that takes the connection and never answers the handshake: given up in seconds;
+                    # a transaction whose connection broke is retried for 5 s (a call cut off by the
+                    # liveness watch then ends within its bound: 15 s of silence, one retry)
+                    connection_acquisition_timeout=5, max_transaction_retry_time=5,
+                )
+                self._driver.verify_connectivity()
         except AuthError as exc:
             raise StoreUnavailable(
                 f"{self.uri} refused the credentials ({exc.message}); set NEO4J_AUTH=user/password"
@@ -81,22 +92,60 @@ class BoltStore(Store):
         # (its memory limits are the server's own settings, e.g. Neo4j's db.memory.transaction.max)
         @neo4j.unit_of_work(timeout=timeout_s)
         def work(tx: Any) -> Outcome:
+            if self._watch.tripped:  # the driver retries a broken connection: not one that stopped answering
+                raise _Cut(self._watch.tripped)
             result = tx.run(cypher, params or {})
             rows = [{k: _value(v) for k, v in rec.items()} for rec in result]
             return Outcome(rows, read_counters(result.consume().counters, _COUNTERS))
 
+        write = is_write(cypher)
         try:
-            with self._driver.session(database=self.database) as session:
+            with self._watch.call(timeout_s + _REPLY_MARGIN_S), self._driver.session(database=self.database) as session:
                 # plain reads go to execute_read (replicas in a cluster), anything that writes to execute_write
-                if is_write(cypher):
+                if write:
                     return session.execute_write(work)
                 return session.execute_read(work)
-        except (ServiceUnavailable, SessionExpired, OSError) as exc:
+        except (ServiceUnavailable, SessionExpired, OSError, neo4j.exceptions.DriverError, _Cut) as exc:
+            if self._watch.tripped:
+                fate = "whether it was applied is not known: look before you run it again" if write else "run it again"
+                raise StoreUnavailable(
+                    f"the Bolt server at {self.uri} stopped answering ({self._watch.tripped}); the statement "
+                    f"({' '.join(cypher.split())[:80]}): {fate}"
+                ) from None
+            if "handshake" in str(exc):
+                raise StoreUnavailable(
+                    f"the Bolt server at {self.uri} takes connections but does not answer them (its handshake): "
+                    f"it is stopped or hung; the statement ({' '.join(cypher.split())[:80]}) was not run"
+                ) from None
             raise StoreUnavailable(f"lost the Bolt server at {self.uri}: {_one_line(exc)}") from None
         except neo4j.exceptions.Neo4jError as exc:
             raise CypherError(
                 f"{self.uri} rejected the query: {exc.message or exc}\n  query: {' '.join(cypher.split())[:200]}"
             ) from None
+
+    def _answers(self, timeout_s: float) -> bool | None:
+        """Whether the server answers a Bolt handshake on a connection of its own (the liveness probe)."""
+        try:
+            with socket.create_connection(self._address, timeout=timeout_s) as s:
+                s.sendall(_HANDSHAKE)
+                return len(s.recv(4)) > 0
+        except ConnectionRefusedError:
+            return None
+        except OSError:
+            return False
+
+    def _break_calls(self) -> None:
+        """Make the calls waiting on the driver's connections fail at once: their sockets are shut down
+        (the driver's pool keeps its connections by address, each with its socket)."""
+        pool = getattr(self._driver, "_pool", None)
+        for conns in list(getattr(pool, "connections", {}).values()):
+            for conn in list(conns):
+                sock = getattr(getattr(conn, "socket", None), "_socket", None)
+                if sock is not None:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
 
     def indexes(self) -> set[tuple[str, str]]:
         try:
@@ -120,6 +169,21 @@ class BoltStore(Store):
         if driver is not None:
             driver.close()
             self._driver = None
+
+
+# The driver logs a retried transaction as a warning; with no handler configured Python prints it on stderr
+# (several lines per retry under a one-line error). A person who configures logging still sees it.
+logging.getLogger("neo4j").addHandler(logging.NullHandler())
+
+
+class _Cut(Exception):
+    """A call the liveness watch cut off (the driver must not retry it)."""
+
+
+# a statement's reply may come this long after the server's own limit stopped it
+_REPLY_MARGIN_S = 30.0
+# the Bolt preamble and four version proposals (5.x, 4.4, 4.3, 3): any server answers with 4 bytes
+_HANDSHAKE = bytes.fromhex("6060B017") + bytes.fromhex("00000405 00000404 00000403 00000003".replace(" ", ""))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ and passwords: :mod:`pipeline.store.auth`), and the one a browsing client uses c
 the server; a write the server acknowledged survives ``kill -9`` of the server (the append-only file is
 written before the reply) and a power loss except for its last second (fsync every second).
 
-Ownership before trust (issue 45): the folder and every file in it must be this user's alone
+Ownership before trust: the folder and every file in it must be this user's alone
 (:mod:`pipeline.store.private`: no symlink followed, no file of another owner used), and the pid that
 ``server.json`` names is taken for the server only when it is this user's ``redis-server`` working in this
 folder and holding the listening socket of the recorded port (:func:`is_our_server`): nothing, no password
@@ -32,6 +32,7 @@ store.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -43,6 +44,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pipeline.store.auth as auth
+import pipeline.store.health as health
+import pipeline.store.liveness as liveness
 import pipeline.store.private as private
 from pipeline.core import config
 from pipeline.core.errors import PipelineError, StoreUnavailable
@@ -55,15 +58,30 @@ SAVE_POLICY = ""
 # (Redis documents up to 2 s when the disk stalls). "always" would fsync every write: far slower ingest.
 APPENDFSYNC = "everysec"
 # The log part of the append-only file is replayed statement by statement at a restart (a write-back's
-# 20 MB took ~31 s in issue 45; here 51 MB of CN15k's ingest and 10 write-backs took over 15 minutes), its
+# 20 MB took ~31 s once; here 51 MB of CN15k's ingest and 10 write-backs took over 15 minutes), its
 # snapshot part (an RDB) loads at disk speed (9 MB of CN15k and write-backs: 0.7 s). A writer compacts it
 # (BGREWRITEAOF, in a forked child: 25 rewrites with 20 new connections each and two writers running
-# stalled no connection, issue 45) at its checkpoint and every few seconds of a long batched write, once
+# stalled no connection) at its checkpoint and every few seconds of a long batched write, once
 # the log part outgrew this many bytes and a sixteenth of the snapshot part.
 COMPACT_BYTES = 1 << 20
 # The server's own rule for writers that never checkpoint (a `pipeline cypher` loop): rewrite once the file
 # doubled since the last rewrite and is at least this big.
 AUTO_REWRITE_MIN = "64mb"
+# Limits of every statement on the embedded server (FalkorDB's module settings): the server stops a
+# statement after the time it asks for, at most TIMEOUT_MAX (the project's own statements ask for 600 s,
+# `pipeline cypher` for 60 s, pipeline.store.base / statement), or after TIMEOUT_DEFAULT when it asks for
+# none (another client), and once it holds more than QUERY_MEM_CAPACITY bytes; a stopped write is rolled
+# back (tried: nothing of it remains). The whole server's data segment is capped (RLIMIT_DATA, MEMORY_ENV):
+# FalkorDB checks a statement's memory only between allocations, so one huge list (range(1, 10^10)) is
+# not caught by QUERY_MEM_CAPACITY; the cap makes that allocation fail, the server then ends as after a
+# kill -9 (nothing acknowledged is lost) and the next command starts it again, instead of it taking the
+# machine's memory. (Redis's maxmemory is not used: once reached it refuses every statement, reads and
+# deletes included, until a restart.)
+TIMEOUT_DEFAULT_MS = 60_000
+TIMEOUT_MAX_MS = 600_000
+QUERY_MEM_CAPACITY = 1 << 30
+MEMORY_ENV = "PIPELINE_STORE_MEMORY"  # GiB the server may take (its data segment); default below
+MIN_MEMORY_GIB = 1.0
 # Limits of every statement on the embedded server (FalkorDB's module settings): the server stops a
 # statement after the time it asks for, at most TIMEOUT_MAX (the project's own statements ask for 600 s,
 # `pipeline cypher` for 60 s, pipeline.store.base / statement), or after TIMEOUT_DEFAULT when it asks for
@@ -272,9 +290,11 @@ def _ping(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) -
 
 
 def _probe(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) -> str:
-    """What a server says to the data user's PING: ``up``; ``loading`` (it replays its append-only file:
-    -LOADING); ``silent`` (it took the connection but did not answer in time: busy, e.g. replaying one long
-    statement); ``refused`` (it does not know our credentials); ``down`` (nothing listens)."""
+    """What a server says to the data user's PING: ``up`` (a -MISCONF reply too: it answers, and refuses
+    writes while it cannot write its append-only file); ``loading`` (it replays its append-only file:
+    -LOADING); ``silent`` (it took the connection but did not answer in time: replaying one long statement,
+    stopped or hung: :mod:`pipeline.store.health` tells which); ``refused`` (it does not know our
+    credentials); ``down`` (nothing listens)."""
     import redis
 
     try:
@@ -288,6 +308,8 @@ def _probe(host: str, port: int, creds: auth.Credentials, timeout: float = 1.0) 
     except redis.exceptions.AuthenticationError:
         return "refused"
     except redis.exceptions.ResponseError as exc:
+        if "MISCONF" in str(exc):
+            return "up"  # it answers, and refuses writes until it can write its append-only file again
         return "refused" if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc) else "down"
     except redis.exceptions.TimeoutError:
         return "silent"
@@ -348,12 +370,15 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
     """Wait until the server answers. Returns ``up``, ``refused`` (it runs but rejects our credentials),
     ``exited`` (the process ended before it took a connection: e.g. its port was taken), ``died`` (it ended
     after that: stopped while loading, or failed), ``gone`` (``proc`` None and the pid is no longer the
-    server) or ``never`` (nothing took a connection within ``wait_s``). A server that
-    replays its log (-LOADING, or a connection taken and not answered) is waited for with a progress line
-    on stderr, up to :func:`wait_limit_s`; then StoreUnavailable, and the server is left loading."""
+    server), ``never`` (nothing took a connection within ``wait_s``), ``hung`` (it takes connections and
+    its main thread has waited without running for :data:`liveness.HUNG_AFTER_S`: deadlocked) or
+    ``suspended`` (stopped by a signal for that long). A server that replays its log (-LOADING, or silent
+    while its main thread runs) is waited for with a progress line on stderr, up to :func:`wait_limit_s`;
+    then StoreUnavailable, and the server is left loading."""
     limit = wait_limit_s()
     t0 = time.monotonic()
     loading_since: float | None = None
+    silence: health.Silence | None = None
     bar = _Progress(f"the store (pid {info.pid}) is loading its append-only file")
     try:
         while True:
@@ -366,8 +391,23 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
                 return state
             now = time.monotonic()
             if state in ("loading", "silent"):
+                note = _loading_note(info, creds) if state == "loading" else ""
+                if state == "silent":
+                    silence = silence or health.Silence(info.pid)
+                    kind = silence.update(ready=server_ready(info))
+                    if kind in ("hung", "suspended"):
+                        return kind
+                    if kind == "waiting":  # decided within liveness.HUNG_AFTER_S: no line meanwhile
+                        time.sleep(0.5)
+                        continue
+                    else:
+                        bar.what = (f"the store (pid {info.pid}) is busy" if kind == "busy" else
+                                    f"the store (pid {info.pid}) is loading its append-only file")
+                        note = "busy with a long command" if kind == "busy" else "busy replaying a statement"
+                else:
+                    silence = None
                 loading_since = loading_since if loading_since is not None else now
-                bar.update(_loading_note(info, creds) if state == "loading" else "busy replaying a statement")
+                bar.update(note)
                 if now - loading_since > limit:
                     raise StoreUnavailable(
                         f"the store (pid {info.pid}) was still loading its append-only file after "
@@ -381,7 +421,56 @@ def _wait_ready(info: ServerInfo, creds: auth.Credentials, proc: subprocess.Pope
         bar.close()
 
 
-# ------------------------------------------------------------------------------------------ launching
+def server_log(info: ServerInfo) -> list[str]:
+    """The lines of the store's log written by the server of ``info`` (empty when unreadable)."""
+    return health.log_lines(_tail(Path(info.data_dir), LOG_FILE, 1 << 20), info.pid)
+
+
+def server_ready(info: ServerInfo) -> bool:
+    """Whether the server of ``info`` finished loading (its log says it takes connections)."""
+    return health.is_ready(server_log(info))
+
+
+def memory_cap_text() -> str:
+    """The server's memory cap as a message names it, e.g. ``6.0 GiB (PIPELINE_STORE_MEMORY)``."""
+    try:
+        cap = memory_limit_bytes()
+    except PipelineError:
+        return f"its cap ({MEMORY_ENV})"
+    return f"{cap / (1 << 30):.1f} GiB ({MEMORY_ENV})"
+
+
+def why_ended(info: ServerInfo) -> str:
+    """Why the server of ``info`` ended, from its log (:func:`health.ended_because`)."""
+    return health.ended_because(server_log(info), memory_cap_text())
+
+
+def describe_unresponsive(kind: str) -> str:
+    """A phrase for a message about a server that stopped answering."""
+    return {
+        "suspended": "the process is stopped by a signal (SIGSTOP?)",
+        "hung": "deadlocked: its main thread waits without running",
+        "busy": "its main thread is busy",
+    }.get(kind, kind)
+
+
+def _kill(info: ServerInfo) -> None:
+    """SIGKILL the server of ``info`` (verified to be this folder's: nothing else is signalled) and wait until
+    it is gone; its append-only file holds every write it acknowledged."""
+    if not is_our_server(info, listening=False):
+        return
+    try:
+        os.kill(info.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 30
+    while _alive(info.pid) and time.monotonic() < deadline:
+        _reap(info.pid)
+        if not is_our_server(info, listening=False):
+            break
+        time.sleep(0.02)
+
+
 def launch(
     data_dir: Path,
     port: int | None = None,
@@ -432,7 +521,7 @@ def launch(
             "--loadmodule", get_falkordb_module(),
             "TIMEOUT_DEFAULT", str(TIMEOUT_DEFAULT_MS),
             "TIMEOUT_MAX", str(TIMEOUT_MAX_MS),
-            "QUERY_MEM_CAPACITY", str(QUERY_MEM_CAPACITY),
+            "QUERY_MEM_CAPACITY", str(query_memory_bytes()),
         ]  # fmt: skip
         proc = _spawn(cmd, data_dir, memory_limit_bytes())
         info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
@@ -477,6 +566,13 @@ def _oom_hint(folder: Path) -> str:
 
 class PortTaken(StoreUnavailable):
     """The port the server was to listen on was taken between the check and its start."""
+
+
+def query_memory_bytes() -> int:
+    """The most one statement may hold (the server's QUERY_MEM_CAPACITY): QUERY_MEM_CAPACITY, at most a
+    quarter of the server's memory cap, so the server stops a statement that grows step by step well
+    before the cap makes an allocation fail (which ends the whole server)."""
+    return min(QUERY_MEM_CAPACITY, memory_limit_bytes() // 4)
 
 
 def memory_limit_bytes() -> int:
@@ -657,9 +753,12 @@ def _existing_folder(home: Path | None) -> Path | None:
 
 @dataclass(frozen=True)
 class ServerState:
-    """What ``pipeline store status`` reports: ``running`` (answers), ``loading`` (replays its log;
-    ``note`` says how far), ``busy`` (takes connections, does not answer yet), ``refused`` (runs, rejects
-    the credentials in the folder) or ``stopped`` (no server of this folder runs)."""
+    """What ``pipeline store status`` reports: ``running`` (answers; ``note`` when it refuses writes because
+    it cannot write its append-only file), ``loading`` (replays its log; ``note`` says how far), ``busy``
+    (takes connections and its main thread runs: starting, or one long command), ``suspended`` (stopped by
+    a signal), ``hung`` (takes connections, its main thread waits without running: deadlocked),
+    ``refused`` (runs, rejects the credentials in the folder) or ``stopped`` (no server of this folder runs;
+    ``note`` says why the last one ended, when it ended without `pipeline store stop`)."""
 
     state: str
     info: ServerInfo | None
@@ -668,11 +767,14 @@ class ServerState:
 
 def server_state(home: Path | None = None) -> ServerState:
     """The state of the embedded server of PIPELINE_HOME (see :class:`ServerState`). Only a pid verified to
-    be this folder's server is asked anything (:func:`is_our_server`)."""
+    be this folder's server is asked anything (:func:`is_our_server`); a silent one is looked at from the
+    outside (its main thread, its log: :mod:`pipeline.store.health`), one second."""
     folder = _existing_folder(home)
     info = _recorded(folder) if folder is not None else None
-    if info is None or not is_our_server(info, listening=False):
+    if info is None:
         return ServerState("stopped", None)
+    if not is_our_server(info, listening=False):
+        return ServerState("stopped", None, f"its last server (pid {info.pid}) ended: {why_ended(info)}")
     if not is_our_server(info):
         return ServerState("busy", info, "starting")
     creds = auth.read(folder)
@@ -680,14 +782,44 @@ def server_state(home: Path | None = None) -> ServerState:
         return ServerState("refused", info, f"no credentials file in {folder}")
     state = _probe(info.host, info.port, creds)
     if state == "up":
-        return ServerState("running", info)
+        return ServerState("running", info, _aof_trouble(info, creds))
     if state == "loading":
         return ServerState("loading", info, _loading_note(info, creds))
     if state == "silent":
-        return ServerState("busy", info, "took a connection, no answer within 1 s")
+        seen = health.sample(info.pid, 1.0)
+        if seen == "suspended":
+            return ServerState("suspended", info, "stopped by a signal (SIGSTOP?): it answers nothing until continued "
+                               f"(kill -CONT {info.pid}); the next command restarts it after "
+                               f"{liveness.HUNG_AFTER_S:g} s")
+        if seen == "idle":
+            return ServerState("hung", info, "takes connections but answers nothing, and its main thread waits "
+                               "without running (deadlocked); the next command restarts it from its "
+                               "append-only file")
+        if server_ready(info):
+            return ServerState("busy", info, "took a connection, no answer within 1 s: its main thread runs a "
+                               "long command")
+        return ServerState("loading", info, "replaying one long statement of its append-only file")
     if state == "refused":
         return ServerState("refused", info, f"rejects the credentials in {auth.credentials_path(folder)}")
     return ServerState("stopped", None)
+
+
+def _aof_trouble(info: ServerInfo, creds: auth.Credentials) -> str:
+    """Empty when the server writes its append-only file; else what is wrong (writes are refused then)."""
+    import redis
+
+    try:
+        r = _client(info.host, info.port, creds.user, creds.password, 1.0)
+        try:
+            p = r.info("persistence")
+        finally:
+            r.close()
+    except (redis.exceptions.RedisError, OSError):
+        return ""
+    if p.get("aof_enabled") and p.get("aof_last_write_status", "ok") != "ok":
+        return (f"it refuses writes: it cannot write its append-only file (its disk {info.data_dir} is full "
+                "or failing); free some space there")
+    return ""
 
 
 def status(home: Path | None = None) -> ServerInfo | None:
@@ -743,11 +875,27 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
     never replaced and never signalled."""
     if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         raise PipelineError(f"--port {port}: expected a TCP port 1..65535")
+    try:
+        return _ensure_running(home, port)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        raise StoreUnavailable(
+            f"the store folder {store_dir(home)} is on a read-only file system: its server writes its append-only "
+            "file and its log there; make it writable, or point PIPELINE_HOME elsewhere"
+        ) from None
+
+
+def _ensure_running(home: Path | None, port: int | None) -> tuple[ServerInfo, bool]:
     folder = auth.private_folder(store_dir(home))
     # two commands starting the store at once must not start two servers on one data folder
     with _FolderLock(folder):
         recorded = _recorded(folder)
-        if recorded is not None and is_our_server(recorded, listening=False):
+        notice = ""  # a line on stderr once a server is started in place of one that ended or hung
+        if recorded is not None and not is_our_server(recorded, listening=False):
+            # it ended without `pipeline store stop` (which forgets it): say why, from its log
+            notice = f"the store's server (pid {recorded.pid}) had ended: {why_ended(recorded)}; started it again"
+        elif recorded is not None:
             if port is not None and recorded.port != port:
                 raise PipelineError(
                     f"the store runs on port {recorded.port}: `pipeline store stop`, then start it with --port {port}"
@@ -756,7 +904,13 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
             outcome = _wait_ready(recorded, creds, None, START_WAIT_S) if creds is not None else "refused"
             if outcome == "up":
                 return recorded, False
-            if outcome in ("refused", "never"):
+            if outcome in ("hung", "suspended"):
+                # its data is in its append-only file: a new server on the same folder, once it is gone
+                _kill(recorded)
+                _forget(folder, recorded.pid)
+                notice = (f"the store (pid {recorded.pid}) stopped answering ({describe_unresponsive(outcome)} "
+                          f"for {liveness.HUNG_AFTER_S:g} s): killed it and started it again")
+            elif outcome in ("refused", "never"):
                 # alive but not answering us (credentials file replaced, or hung): a second server on the
                 # same data folder would append to the same file, so never start one beside it
                 raise StoreUnavailable(
@@ -784,6 +938,9 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
         if grown(folder):  # a long log was just replayed: compact it so the next start does not
             _rewrite_aof(info, auth.read(folder), 300.0, enable=False)
         private.write_file(folder, PORT_FILE, f"{info.port}\n".encode(), mode=0o600)
+        if notice:
+            sys.stderr.write(f"{notice} from its append-only file (pid {info.pid})\n")
+            sys.stderr.flush()
         return info, True
 
 
@@ -795,7 +952,10 @@ def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
         return False
     info = _recorded(folder)
     if info is None or not is_our_server(info, listening=False):
-        _forget(folder)
+        try:
+            _forget(folder)
+        except OSError:
+            pass  # (a read-only home: the stale record stays, and names no server that runs)
         return False
     shutdown(info, timeout_s)
     _forget(folder, info.pid)
@@ -804,18 +964,24 @@ def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
 
 def shutdown(info: ServerInfo, timeout_s: float = 30.0) -> None:
     """SHUTDOWN as the admin user (the AOF is fsynced first); SIGTERM, then SIGKILL, if it does not exit.
-    Only a pid verified to be the server of ``info.data_dir`` gets the password or a signal."""
+    A server that does not answer (stopped by a signal, hung) gets no SHUTDOWN to wait on: it is continued
+    and sent SIGTERM, and SIGKILL a few seconds later (its append-only file already holds every write it
+    acknowledged). Only a pid verified to be the server of ``info.data_dir`` gets the password or a signal."""
     import redis
 
     if not is_our_server(info, listening=False):
         return
     creds = auth.read(Path(info.data_dir))
-    if creds is not None and is_our_server(info):
+    silent = creds is None or not is_our_server(info) or _probe(info.host, info.port, creds, 1.0) == "silent"
+    if not silent:
         try:
             _client(info.host, info.port, creds.admin_user, creds.admin_password, timeout_s).shutdown()
         except (redis.exceptions.RedisError, OSError):
             pass  # the connection drops as the server exits
-    deadline = time.monotonic() + timeout_s
+    else:
+        os.kill(info.pid, signal.SIGCONT)  # a stopped process acts on no other signal
+        os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + (_SILENT_STOP_S if silent else timeout_s)
     while _alive(info.pid) and time.monotonic() < deadline:
         _reap(info.pid)
         if not is_our_server(info, listening=False):
@@ -827,6 +993,10 @@ def shutdown(info: ServerInfo, timeout_s: float = 30.0) -> None:
         if is_our_server(info, listening=False):
             os.kill(info.pid, signal.SIGKILL)
     _reap(info.pid)
+
+
+# seconds a server that answered nothing has to exit on SIGTERM before SIGKILL (`store stop`)
+_SILENT_STOP_S = 5.0
 
 
 def _reap(pid: int) -> None:

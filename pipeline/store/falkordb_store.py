@@ -4,14 +4,25 @@ CI backend. Bulk loads use the server's GRAPH.BULK binary endpoint, ~10x faster 
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store.base import CONF_COLUMNS, CypherError, Outcome, RelationFacts, Store, plain, read_counters
+from pipeline.store.base import (
+    CONF_COLUMNS,
+    CypherError,
+    Outcome,
+    RelationFacts,
+    Store,
+    is_write,
+    plain,
+    read_counters,
+)
 from pipeline.store.cypher import cypher_text
+from pipeline.store.liveness import Watch
 
 DEFAULT_GRAPH = "pipeline"
 # GRAPH.BULK property type tags (FalkorDB src/bulk_insert/bulk_insert.c)
@@ -23,6 +34,16 @@ _BULK_EDGES = 50_000
 CONNECT_TIMEOUT_S = 5.0
 # a statement's reply may come this long after the server's own limit stopped it
 _REPLY_MARGIN_S = 30.0
+# how long a write may sit in the server's buffer before it counts as not written (Redis writes it at the
+# latest 2 s after a slow background fsync began)
+_DURABLE_WAIT_S = 5.0
+# GRAPH.RO_QUERY on a server without the graph yet
+_NO_GRAPH = "empty key"
+# what open_embedded sets on a store (see __init__), copied to its fresh() twins
+_HOOKS = (
+    "server", "on_unresponsive", "on_lost", "on_gone", "before_write", "on_not_durable", "require_durable",
+    "on_checkpoint",
+)  # fmt: skip
 # the client's statistics properties, by the names the project reports (base.COUNTER_NAMES)
 _COUNTERS = {
     "nodes_created": "nodes created", "nodes_deleted": "nodes deleted",
@@ -55,7 +76,7 @@ class FalkorDBStore(Store):
     ) -> None:
         import redis
         from falkordb import FalkorDB
-        from redis.backoff import ExponentialBackoff
+        from redis.backoff import NoBackoff
         from redis.retry import Retry
 
         if not graph:
@@ -63,24 +84,48 @@ class FalkorDBStore(Store):
         self.host, self.port, self.graph, self.bulk = host, int(port), graph, bulk
         self.uri = f"falkordb://{host}:{port}/{graph}"
         self._password, self._username = password, username
+        # The hooks of the embedded server (pipeline.store.recovery.attach); None elsewhere: server: its
+        # ServerInfo (a message names its pid); on_unresponsive(why) restarts a server that stopped
+        # answering and says so; on_lost() says why the connection was lost (the server ended: out of its
+        # memory cap, killed...); on_gone() starts a server that had ended and follows it (recover());
+        # before_write(need) refuses a write the disk cannot take; on_not_durable() stops a server that
+        # acknowledged a write it could not append.
+        self.server: Any = None
+        self.on_unresponsive: Any = None
+        self.on_lost: Any = None
+        self.before_write: Any = None
+        self.on_not_durable: Any = None
+        self.on_gone: Any = None
+        # After each write, ask the server whether it is in its append-only file (the embedded server: an
+        # acknowledged write must survive kill -9; Redis acknowledges one its full disk did not take).
+        self.require_durable = False
         _preflight(host, int(port))
+        # No command is ever sent twice: a write re-sent after a lost reply could run twice. (A connection
+        # the server dropped while idle is replaced before use: the pool checks it when it hands it out.)
+        self._pool = redis.ConnectionPool(
+            host=host, port=int(port), username=username, password=password,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+            # a reply later than the server's own limit plus a margin: the server or the link is gone
+            socket_timeout=timeout_s or self.statement_timeout_s + _REPLY_MARGIN_S,
+            retry=Retry(NoBackoff(), 0), decode_responses=True, encoding="utf-8", protocol=2,  # as FalkorDB's own
+        )  # fmt: skip
+        # and no wait on a server that stopped answering: see pipeline.store.liveness
+        self._watch = Watch(self._answers, self._break_calls)
         try:
-            self._db = FalkorDB(
-                host=host,
-                port=int(port),
-                username=username,
-                password=password,
-                socket_connect_timeout=CONNECT_TIMEOUT_S,
-                # a reply later than the server's own limit plus a margin: the server or the link is gone
-                socket_timeout=timeout_s or self.statement_timeout_s + _REPLY_MARGIN_S,
-                # one quick reconnect (an idle connection the server dropped), not redis-py's default
-                # backoff of seconds before a dead server is reported
-                retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
-            )
-            self._db.connection.ping()
+            with self._watch.call():
+                self._db = FalkorDB(connection_pool=self._pool)
+                try:
+                    self._db.connection.ping()
+                except redis.exceptions.ResponseError as exc:
+                    if "MISCONF" not in str(exc):  # (it answers; it refuses writes until its disk has room)
+                        raise
         except (redis.exceptions.AuthenticationError, redis.exceptions.AuthenticationWrongNumberOfArgsError) as exc:
             raise StoreUnavailable(f"FalkorDB at {host}:{port} refused the credentials: {exc}") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+            if self._watch.tripped:
+                raise StoreUnavailable(
+                    f"FalkorDB at {host}:{port} took the connection and stopped answering ({self._watch.tripped})"
+                ) from None
             raise StoreUnavailable(
                 f"cannot reach FalkorDB at {host}:{port} ({exc}); start the embedded server with "
                 "`pipeline store start` or pass another --store URI"
@@ -116,30 +161,47 @@ class FalkorDBStore(Store):
             self.host, self.port, graph or f"g_{uuid.uuid4().hex[:12]}", self._password, self.bulk,
             username=self._username,
         )
-        other.on_checkpoint = self.on_checkpoint
+        for hook in _HOOKS:
+            setattr(other, hook, getattr(self, hook))
         return other
 
     # ------------------------------------------------------------------------------------------ queries
     def _execute(self, cypher: str, params: dict[str, Any] | None, timeout_s: float) -> Outcome:
         ms = max(1, int(timeout_s * 1000))
+        write = is_write(cypher)
+        if write and self.before_write is not None:
+            self.before_write(0)
 
-        def query(limit: int | None) -> Outcome:
-            result = self._graph.query(cypher, params, timeout=limit)
+        def query(limit: int | None, read_only: bool) -> Outcome:
+            run = self._graph.ro_query if read_only else self._graph.query
+            result = run(cypher, params, timeout=limit)
             return Outcome(self._rows(result), read_counters(result, _COUNTERS))
 
-        try:
-            return self._call(lambda: query(ms), cypher, timeout_s)
-        except CypherError as exc:
-            if "TIMEOUT_MAX" not in str(exc):
-                raise
-        # a server of its own whose TIMEOUT_MAX is below ours: its own limits apply
-        return self._call(lambda: query(None), cypher, timeout_s)
+        # a read goes as GRAPH.RO_QUERY: it is answered while the server refuses writes (its disk full)
+        read_only = not write
+        for _ in range(3):
+            try:
+                done = self._call(lambda m=ms, ro=read_only: query(m, ro), cypher, timeout_s, write)
+                break
+            except CypherError as exc:
+                if read_only and _NO_GRAPH in str(exc):
+                    read_only = False  # a statement without a graph (RETURN 1) on a server that has none yet
+                elif "TIMEOUT_MAX" in str(exc) and ms is not None:
+                    ms = None  # a server of its own whose TIMEOUT_MAX is below ours: its own limits apply
+                else:
+                    raise
+        if write:
+            self._ensure_durable(cypher)
+        return done
 
-    def _call(self, fn: Any, what: str, timeout_s: float | None = None) -> Any:
+    def _call(self, fn: Any, what: str, timeout_s: float | None = None, write: bool = False) -> Any:
+        """One round trip, watched (:mod:`pipeline.store.liveness`): the server's errors as CypherError,
+        a lost or silent server as StoreUnavailable saying what is known of the statement's fate."""
         import redis
 
         try:
-            return fn()
+            with self._watch.call(None if timeout_s is None else timeout_s + _REPLY_MARGIN_S):
+                return fn()
         except redis.exceptions.ResponseError as exc:
             text = str(exc)
             if "timed out" in text.lower():
@@ -153,14 +215,135 @@ class FalkorDBStore(Store):
                     "FalkorDB stopped the statement at its memory limit (QUERY_MEM_CAPACITY; nothing of it "
                     f"was written): {_short(what, 120)}"
                 ) from None
+            if text.startswith("MISCONF"):
+                where = f" ({self.server.data_dir})" if self.server is not None else ""
+                raise StoreUnavailable(
+                    f"the store refuses writes: it cannot write its append-only file (its disk{where} is full "
+                    f"or failing); nothing of this statement was written; free some space and run it again"
+                ) from None
             raise CypherError(f"FalkorDB rejected the query: {exc}\n  query: {_short(what)}") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"lost FalkorDB at {self.host}:{self.port}: {exc}") from None
+            raise self._lost(exc, what, write) from None
         except redis.exceptions.RedisError as exc:
+            if self._watch.tripped:
+                raise self._lost(exc, what, write) from None
             raise StoreUnavailable(
                 f"FalkorDB at {self.host}:{self.port} answered in a way the client cannot read: "
                 f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
             ) from None
+        except (ValueError, AttributeError, TypeError) as exc:
+            if self._watch.tripped:  # (what a client says when its connection is broken mid-read)
+                raise self._lost(exc, what, write) from None
+            raise
+
+    def _break_calls(self) -> None:
+        """Make the calls waiting on this store's connections fail at once (the liveness thread calls it
+        on a server that stopped answering): their sockets are shut down, not closed, so the waiting
+        thread reads an end of stream and the client closes the connection in its own thread."""
+        import socket
+
+        # (redis-py keeps the connections handed out in this set and each socket in ``_sock``)
+        in_use = getattr(self._pool, "_in_use_connections", None)
+        if in_use is None:
+            self._pool.disconnect(inuse_connections=True)
+            return
+        for conn in list(in_use):
+            sock = getattr(conn, "_sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _lost(self, exc: BaseException, what: str, write: bool) -> StoreUnavailable:
+        """The error of a call whose server went away or stopped answering, saying why where it is known
+        (the embedded server's hooks) and what became of the statement."""
+        name = f"the store (pid {self.server.pid})" if self.server is not None else f"FalkorDB at {self.host}:{self.port}"
+        stmt = _short(what, 80)
+        unknown = "whether it was applied is not known: look before you run it again"
+        if self._watch.tripped:
+            why = self._watch.tripped
+            if self.on_unresponsive is not None:
+                why = self.on_unresponsive(why)
+            return StoreUnavailable(
+                f"{name} stopped answering ({why}); the statement ({stmt}): {unknown if write else 'run it again'}"
+            )
+        if _not_sent(exc):
+            # (not started again here: `pipeline store stop` is not undone by a client still running; the
+            # next command starts it, and says why it had ended)
+            why = self.on_lost() if self.on_lost is not None else ""
+            return StoreUnavailable(f"{name} had ended before this statement was sent ({stmt}){': ' + why if why else ''}; "
+                                    "nothing of it was run: run it again (the next command starts the store)")
+        why = self.on_lost() if self.on_lost is not None else ""
+        if why:
+            if "memory cap" in why:
+                fate = "the statement needs more memory than the store may take: change it (or raise the cap)"
+            elif not write:
+                fate = "run it again"
+            else:
+                fate = "if it was applied before that, the append-only file has it: look before you run it again"
+            return StoreUnavailable(f"{name} ended during the statement ({stmt}): {why}; {fate}")
+        fate = f"; {unknown}" if write else ""
+        return StoreUnavailable(f"lost {name}: {' '.join(str(exc).split())}{fate}")
+
+    def recover(self) -> bool:
+        """Start the embedded server again if it had ended, and follow it (see :meth:`Store.recover`)."""
+        if self.on_gone is None:
+            return False
+        try:
+            return bool(self.on_gone())
+        except PipelineError:
+            return False
+
+    def _answers(self, timeout_s: float) -> bool | None:
+        """Whether the server answers a PING on a connection of its own (the liveness probe)."""
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        r = self.__dict__.get("_prober")
+        if r is None:
+            r = self._prober = redis.Redis(
+                host=self.host, port=self.port, username=self._username, password=self._password,
+                socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=Retry(NoBackoff(), 0),
+            )  # fmt: skip
+        try:
+            r.ping()
+            return True
+        except (redis.exceptions.ResponseError, redis.exceptions.BusyLoadingError,
+                redis.exceptions.AuthenticationError):
+            return True  # an answer (loading, refusing writes, ...)
+        except redis.exceptions.TimeoutError:
+            return False
+        except (redis.exceptions.ConnectionError, OSError) as exc:
+            return None if "refused" in str(exc).lower() else False
+
+    def _ensure_durable(self, what: str) -> None:
+        """After a write: its bytes are in the server's append-only file (INFO persistence: nothing left
+        in its buffer, the last write to the file succeeded), else StoreUnavailable, and the embedded
+        server is stopped so nothing of the write remains (:func:`pipeline.store.recovery.drop_unsaved`)."""
+        if not self.require_durable:
+            return
+        deadline = time.monotonic() + _DURABLE_WAIT_S
+        while True:
+            try:
+                p = self._call(lambda: self._db.connection.info("persistence"), "INFO persistence")
+            except StoreUnavailable as exc:
+                raise StoreUnavailable(
+                    f"the store was lost right after this write ran ({_short(what, 80)}), before it was known to be "
+                    f"saved: whether it was applied is not known, look before you run it again ({exc})"
+                ) from None
+            if not p.get("aof_enabled"):
+                return
+            ok = p.get("aof_last_write_status", "ok") == "ok"
+            if ok and not p.get("aof_buffer_length"):
+                return
+            if not ok or time.monotonic() > deadline:
+                break
+            time.sleep(0.002)  # still in the server's buffer: a background fsync delays the write up to 2 s
+        why = self.on_not_durable() if self.on_not_durable is not None else (
+            "the server could not write it into its append-only file: it is not durable")
+        raise StoreUnavailable(f"the write was not saved: {why} ({_short(what, 80)})")
 
     @staticmethod
     def _rows(result: Any) -> list[dict[str, Any]]:
@@ -184,12 +367,10 @@ class FalkorDBStore(Store):
 
     def drop(self) -> None:
         """Delete this whole graph (tests and benchmarks; ingest deletes one data set instead)."""
-        import redis
-
         self._mark_dirty()
         try:
-            self._graph.delete()
-        except redis.exceptions.ResponseError:
+            self._call(self._graph.delete, "GRAPH.DELETE", write=True)
+        except CypherError:
             pass  # no such graph yet
 
     # ------------------------------------------------------------------------------------------ bulk load
@@ -288,6 +469,8 @@ class FalkorDBStore(Store):
         # GRAPH.BULK appends to an existing graph; BEGIN (only allowed on a missing key) creates it
         conn = self._db.connection
         self._mark_dirty()
+        if self.before_write is not None:
+            self.before_write(sum(map(len, node_blobs)) + sum(map(len, edge_blobs)))
         begin = [] if self._call(lambda: conn.exists(self.graph), "EXISTS") else ["BEGIN"]
         self._call(
             lambda: conn.execute_command(
@@ -302,7 +485,9 @@ class FalkorDBStore(Store):
                 *edge_blobs,
             ),
             "GRAPH.BULK",
+            write=True,
         )
+        self._ensure_durable("GRAPH.BULK")
 
     def _save(self) -> None:
         """With ``snapshot_on_checkpoint``: a synchronous SAVE, no fork; otherwise the server's own
@@ -313,8 +498,6 @@ class FalkorDBStore(Store):
             self.on_checkpoint()
 
     def _after_batch(self) -> None:
-        import time
-
         # at most every few seconds: the check stats the server's log files
         if self.on_checkpoint is not None and time.monotonic() - getattr(self, "_compacted_at", 0.0) > 5.0:
             self._compacted_at = time.monotonic()
@@ -325,6 +508,12 @@ class FalkorDBStore(Store):
         return self.fresh(self.graph)
 
     def _disconnect(self) -> None:
+        prober = self.__dict__.pop("_prober", None)
+        if prober is not None:
+            try:
+                prober.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection is not an error
+                pass
         db = getattr(self, "_db", None)
         if db is not None:
             try:
@@ -360,6 +549,11 @@ def _preflight(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> No
     if reply[:1] not in (b"+", b"-"):
         said = reply.split(b"\r\n")[0][:40].decode("ascii", "replace")
         raise StoreUnavailable(f"{where} answers, but not as a FalkorDB (Redis protocol) server: it said {said!r}")
+
+
+def _not_sent(exc: BaseException) -> bool:
+    """Whether a client error came from opening the connection (so the command was never sent)."""
+    return "connecting to" in str(exc)
 
 
 def _cstr(s: str) -> bytes:

@@ -7,7 +7,7 @@ goes in under a staging name (``<name>\\x1fnext``) that no reader asks for, and 
 ``<name>``, and the ``(:Dataset {name, key, complete, entities, relations, facts})`` load marker is
 written complete with the content key, but only when the staged copy is what was loaded (its counts and
 a checksum of its (head, tail, relation) triples, checked by the same statement wherever it runs, a
-restart's replay included: issue 45). The old version is deleted after the commit. Killed (the server by
+restart's replay included). The old version is deleted after the commit. Killed (the server by
 ``kill -9`` or ``pipeline store stop``, or this process) at any moment, the store shows the previous
 complete version or the new one; the leftovers under the two reserved names are ignored by readers and
 deleted by the next ingest, so a killed-then-rerun load ends in the same state as one clean run.
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from loaders.levels import alpha_levels
-from pipeline.core.errors import DataFormatError, PipelineError
+from pipeline.core.errors import DataFormatError, PipelineError, StoreUnavailable
 from pipeline.core.progress import output
 from pipeline.store.base import CONF_COLUMNS, Store, relation_types
 from pipeline.store.cypher import cypher_statements, cypher_text
@@ -199,35 +199,65 @@ def ingest(
 
     ensure_schema(store)
     bar = None if progress else False  # the waiting bar: on a terminal only, never when quiet
-    with store.lock(dataset_lock(ds), purpose=f"ingest {ds}", timeout_s=lock_timeout_s, progress=bar):
-        staging, old = staging_name(ds), replaced_name(ds)
-        for leftover in (staging, old):  # of a killed ingest
-            delete_dataset(store, leftover)
-        st = dataset_status(store, ds)
-        if st.complete and st.key == key and st.stored == tuple(counts.values()):
-            return IngestReport(
-                ds, **counts, skipped=True, replaced=False, seconds=time.perf_counter() - t0, method=method
-            )
-        replaced = st.present
-        _load(kg, store, facts, types, staging, batch_size, progress)
-        committed = store.run(
-            cypher_text("dataset_commit"),
-            {"dataset": ds, "staging": staging, "old": old, "key": key, "checksum": facts_checksum(facts), **counts},
-        )
+    committed = False
+    try:
+        with store.lock(dataset_lock(ds), purpose=f"ingest {ds}", timeout_s=lock_timeout_s, progress=bar):
+            staging, old = staging_name(ds), replaced_name(ds)
+            for leftover in (staging, old):  # of a killed ingest
+                delete_dataset(store, leftover)
+            st = dataset_status(store, ds)
+            if st.complete and st.key == key and st.stored == tuple(counts.values()):
+                return IngestReport(
+                    ds, **counts, skipped=True, replaced=False, seconds=time.perf_counter() - t0, method=method
+                )
+            replaced = st.present
+            _load(kg, store, facts, types, staging, batch_size, progress)
+            try:
+                committed = bool(store.run(
+                    cypher_text("dataset_commit"),
+                    {"dataset": ds, "staging": staging, "old": old, "key": key, "checksum": facts_checksum(facts),
+                     **counts},
+                ))
+            except StoreUnavailable as exc:
+                raise _commit_fate(store, ds, key, exc) from None
+            if not committed:
+                staged = dataset_status(store, staging)
+                raise PipelineError(
+                    f"the copy of '{ds}' staged in the store is not what was loaded ({staged.stored[0]} entities, "
+                    f"{staged.stored[1]} relations, {staged.stored[2]} facts staged; {kg.n_entities}, "
+                    f"{kg.n_relations}, {len(facts)} loaded, or facts wired to other entities): nothing was "
+                    "committed, the previous version stays; run the ingest again"
+                )
+            delete_dataset(store, old)
+            stale = stale_work(store, ds, key) if replaced else ((), ())
+    except StoreUnavailable as exc:
         if not committed:
-            staged = dataset_status(store, staging)
-            raise PipelineError(
-                f"the copy of '{ds}' staged in the store is not what was loaded ({staged.stored[0]} entities, "
-                f"{staged.stored[1]} relations, {staged.stored[2]} facts staged; {kg.n_entities}, "
-                f"{kg.n_relations}, {len(facts)} loaded, or facts wired to other entities): nothing was "
-                "committed, the previous version stays; run the ingest again"
-            )
-        delete_dataset(store, old)
-        stale = stale_work(store, ds, key) if replaced else ((), ())
+            raise
+        raise StoreUnavailable(
+            f"'{ds}' is loaded and committed (the new version is what readers see, durable); the store was lost "
+            f"after that, while the version it replaced was being removed and its lock released (the next ingest "
+            f"finishes that): {exc}"
+        ) from None
     return IngestReport(
         ds, **counts, skipped=False, replaced=replaced, seconds=time.perf_counter() - t0, method=method,
         stale_sets=stale[0], stale_writebacks=stale[1],
     )
+
+
+def _commit_fate(store: Store, ds: str, key: str, lost: StoreUnavailable) -> StoreUnavailable:
+    """The error of an ingest whose commit statement lost the store: what is known of it, asked of the
+    store again (the embedded one is started again for that): committed or not."""
+    try:
+        store.recover()  # (the embedded server, started again from its append-only file, can be asked)
+        st = dataset_status(store, ds)
+    except PipelineError:
+        return StoreUnavailable(f"the store was lost during the commit of '{ds}'; whether it was committed is not "
+                                f"known (the store cannot be asked now): run the ingest again later: {lost}")
+    if st.complete and st.key == key:
+        return StoreUnavailable(f"the store was lost right after it committed '{ds}': the new version is in and "
+                                f"what readers see; only the removal of the one it replaced did not run: {lost}")
+    return StoreUnavailable(f"the store was lost during the commit of '{ds}': it was not committed, the previous "
+                            f"version stays; run the ingest again: {lost}")
 
 
 def _load(kg, store: Store, facts, types, staging: str, batch_size: int, progress: bool) -> None:

@@ -1,5 +1,5 @@
 """Ownership before trust: the embedded store's folder and every file in it are its owner's, or they are not
-used (design section 4, "What the store promises"; issue 45 items 1 and 2).
+used (design section 4, "What the store promises").
 
 A home another OS user can write to (``PIPELINE_HOME`` in a shared folder) must give that user nothing: a
 ``store`` folder they made (with their own passwords planted in it), a symlink they put where the folder or

@@ -1,5 +1,5 @@
 """Witnesses written back as a browsable subgraph of a real FalkorDB server: (:Witness) and (:Atom) nodes
-with hand-computed values, replace-never-duplicate, another K leaves no old witness, and the README's one
+with hand-computed values, replace-never-duplicate, another K leaves no old witness, and the documentation's one
 browsing statement (cypher/browse_query.cypher) returns the query, its anchors, answers and why."""
 
 from __future__ import annotations
@@ -143,9 +143,9 @@ def test_witnesses_over_bolt_equal_native(bolt_and_native, tmp_path: Path) -> No
         (r["rank"], r["entity"]["name"], (r["witness"] or {}).get("assignment")) for r in rows]
 
 
-def test_readme_quotes_the_browse_statement() -> None:
-    """The statement README tells a person to paste is the tested one, line for line."""
+def test_the_docs_quote_the_browse_statement() -> None:
+    """The statement the documentation tells a person to paste is the tested one, line for line."""
     root = Path(__file__).resolve().parents[2]
     statement = [ln for ln in cypher_text("browse_query").splitlines() if ln.strip() and not ln.startswith("//")]
-    readme = (root / "README.md").read_text()
-    assert "```cypher\n" + "\n".join(statement) + "\n```" in readme
+    page = (root / "docs" / "how-to" / "browse.md").read_text()
+    assert "```cypher\n" + "\n".join(statement) + "\n```" in page

@@ -218,6 +218,9 @@ def test_fit_affine_learns_what_autograd_over_every_fact_learns_and_shows_its_pr
     """fit_affine on the toy pipeline's export (3 epochs, batches of 8 mixing 1p, 2i, 2in, 2p): the fitted
     parameters and losses equal those of the same training with calibrated_adjacency's autograd (to 1e-6:
     the gradients differ in float summation order only); the bar shows epoch, batch and loss."""
+    import pipeline.core.progress as progress
+
+    monkeypatch.setattr(progress, "terminal", lambda: True)  # bars are drawn on a terminal (pytest captures)
     import pipeline.methods.src.affine as cal
     from pipeline.core.kg import observed_graph
     from pipeline.formats.adjacency import load_adjacency

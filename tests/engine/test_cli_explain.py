@@ -58,3 +58,19 @@ def test_terminal_explanation_names_the_facts(ppi5k):
     assert lines[1].startswith("#1 ") and "utility" in lines[1]
     assert lines[2].startswith("   where ?x = ")
     assert lines[3].lstrip().startswith("binding(394.NGR_c00010, ") and "observed" in lines[3]
+
+
+def test_explain_takes_a_number_as_answer_and_the_api_do(ppi5k):
+    """`pipeline query --explain` was a flag while `answer --explain K` and `pl.query(explain=K)` take a number:
+    now `--explain K` explains the top K answers shown (as pl.query does), `--explain` alone every one shown."""
+    import pipeline as pl
+
+    text = "binding(394.NGR_c00010, ?x, 0.5) & activation(?x, ?y)"
+    base = ["--dataset", "ppi5k", "--graph", "test", "--top", "3", "--json"]
+    every = json.loads(run(text, *base, "--explain").stdout)
+    two = json.loads(run(text, *base, "--explain", "2").stdout)
+    assert len(every) == 3 and two == every[:2]
+    api = pl.query(text, dataset="ppi5k", graph="test", top=3, explain=2)
+    assert [e.record for e in api.explanations] == two
+    res = run(text, *base, "--explain", "-1")
+    assert res.exit_code == 2 and "-1" in res.output

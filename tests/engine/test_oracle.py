@@ -209,6 +209,7 @@ def test_nested_cycles_show_one_progress_bar(monkeypatch) -> None:
     import pipeline.core.progress as progress
 
     monkeypatch.setattr(progress, "_bar_class", lambda: (Recorder, False))  # every bar is made there
+    monkeypatch.setattr(progress, "terminal", lambda: True)  # bars as a terminal draws them (pytest captures)
     monkeypatch.setattr(search, "MAX_BATCH", 1)  # every enumeration is "long" enough for a bar
     n = 5
     facts = [(h, 0, t, 0.5 + 0.1 * ((h + t) % 3)) for h in range(n) for t in range(n) if h != t]

@@ -333,3 +333,47 @@ def test_queries_without_a_predicted_answer_are_counted_and_said(tmp_path: Path,
     assert evaluate_file(_answers(tmp_path / "all", util=UTIL))["unanswered"] == {}
     res = CliRunner().invoke(cli, ["evaluate", str(path)])
     assert res.exit_code == 0 and f"warning: {line}" in res.stderr
+
+
+def test_the_chance_level_stands_beside_map_and_ndcg_and_every_entity_answers_are_flagged(tmp_path: Path, capsys) -> None:
+    """A MAP of 100 that means nothing (alpha 0 on a small dense graph: every entity an answer) showed
+    without a word: now `pipeline evaluate` and `pl.evaluate` show `MAP chance` / `NDCG chance` rows beside
+    the metrics, and name the types where every entity is an answer of some query (a warning line)."""
+    import pipeline as pl
+    from pipeline.stages.evaluate import evaluate_file
+
+    n = 6
+    # q1 (1p): 2 answers of 6 entities, predicted perfectly; q2, q3 (2p): every entity an answer, predicted
+    # in reverse: MAP is still 100 (every rank holds an answer), and so is the chance level
+    truth = [(np.array([0, 1]), np.array([1.0, 0.5])),
+             (np.arange(n), np.linspace(1.0, 0.5, n)), (np.arange(n), np.linspace(1.0, 0.5, n))]
+    util = torch.tensor([[0.9, 0.5, INF, 0.0, INF, INF], list(np.linspace(0.1, 0.6, n)), list(np.linspace(0.1, 0.6, n))],
+                        dtype=torch.float32)
+    frame = answer_rows(["q1", "q2", "q3"], ["1p", "2p", "2p"], util, truth, k=3)
+    meta = {"dataset": "toy", "method": "SRC", "backbone": "ukge_logi", "query_set": "toy.parquet", "n_entities": n}
+    path = write_answers(frame, tmp_path / "a.parquet", meta)
+    report = evaluate_file(path)
+    assert report["every_entity"] == {"2p": [2, 2]}
+    line = ("ukge_logi SRC: every entity is an answer in some queries (2p 2 of 2): any ranking scores MAP and NDCG "
+            "100 there; sample with a higher alpha (or on a larger graph) for metrics that mean something")
+    assert capsys.readouterr().err == f"warning: {line}\n"
+    table = pl.evaluate(path)
+    assert list(table.index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
+    assert table.loc["MAP", "2p"] == pytest.approx(100.0) and table.loc["MAP chance", "2p"] == pytest.approx(100.0)
+    # 1p by brute force over the 15 equally likely rank pairs of its 2 answers among 6 entities, the design's
+    # MAP = (1/n) sum_{k<=n} hit_k * hits(<=k) / k with n = 2: 4/15
+    from itertools import combinations
+
+    def map_at(ranks: tuple[int, ...], k_max: int = 2) -> float:
+        return sum(sum(r <= k for r in ranks) / k for k in range(1, k_max + 1) if k in ranks) / k_max
+
+    aps = [map_at(pair) for pair in combinations(range(1, n + 1), 2)]
+    assert np.mean(aps) == pytest.approx(4 / 15)
+    assert table.loc["MAP chance", "1p"] == pytest.approx(100 * np.mean(aps), abs=1e-4)
+    assert table.loc["MAP", "1p"] == pytest.approx(100.0) and table.loc["MAP chance", "1p"] < 50
+    assert table.attrs["every_entity"] == {"2p": [2, 2]}
+    res = CliRunner().invoke(cli, ["evaluate", str(path)])
+    assert res.exit_code == 0 and f"warning: {line}" in res.stderr
+    rows = {r.split()[0] + (" chance" if " chance " in r else ""): r for r in res.stdout.splitlines() if r.strip()}
+    assert rows["MAP chance"].split()[-3:] == [f"{table.loc['MAP chance', '1p']:.1f}", "100.0",
+                                               f"{table.loc['MAP chance', 'avg']:.1f}"]

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,9 @@ def test_the_embedded_server_runs_with_its_stated_limits(home):
     config = dict(admin(info).execute_command("GRAPH.CONFIG", "GET", "*"))
     assert config[b"TIMEOUT_DEFAULT"] == embedded.TIMEOUT_DEFAULT_MS == USER_TIMEOUT_S * 1000
     assert config[b"TIMEOUT_MAX"] == embedded.TIMEOUT_MAX_MS == Store.statement_timeout_s * 1000
-    assert config[b"QUERY_MEM_CAPACITY"] == embedded.QUERY_MEM_CAPACITY
+    assert config[b"QUERY_MEM_CAPACITY"] == embedded.query_memory_bytes() == min(
+        embedded.QUERY_MEM_CAPACITY, embedded.memory_limit_bytes() // 4
+    )
     limits = Path(f"/proc/{info.pid}/limits").read_text()
     data = next(line for line in limits.splitlines() if line.startswith("Max data size")).split()
     assert int(data[3]) == embedded.memory_limit_bytes()  # the soft limit, bytes
@@ -68,18 +71,52 @@ def test_a_statement_over_its_memory_limit_is_stopped(home):
     assert json.loads(invoke("cypher", "RETURN 1 AS one", "--json").stdout) == [{"one": 1}]
 
 
-def test_one_allocation_past_the_servers_cap_ends_the_server_not_the_machine(home, monkeypatch):
-    """FalkorDB does not check one huge list against QUERY_MEM_CAPACITY (range(1, 10^10) asks for ~22 GB at
-    once): the server's data cap refuses it, the server ends, one line says so, and the next command starts
-    it again with everything acknowledged before."""
+def test_a_runaway_range_is_refused_before_it_reaches_the_server(home, monkeypatch):
+    """range(1, 10^10) asks FalkorDB for 22.5 GB at once, past any per-statement limit: the server aborted
+    (the trust check's runaway). A range the text bounds past what a statement may hold is refused before it is sent, in
+    one line naming the limit; the server is the same process after it."""
     monkeypatch.setenv(embedded.MEMORY_ENV, "1")
     assert invoke("cypher", "CREATE (:Kept {v: 2})").exit_code == 0
     first = embedded.status()
-    one_line(invoke("cypher", "UNWIND range(1, 10000000000) AS x WITH x WHERE x < 0 RETURN count(x)"))
+    for statement, shown in (
+        ("UNWIND range(1, 10000000000) AS x WITH x WHERE x < 0 RETURN count(x)", "range(1, 10000000000)"),
+        ("WITH 10000000000 AS n UNWIND range(1, n) AS x RETURN count(x)", "range(1, n)"),
+        ("RETURN size(range(0, toInteger(1e12), 2))", "range(0, toInteger(1e12), 2)"),
+    ):
+        one_line(invoke("cypher", statement), shown, "memory cap of 1.0 GiB", "nothing was run")
+    one_line(invoke("cypher", "UNWIND range(1, $n) AS x RETURN count(x)", "--param", "n=99999999999"), "range(1, $n)")
+    assert embedded.status() == first
+    assert json.loads(invoke("cypher", "RETURN size(range(1, 1000)) AS n", "--json").stdout) == [{"n": 1000}]
+
+
+def test_a_statement_that_blows_up_on_any_graph_is_refused_after_a_trial_run(home, monkeypatch):
+    """What the text cannot bound (a string doubled inside reduce: each step one allocation twice the last;
+    a comprehension of ranges) ends a trial server with no data at the same memory cap, not the store's."""
+    monkeypatch.setenv(embedded.MEMORY_ENV, "1")
+    assert invoke("cypher", "CREATE (:Kept {v: 2})").exit_code == 0
+    first = embedded.status()
+    for statement in ("RETURN size(reduce(s = 'x', i IN range(1, 40) | s + s)) AS n",
+                      "RETURN size(reduce(l = [1], i IN range(1, 40) | l + l)) AS n"):
+        one_line(invoke("cypher", statement), "in a trial run", "memory cap of 1.0 GiB", "nothing was run on the store")
+    assert embedded.status() == first  # the same server
+
+
+def test_a_statement_that_ends_the_server_names_its_memory_cap_and_the_next_command_works(home, monkeypatch):
+    """A blow-up that needs the store's data (a range up to a stored value) passes the trial on an empty
+    graph and still ends the server at its memory cap: its line says so, and the next command starts it again
+    (within seconds) from its append-only file with everything acknowledged before."""
+    monkeypatch.setenv(embedded.MEMORY_ENV, "1")
+    assert invoke("cypher", "CREATE (:Kept {v: 2}), (:Huge {n: 10000000000})").exit_code == 0
+    first = embedded.status()
+    one_line(invoke("cypher", "MATCH (h:Huge) UNWIND range(1, h.n) AS x RETURN count(x)"),
+             f"the store (pid {first.pid}) ended", "memory cap of 1.0 GiB", "allocation that failed")
     while embedded.pid_alive(first.pid):
         embedded._reap(first.pid)
+    t0 = time.monotonic()
     again = invoke("cypher", "MATCH (k:Kept) RETURN k.v AS v", "--json")
+    assert time.monotonic() - t0 < 10
     assert json.loads(again.stdout) == [{"v": 2}] and embedded.status().pid != first.pid
+    assert f"the store's server (pid {first.pid}) had ended: it ran out of its memory cap of 1.0 GiB" in again.stderr
 
 
 def test_bad_memory_and_wait_settings_are_one_line(home, monkeypatch):

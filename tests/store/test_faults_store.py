@@ -331,8 +331,8 @@ class Interrupt:
         self.n, self.at, self.how = 0, at, how
         inner = getattr(store, method)
 
-        def counted(*args):
-            out = inner(*args)
+        def counted(*args, **kwargs):
+            out = inner(*args, **kwargs)
             self.n += 1
             if self.n == self.at:
                 kill_server() if self.how == "kill" else embedded.stop()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 31's checks on a lent machine with a CUDA GPU and 16 cores, in one call (device time is short):
+# The answering checks on a lent machine with a CUDA GPU and 16 cores, in one call (device time is short):
 #   1. the fused CUDA stream's exactness tests (tests/engine/test_kernels_gpu.py, test_device.py);
 #   2. one step on the GPU: torch's CUDA form against the fused kernel (benchmarks/bench_kernels.py);
 #   3. CN15k and PPI5k: `pipeline export` of a trained run, then fresh `pipeline answer` processes on the CPU
@@ -8,7 +8,7 @@
 # Inputs (not in git; copied from a trained run beside this checkout): .dev/runs/{cn15k,ppi5k}-logi (model.pt,
 # config.json, metadata.json, results.json), .dev/q/{cn15k,ppi5k}_test.parquet (test query sets),
 # .dev/data/ppi5k (test_device.py's data set). Every log and table goes to OUTDIR.
-#   bash benchmarks/gpu_machine_issue31.sh OUTDIR [BUDGET_SECONDS]
+#   bash benchmarks/gpu_machine_answering.sh OUTDIR [BUDGET_SECONDS]
 set -u
 OUTDIR=${1:-/tmp/out31}
 BUDGET=${2:-540}

