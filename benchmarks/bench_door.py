@@ -56,7 +56,7 @@ TEXTS = {
 }
 # (label, qualified function name as cProfile prints it: file suffix, function) of each source of cost
 STAGES = [
-    ("load the data set (md5s, parse or read back)", "loaders/base.py", "load_dataset"),
+    ("load the data set (md5s, parse or read back)", ("loaders/base.py", "loaders/parsed.py"), "load_dataset"),
     ("the data-version key", "pipeline/store/ingest.py", "content_key"),
     ("the observed graph's index", "pipeline/methods/src/method.py", "over"),
     ("the export's index (manifest, map, checks)", "pipeline/formats/engine_index.py", "load_engine_index"),

@@ -365,34 +365,6 @@ def parse_triples(
     return pd.DataFrame({"h": h[keep], "r": r[keep], "t": t[keep], "conf": c[keep], "line": line_no[keep]})
 
 
-def load_dataset(spec: DatasetSpec, source: str | Path | None = None, verify: bool = True) -> KGData:
-    """Fetch (or find) and parse a data set into validated tables. verify=False skips the md5 check
-    (for small hand-written files in the upstream format). The md5 of every file is computed on every
-    call (or read from its record while the file's stamp holds); tables parsed before from files with the
-    same md5s are reused (:mod:`loaders.parsed`: kept in this process, else read back from their sealed
-    binary file)."""
-    from loaders import parsed
-
-    folder = resolve_source(spec, source)
-    checksums: dict[str, str] = {}
-    paths: dict[str, Path] = {}
-    for f in spec.files:
-        p = folder / f.filename
-        if not p.exists():
-            if f.role == "softlogic":
-                continue  # optional: only UKGE+PSL needs it
-            raise PipelineError(f"{folder}: missing file {f.filename} of data set {spec.name}")
-        checksums[f.filename] = verify_md5(p, f.md5 if verify else None, parsed.file_md5)
-        paths[f.role] = p
-    key = parsed.cache_key(spec, checksums)
-    kg = parsed.loaded(key) or parsed.read(spec, key, checksums)
-    if kg is None:
-        kg = parse_dataset(spec, paths, checksums)
-        parsed.write(spec, key, kg)
-    parsed.keep_loaded(key, kg)
-    return kg
-
-
 def parse_dataset(spec: DatasetSpec, paths: dict[str, Path], checksums: dict[str, str]) -> KGData:
     """The validated tables of a data set's files (``paths`` by role, their md5 ``checksums``)."""
     if spec.id_format == "ids":

@@ -1,6 +1,10 @@
 """A data set read once: the tables a loader parses from a data set's text files (:class:`KGData`), kept
 as one sealed binary file for every later process, and kept loaded for every later call of this one.
 
+:func:`load_dataset` is every loader's entry: find (or fetch) the files, compute and check their md5s, and
+return the tables kept in this process, else read back, else parsed (:func:`loaders.base.parse_dataset`)
+and kept. This module imports :mod:`loaders.base`, never the other way.
+
 **On disk.** ``PIPELINE_HOME/parsed/<name>/<key>/tables.bin``, a sealed array file
 (:mod:`pipeline.formats.sealed_arrays`: every array's CRC-32 checked on its first open after a write, a
 verification record for the later ones; a file that fails any check is deleted and the text files are
@@ -35,16 +39,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+import loaders.base as base
+from loaders.base import DatasetSpec, KGData
 from pipeline.core import atomic, config
+from pipeline.core.errors import PipelineError
 from pipeline.formats import sealed_arrays
-
-if TYPE_CHECKING:
-    from loaders.base import DatasetSpec, KGData
 
 FORMAT = "soft-queries/parsed-dataset/1"
 MAGIC = b"SQKGTAB1"
@@ -98,6 +101,32 @@ def folder(spec: DatasetSpec, key: str) -> Path | None:
     return None if base is None else base / spec.name / key
 
 
+def load_dataset(spec: DatasetSpec, source: str | Path | None = None, verify: bool = True) -> KGData:
+    """Fetch (or find) and parse a data set into validated tables. verify=False skips the md5 check
+    (for small hand-written files in the upstream format). The md5 of every file is computed on every
+    call (or read from its record while the file's stamp holds); tables parsed before from files with the
+    same md5s are reused (kept in this process, else read back from
+    their sealed binary file)."""
+    folder = base.resolve_source(spec, source)
+    checksums: dict[str, str] = {}
+    paths: dict[str, Path] = {}
+    for f in spec.files:
+        p = folder / f.filename
+        if not p.exists():
+            if f.role == "softlogic":
+                continue  # optional: only UKGE+PSL needs it
+            raise PipelineError(f"{folder}: missing file {f.filename} of data set {spec.name}")
+        checksums[f.filename] = base.verify_md5(p, f.md5 if verify else None, file_md5)
+        paths[f.role] = p
+    key = cache_key(spec, checksums)
+    kg = loaded(key) or read(spec, key, checksums)
+    if kg is None:
+        kg = base.parse_dataset(spec, paths, checksums)
+        write(spec, key, kg)
+    keep_loaded(key, kg)
+    return kg
+
+
 # ------------------------------------------------------------------------------------ source files' md5
 
 _MD5S: dict[str, tuple[sealed_arrays.Stamp, str]] = {}  # by absolute path: (the file's stamp, its md5)
@@ -110,8 +139,6 @@ def file_md5(path: Path) -> str:
     Any write to the file changes its ctime, hence its stamp, hence a new sum; a sum is recorded only once
     the file's times are settled (the verification records' rule), in this process and under the cache
     folder (``md5.json``)."""
-    from loaders.base import md5sum
-
     where = Path(path).resolve()
     stamp = sealed_arrays.file_stamp(os.stat(where))
     with _LOCK:
@@ -123,7 +150,7 @@ def file_md5(path: Path) -> str:
     if isinstance(got, list) and len(got) == 2 and tuple(got[0]) == stamp and isinstance(got[1], str):
         digest = got[1]
     else:
-        digest = md5sum(where)
+        digest = base.md5sum(where)
         if not sealed_arrays.settled(stamp):
             return digest
         records[str(where)] = [list(stamp), digest]
@@ -241,8 +268,6 @@ def _arrays(kg: KGData) -> tuple[dict[str, object], list[np.ndarray]]:
 def _tables(spec: DatasetSpec, head: dict, a: tuple[np.ndarray, ...], checksums: dict[str, str]) -> KGData:
     """:class:`KGData` from the arrays of :func:`_arrays` (copied out of the map: the frames own their
     memory, the file can go)."""
-    from loaders.base import KGData
-
     if head.get("splits") != list(SPLIT_CODES) or len(a) != (17 if head.get("softlogic") else 13):
         raise sealed_arrays.Invalid("layout")
     n_ent, n_rel = int(head["entities"]), int(head["relations"])

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from loaders import parsed
-from loaders.base import DatasetSpec, FileSpec, KGData, load_dataset, md5sum, parse_dataset
+from loaders.base import DatasetSpec, FileSpec, KGData, md5sum, parse_dataset
+from loaders.parsed import load_dataset
 from pipeline.formats import sealed_arrays
 from pipeline.store import ingest
 from tests.conftest import require_data
