@@ -6,7 +6,7 @@ return the tables kept in this process, else read back, else parsed (:func:`load
 and kept. This module imports :mod:`loaders.base`, never the other way.
 
 **On disk.** ``PIPELINE_HOME/parsed/<name>/<key>/tables.bin``, a sealed array file
-(:mod:`pipeline.formats.sealed_arrays`: every array's CRC-32 checked on its first open after a write, a
+(:mod:`pipeline.core.sealed_arrays`: every array's CRC-32 checked on its first open after a write, a
 verification record for the later ones; a file that fails any check is deleted and the text files are
 parsed again). ``key`` is a digest of what the tables are made from: this format's version, the data set's
 name and id layout, and the md5 of every source file. The md5s are computed on every load, as the loader
@@ -45,9 +45,8 @@ import pandas as pd
 
 import loaders.base as base
 from loaders.base import DatasetSpec, KGData
-from pipeline.core import atomic, config
+from pipeline.core import atomic, config, sealed_arrays
 from pipeline.core.errors import PipelineError
-from pipeline.formats import sealed_arrays
 
 FORMAT = "soft-queries/parsed-dataset/1"
 MAGIC = b"SQKGTAB1"
@@ -135,7 +134,7 @@ MD5_RECORDS = "md5.json"
 
 def file_md5(path: Path) -> str:
     """The md5 of a source file: summed, or read from a record of an earlier sum of the same file while
-    its stamp (device, inode, size, mtime, ctime: :mod:`pipeline.formats.sealed_arrays`) is unchanged.
+    its stamp (device, inode, size, mtime, ctime: :mod:`pipeline.core.sealed_arrays`) is unchanged.
     Any write to the file changes its ctime, hence its stamp, hence a new sum; a sum is recorded only once
     the file's times are settled (the verification records' rule), in this process and under the cache
     folder (``md5.json``)."""

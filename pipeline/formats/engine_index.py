@@ -23,9 +23,10 @@ from typing import Any
 
 import torch
 
+from pipeline.core import sealed_arrays
 from pipeline.engine import Adjacency, as_adjacency, kernels
 from pipeline.engine.adjacency import Oriented
-from pipeline.formats import pair_cache, sealed_arrays
+from pipeline.formats import pair_cache
 from pipeline.formats.adjacency import checked_manifest, load_adjacency
 
 _FIELDS = 11  # fwd src/dst/conf/ptr, bwd src/dst/conf/ptr, diag ent/conf/off, then the sizes

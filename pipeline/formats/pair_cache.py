@@ -8,7 +8,7 @@ the export's identity, kind, pair, and each array's dtype, shape, offset and CRC
 4 GB/s); a file that fails any check (a flipped byte, a truncation, another export's identity, an older
 format) is never believed: the arrays are rebuilt and the file rewritten.
 
-Files are sealed as :mod:`pipeline.formats.sealed_arrays` seals them: a file whose arrays passed a full
+Files are sealed as :mod:`pipeline.core.sealed_arrays` seals them: a file whose arrays passed a full
 check gets a verification record beside it, so a later open whose file still has the same stamp (device,
 inode, size, mtime, ctime) checks the header only. CN15k's 1.9 GB index was checked on every ``pipeline
 answer`` (0.7-0.9 s on two cores) and each worker summed its relation pairs (~0.15 s for 400 MB).
@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from pipeline.core import atomic
-from pipeline.formats import sealed_arrays
+from pipeline.core import atomic, sealed_arrays
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: check_ahead runs before torch's import
     import torch
@@ -221,7 +220,7 @@ def for_calibrated(export: str | Path, l_dir: str | Path) -> PairCache | None:
 
 def check_ahead(folder: str | Path) -> Any:
     """Start the full check of the pair-cache files of the export at ``folder`` (its index and pairs) that
-    no verification record vouches for yet, in a background thread (:func:`.sealed_arrays.check_ahead`):
+    no verification record vouches for yet, in a background thread (:func:`pipeline.core.sealed_arrays.check_ahead`):
     the files the export has just written, which the first ``pipeline answer`` after it would check in
     full inside its first steps. Called before the heavy imports, so the check runs on a core they leave
     idle. Returns the thread (None: nothing to check, no cache, or no readable export there)."""

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
+from pipeline.core import sealed_arrays
 from pipeline.engine import Adjacency, search_batch
-from pipeline.formats import pair_cache, sealed_arrays
+from pipeline.formats import pair_cache
 from pipeline.formats.pair_cache import PairCache, export_identity, for_export, pair_name
 from pipeline.softquery import Atom, Conjunction, Const, Query, Var
 from tests.engine.test_multi_edges import batch, graphs

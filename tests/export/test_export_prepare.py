@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 import torch
 
+from pipeline.core import sealed_arrays
 from pipeline.engine import search_batch
-from pipeline.formats import pair_cache, sealed_arrays
+from pipeline.formats import pair_cache
 from pipeline.formats.engine_index import load_engine_index
 from pipeline.formats.pair_cache import for_export
 from pipeline.softquery import Atom, Conjunction, Const, Query, Var

@@ -15,7 +15,7 @@ import pytest
 from loaders import parsed
 from loaders.base import DatasetSpec, FileSpec, KGData, md5sum, parse_dataset
 from loaders.parsed import load_dataset
-from pipeline.formats import sealed_arrays
+from pipeline.core import sealed_arrays
 from pipeline.store import ingest
 from tests.conftest import require_data
 
