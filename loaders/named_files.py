@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from loaders.base import read_text
-from pipeline.core.errors import DataFormatError, PipelineError
+from pipeline.core.checks import as_real, lone_surrogate, number_kind, unicode_problem
+from pipeline.core.errors import DataFormatError, PipelineError, printable
 
 # accepted names of the split files in a --from folder, by role
 SPLIT_STEMS = {"train": ("train",), "val": ("valid", "val", "dev"), "test": ("test",)}
@@ -170,6 +171,12 @@ def validate_rows(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
         if bad_type.any():
             j = int(np.argmax(bad_type.to_numpy()))
             raise DataFormatError(path, int(lines[j]), fld, f"not a name: {col.iloc[j]!r}")
+        broken = col.map(lambda v: lone_surrogate(v) is not None).to_numpy()
+        if broken.any():  # no file can hold it (the data set's files, the store's strings)
+            j = int(np.argmax(broken))
+            name = col.iloc[j]
+            raise DataFormatError(path, int(lines[j]), fld, f"the name '{printable(name, 40)}' is "
+                                  + unicode_problem(name, lone_surrogate(name) or 0))
         col = col.str.strip()
         bad = (col == "") | col.str.contains(LINE_BREAKS, regex=True)
         if bad.any():
@@ -178,6 +185,12 @@ def validate_rows(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
             raise DataFormatError(path, int(lines[j]), fld, f"the name {why}: {frame[fld].iloc[j]!r}")
         frame[fld] = col
     raw = frame["confidence"]
+    # a bool or a complex number is not a confidence (True would be 1.0; 0.5+0.7j its real part, silently)
+    odd = raw.map(lambda v: as_real(v) is None and not isinstance(v, str)).to_numpy()
+    if odd.any():
+        j = int(np.argmax(odd))
+        raise DataFormatError(path, int(lines[j]), "confidence",
+                              f"not a number: {str(raw.iloc[j])[:30]!r} ({number_kind(raw.iloc[j])})")
     conf = pd.to_numeric(raw.map(lambda v: v.strip() if isinstance(v, str) else v), errors="coerce")
     conf = conf.astype("float64")
     nan = conf.isna().to_numpy()

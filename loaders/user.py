@@ -388,9 +388,11 @@ def frame_columns(frame: pd.DataFrame, columns: str | None, label: str) -> pd.Da
         if want.lower() not in have:
             raise DataFormatError(label, None, fld, f"missing column {want!r}; the frame has {list(frame.columns)} "
                                                      f"(map others with {option('columns', 'h,r,t,c')})")
-        out[fld] = frame[have[want.lower()]].to_numpy()
+        # kept as Python objects: pandas' own string columns refuse a lone surrogate with a UnicodeEncodeError
+        # before validate_rows can name its row
+        out[fld] = pd.Series(frame[have[want.lower()]].to_numpy(), dtype=object)
     if "split" in have:
-        out["split"] = frame[have["split"]].to_numpy()
+        out["split"] = pd.Series(frame[have["split"]].to_numpy(), dtype=object)
     out["line"] = np.arange(1, len(frame) + 1, dtype=np.int64)
     return pd.DataFrame(out)
 

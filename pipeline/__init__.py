@@ -37,11 +37,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # by its name as a string: the API imports every stage, and no stage may import the package back
+    # by its name as a string: the API imports every stage, and no stage may import the package back. Whole:
+    # the API's first import loads torch (seconds), and a Ctrl-C in the middle of it would leave torch half
+    # imported and the process unusable (pipeline.core.imports); the interrupt lands once it is complete
     if name in __all__:
-        from importlib import import_module
+        from pipeline.core.imports import import_whole
 
-        return getattr(import_module("pipeline.api"), name)
+        return getattr(import_whole("pipeline.api"), name)
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
 
 

@@ -120,7 +120,10 @@ def ingest(name: str, source: str | Path | pd.DataFrame | None = None, *, from_s
         raise PipelineError(f"ingest: name must be a data set name (a string), not {name!r}")
     (o,) = split_options(options, IngestOptions, what="ingest")
     if name in BENCHMARKS and from_store is None:
-        extra = set(options) - {"batch_size", "store", "progress"}
+        if source is not None and not isinstance(source, (str, Path)):  # a frame's text is no folder name
+            raise PipelineError(f"ingest {name}: a benchmark is read from its own files (source= is a folder "
+                                f"holding them, not a {type(source).__name__}); give your own KG another name")
+        extra = set(options) - {"batch_size", "store", "progress", "quiet"}
         if extra:
             raise PipelineError(f"ingest {name}: {', '.join(sorted(extra))} apply to your own KG, not a benchmark")
         report, where = ingest_benchmark(name, None if source is None else str(source), o.store, o.batch_size, o.output)
@@ -201,7 +204,7 @@ def query(
     if isinstance(calibration, (str, Path)):
         calibration = (calibration,)
     return ask(text, _name(dataset), graph=graph, adjacency=None if adjacency is None else _path(adjacency),
-               top=top, cycle_cap=cycle_cap, explain=int(explain) if explain else False,
+               top=top, cycle_cap=cycle_cap, explain=explain,  # checked there: an integer, not 1.5 taken as 1
                calibration=tuple(str(c) for c in calibration or ()))
 
 

@@ -110,7 +110,7 @@ def test_pl_run_takes_calibration_l_settings_as_pl_answer_does(tmp_path, monkeyp
     params = inspect.signature(pl.run).parameters
     assert {"l_epochs", "l_lr", "l_variant", "l_steps"} <= set(params)
     assert list(params).count("l_epochs") == 1
-    with pytest.raises(pl.PipelineError, match=r"l_lr=-1.*at least 0"):
+    with pytest.raises(pl.PipelineError, match=r"l_lr=-1.*greater than 0"):
         pl.run("ppi5k", l_lr=-1.0, quiet=True)
     with pytest.raises(pl.PipelineError, match=r"unknown option 'l_lrr' \(did you mean l_lr"):
         pl.run("ppi5k", l_lrr=1e-5, quiet=True)

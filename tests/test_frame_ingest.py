@@ -64,6 +64,15 @@ def test_a_split_column_decides_the_split(store_env: str) -> None:
                                                                       "confidence": 0.5, "split": "test"}])]),
          f"DataFrame for 'bad', iloc {len(_frame())} (index 0, not unique), field 'head': entity 'zed' does not occur in train"),
         (lambda f: f.iloc[:0], "DataFrame for 'bad': empty: no facts"),
+        # a complex confidence kept its real part, a bool became 1.0; a lone surrogate was a traceback
+        (lambda f: f.assign(confidence=[0.5 + 0.7j, *f["confidence"][1:]]),
+         "DataFrame for 'bad', index 0, field 'confidence': not a number: '(0.5+0.7j)' (a complex number)"),
+        (lambda f: f.assign(confidence=f["confidence"].astype(complex)),
+         "DataFrame for 'bad', index 0, field 'confidence': not a number: '(0.3+0j)' (a complex number)"),
+        (lambda f: f.assign(confidence=[True, *f["confidence"][1:]]),
+         "DataFrame for 'bad', index 0, field 'confidence': not a number: 'True' (a bool)"),
+        (lambda f: f.assign(tail=pd.Series(["x\ud800", *f["tail"][1:]], dtype=object)),
+         "DataFrame for 'bad', index 0, field 'tail': the name 'x\\ud800' is not valid Unicode: a lone surrogate"),
         # pandas' own name of a row: its label, whatever the index (f.loc['r3'])
         (lambda f: f.set_axis([f"r{i}" for i in range(len(f))]).assign(confidence=lambda g: g["confidence"].where(g.index != "r3", -1)),
          "DataFrame for 'bad', index 'r3', field 'confidence': -1.0 is outside [0, 1]"),
@@ -81,6 +90,15 @@ def test_columns_map_other_names(store_env: str) -> None:
     frame = _frame().rename(columns={"head": "s", "relation": "p", "tail": "o", "confidence": "w"})
     ds = pl.ingest("mapped", frame, columns="s,p,o,w", progress=False)
     assert len(ds.facts) == len(frame)
+
+
+def test_a_benchmark_name_with_a_frame_is_one_short_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pl.ingest('ppi5k', frame)` printed the whole frame as a folder name, then "File name too long"."""
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home"))
+    with pytest.raises(pl.PipelineError) as info:
+        pl.ingest("ppi5k", _frame(), quiet=True)
+    assert str(info.value) == ("ingest ppi5k: a benchmark is read from its own files (source= is a folder holding "
+                               "them, not a DataFrame); give your own KG another name")
 
 
 def test_a_re_ingest_reports_the_splits_in_split_order(store_env: str, capsys) -> None:

@@ -103,10 +103,17 @@ def test_a_run_config_that_is_not_an_object_is_one_line(made: dict[str, Path], t
     (run / "config.json").write_text("[]")
     line = _one_line(["export", str(run), "--out", str(tmp_path / "e")])
     assert f"{run / 'config.json'}: checksum mismatch" in line  # a sealed run: the edit is caught first
-    (run / "checksums.json").unlink()  # a run written before checksums
+    (run / "checksums.json").unlink()  # a run written before checksums, or its list removed: refused as well
+    line = _one_line(["export", str(run), "--out", str(tmp_path / "e")])
+    assert f"{run / 'checksums.json'}: the run's list of checksums is missing" in line
+    from pipeline.models.runs import write_run_json
+
+    for name in ("metadata.json", "results.json"):  # listed again as they are
+        write_run_json(run / name, json.loads((run / name).read_text()))
+    write_run_json(run / "config.json", [])  # sealed, and still not an object
     line = _one_line(["export", str(run), "--out", str(tmp_path / "e")])
     assert f"{run / 'config.json'}: not a JSON object" in line
-    (run / "config.json").write_text(json.dumps({"model": "ukge_logi"}))
+    write_run_json(run / "config.json", {"model": "ukge_logi"})
     assert "no 'dataset' field" in _one_line(["export", str(run), "--out", str(tmp_path / "e")])
 
 

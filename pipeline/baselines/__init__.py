@@ -6,6 +6,18 @@ models (torch modules), losses, runs (run directory files); the resumable traine
 the same format as SRC).
 """
 
-from pipeline.baselines.models import QE_MODELS, get_qe_model_class
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["QE_MODELS", "get_qe_model_class"]
+
+
+def __getattr__(name: str) -> Any:
+    """The registry and its lookup, imported on first use: ``pipeline.baselines.settings`` (the options the
+    command line builds at start) stays free of torch."""
+    if name in __all__:
+        from pipeline.baselines import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module 'pipeline.baselines' has no attribute {name!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-LOSSES = ("weighted", "listwise", "weighted+listwise")
+from pipeline.baselines.settings import LOSSES  # noqa: F401 (declared with the options that choose one)
 
 
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from pipeline.baselines.settings import QEConfig
 from pipeline.cli.group import RegistryChoice, cli, echo_json, friendly, json_option, print_table
 from pipeline.core.options import click_options, from_command
 from pipeline.stages.options import ExportOptions, TrainOptions
@@ -81,41 +82,26 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
 @click.option("--train-queries", multiple=True, required=True, type=click.Path(path_type=str),
               help="Train query set(s); repeat to combine files (e.g. 10k 1p/2p/2i and 1.5k 2in/2il).")
 @click.option("--valid-queries", required=True, type=click.Path(path_type=str), help="Valid query set (epoch selection).")
-@click.option("--dim", type=int, default=400, show_default=True, help="Embedding dimension (and NE dimension).")
-@click.option("--hidden", type=int, default=800, show_default=True, help="Hidden width of the MLPs.")
-@click.option("--epochs", type=int, default=20, show_default=True)
-@click.option("--lr", type=float, default=1e-4, show_default=True)
-@click.option("--gamma", type=float, default=12.0, show_default=True, help="Margin of the scores.")
-@click.option("--batch-size", type=int, default=256, show_default=True)
-@click.option("--negatives", type=int, default=128, show_default=True, help="Uniformly sampled negatives per query.")
-@click.option("--batch-negatives", type=int, default=0, show_default=True,
-              help="More negatives per query drawn from the other answers of its batch (pushes away entities that answer many queries).")
-@click.option("--max-answers", type=int, default=32, show_default=True, help="Answers scored per query and step (random subset).")
-@click.option("--loss", type=click.Choice(["weighted", "listwise", "weighted+listwise"]), default="weighted", show_default=True)
-@click.option("--tnorm", type=click.Choice(["product", "godel", "lukasiewicz"]), default="product", show_default=True,
-              help="LogicE's t-norm.")
-@click.option("--eval-every", type=int, default=1, show_default=True, help="Epochs between valid evaluations.")
-@click.option("--max-valid", type=int, default=0, show_default=True, help="Valid queries per type used for selection (0 = all).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click_options(QEConfig)
 @click.option("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when present).")
-@click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's).")
+@click.option("--threads", type=click.IntRange(1), default=None, help="torch CPU threads (default: torch's).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=str), help="Run directory (re-running resumes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results document.")
 @friendly
-def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], valid_queries: str, dim: int, hidden: int,
-                 epochs: int, lr: float, gamma: float, batch_size: int, negatives: int, batch_negatives: int, max_answers: int,
-                 loss: str, tnorm: str, eval_every: int, max_valid: int, seed: int, device: str | None, threads: int | None, out_dir: str,
-                 as_json: bool) -> None:
+def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], valid_queries: str, device: str | None,
+                 threads: int | None, out_dir: str, as_json: bool, **given: Any) -> None:
     """Train a query-embedding baseline (LogicE+NE or ConE+NE) on query sets; resumable."""
+    from pipeline.core.checks import check_device
+
+    check_device(device, "--device")
+    cfg = from_command({**given, "dataset": dataset, "model": model_name, "train_queries": tuple(train_queries),
+                        "valid_queries": valid_queries}, QEConfig)
     import torch
 
-    from pipeline.stages.train_qe import QEConfig, train_qe
+    from pipeline.stages.train_qe import train_qe
 
     if threads:
         torch.set_num_threads(threads)
-    cfg = QEConfig(dataset=dataset, model=model_name, train_queries=tuple(train_queries), valid_queries=valid_queries,
-                   dim=dim, hidden=hidden, gamma=gamma, lr=lr, epochs=epochs, batch_size=batch_size,
-                   negatives=negatives, batch_negatives=batch_negatives, max_answers=max_answers, loss=loss, tnorm=tnorm, eval_every=eval_every, max_valid=max_valid, seed=seed)
     results = train_qe(cfg, out_dir, device=device, progress=not as_json, log=lambda m: click.echo(m, err=True))
     if as_json:
         echo_json(results)

@@ -51,8 +51,11 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
         seed = given["seed"]
+        from pipeline.stages.reproduce import dataset_defaults
+
+        threshold = given["threshold"] if given["threshold"] is not None else dataset_defaults(dataset)["threshold"]
         doc = run_study(dataset, out_dir or str(config.home() / "studies" / f"{dataset}-soft-requirements-s{seed}"),
-                        runs[0].partition("=")[2], per_type=given["per_type"] or PER_TYPE, threshold=given["threshold"], seed=seed,
+                        runs[0].partition("=")[2], per_type=given["per_type"] or PER_TYPE, threshold=threshold, seed=seed,
                         store=store_uri, docs=docs_dir, log=lambda m: click.echo(m, err=True),
                         progress=not as_json)
         if as_json:
@@ -102,7 +105,9 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
 
 
 def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
-    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse)."""
+    """--qe KEY=VALUE / MODEL.KEY=VALUE items as ReproduceConfig.qe (values read as JSON when they parse, else
+    as a number when they are one, ``nan`` and ``1e-3`` included, else as text; checked where the settings
+    are declared, :func:`pipeline.stages.reproduce_baselines.qe_settings`)."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -111,7 +116,10 @@ def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
         try:
             value = json.loads(raw)
         except ValueError:
-            value = raw
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
         model, dot, name = key.strip().rpartition(".")
         (out.setdefault(model, {}) if dot else out)[name] = value
     return out

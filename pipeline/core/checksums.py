@@ -15,7 +15,16 @@ sha256 1.8 GB/s, blake2b 0.85 GB/s, md5 0.76 GB/s; hashing a 600 MB export throu
 - **in the object** (``model.pt``, ``checkpoint.pt``): :func:`object_digest` of the saved document,
   stored under :data:`OBJECT_KEY` and recomputed after ``torch.load``.
 
-Files written before checksums existed carry none and are read as before.
+A file without its checksum is refused as one whose checksum differs (:func:`missing`): the seal would
+protect nothing if deleting it were enough to have an edited file believed. Files written before checksums
+existed (before 2026-11-25) are refused the same way, with the command that writes them again; nothing is
+lost but the time to re-create them, which is what a file that cannot be checked is worth.
+
+**What the seals protect against, and what not.** They are a plain digest of the content, with no secret:
+they catch accidents (a flipped byte, a truncated copy, a file rewritten by another tool, a hand edit that
+left the seal as it was, or removed it) and stale files (a file of another run swapped in). They do not
+stop a deliberate edit re-sealed with the same digest (anyone can compute it): they are not signatures,
+and a file from someone you do not trust is not made trustworthy by them.
 """
 
 from __future__ import annotations
@@ -86,6 +95,16 @@ def mismatch(path: str | Path, want: str, got: str) -> CorruptArtifactError:
     )
 
 
+def missing(path: str | Path, what: str, remedy: str) -> CorruptArtifactError:
+    """The error for an artifact whose checksum (``what``: where it should be) is gone: refused as a wrong
+    one, saying why and how to write it again (``remedy``)."""
+    return CorruptArtifactError(
+        path,
+        f"{what} is missing: the file was changed after it was written (its checksum removed), or written "
+        f"before checksums existed; a file that cannot be checked is refused as a damaged one; {remedy}",
+    )
+
+
 def check_file(path: str | Path, want: str) -> None:
     """CorruptArtifactError unless the file's digest is ``want`` (ArtifactError when it cannot be read)."""
     try:
@@ -134,17 +153,19 @@ def seal_file(path: str | Path) -> str:
     return digest
 
 
-def verify_sealed_file(path: str | Path, required: bool) -> bool:
-    """Check a Parquet file's own digest. Returns False when it has none and ``required`` is False (a file
-    written before checksums); CorruptArtifactError on a mismatch, or when ``required`` (its schema says it
-    was sealed) and the marker is gone."""
+def has_seal(path: str | Path) -> bool:
+    """Whether a Parquet file's footer holds a checksum (right or wrong: :func:`verify_sealed_file` says)."""
+    return _parquet_footer(Path(path))[1].rfind(MARKER) >= 0
+
+
+def verify_sealed_file(path: str | Path, remedy: str = "re-create it") -> None:
+    """Check a Parquet file's own digest: CorruptArtifactError on a mismatch, and when it has none
+    (:func:`missing`; ``remedy``: how to write the file again)."""
     path = Path(path)
     base, footer = _parquet_footer(path)
     at = footer.rfind(MARKER)
     if at < 0:
-        if required:
-            raise CorruptArtifactError(path, "its checksum is missing or damaged; re-create the file")
-        return False
+        raise missing(path, "its checksum (Parquet metadata 'pipeline.checksum')", remedy)
     pos = base + at + len(MARKER)
     want = footer[at + len(MARKER) : at + len(MARKER) + HEX].decode("ascii", "replace")
     got = file_digest(path, (pos, HEX))
@@ -154,7 +175,6 @@ def verify_sealed_file(path: str | Path, required: bool) -> bool:
         )
     if got != want:
         raise mismatch(path, want, got)
-    return True
 
 
 # -------------------------------------------------------------------------------- digest of an object
@@ -194,10 +214,11 @@ def seal_object(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, OBJECT_KEY: object_digest(doc)}
 
 
-def verify_object(doc: Any, path: str | Path) -> Any:
-    """``doc`` without its digest, checked; a document without one (older files) is returned as it is."""
+def verify_object(doc: Any, path: str | Path, remedy: str = "re-create it") -> Any:
+    """``doc`` without its digest, checked; CorruptArtifactError when it differs or is missing
+    (:func:`missing`; ``remedy``: how to write the file again)."""
     if not isinstance(doc, dict) or OBJECT_KEY not in doc:
-        return doc
+        raise missing(path, f"its checksum (the '{OBJECT_KEY}' entry of the saved document)", remedy)
     body = {k: v for k, v in doc.items() if k != OBJECT_KEY}
     got, want = object_digest(body), str(doc[OBJECT_KEY])
     if got != want:

@@ -120,10 +120,10 @@ def select_device(requested: str | None = None) -> str:
 
     from pipeline.core.errors import PipelineError
 
-    if requested is None or requested == "":
+    if requested is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if not isinstance(requested, str):
-        raise PipelineError(f"--device: expected cpu, cuda or cuda:N, got {requested!r}")
+    if not isinstance(requested, str) or not requested.strip():  # "" is not "the default": a value lost on the way
+        raise PipelineError(f"--device {requested!r}: expected cpu, cuda or cuda:N")
     try:
         dev = torch.device(requested)
     except (RuntimeError, ValueError):

@@ -48,6 +48,10 @@ def option(keyword: str, value: object = None) -> str:
     ``--overwrite`` / ``overwrite=True``."""
     if front_end() == "cli":
         flag = _FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
+        if isinstance(value, str):  # as typed in a shell: `--types ''`, `--device ' '`
+            import shlex
+
+            value = shlex.quote(value)
         return flag if value is None or value is True else f"{flag} {value}"  # a switch: the flag alone
     return f"{keyword}=" if value is None else f"{keyword}={value!r}"
 

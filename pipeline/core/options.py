@@ -27,10 +27,11 @@ import dataclasses
 import inspect
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pipeline.core.checks import DEVICE, as_int, as_real, lone_surrogate, number_kind, unicode_problem
 from pipeline.core.errors import PipelineError, close_matches, option, register_flag
 
 T = TypeVar("T")
@@ -43,9 +44,10 @@ class Option:
     (``"--browse/--no-browse"`` for a flag pair); registry: a ``pipeline ls`` kind whose names the value takes
     (converted to the canonical name); choices: the accepted strings; low/high: the inclusive range of a
     number; cli/api: offered on the command line / as a keyword of the Python API; kind: the value's kind when
-    the annotation does not say it plainly ("int", "float", "bool", "str", "path", "strs", "any": not checked
-    here); instance_of: a
-    registry option that also takes an object already built (one with this attribute: an open executor)."""
+    the annotation does not say it plainly ("int", "float", "bool", "str", "path", "strs", "device": cpu, cuda,
+    cuda:N or mps, "any": not checked here); instance_of: a registry option that also takes an object already
+    built (one with this attribute: an open executor); needs: the settings without which it does nothing
+    (given without them, it is refused: ``--qe`` without ``--baselines``)."""
 
     help: str
     flag: str | None = None
@@ -53,11 +55,19 @@ class Option:
     choices: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
+    above: float | None = None  # an exclusive lower bound (a learning rate: > 0)
     cli: bool = True
     api: bool = True
     kind: str | None = None
     metavar: str | None = None
     instance_of: str | None = None  # a registry option that also takes a built object having this attribute
+    # when the value does something: any of (field, values): that field (of the same instance, or of the
+    # context the caller passes to check) holds one of values (any of them, for a list; () = any value but
+    # its default, None or empty). Given where none holds, the option is refused: it would do nothing.
+    needs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    # a list option whose empty value means something of its own, said in its help (``--models ""``: no
+    # backbone, the baselines only); else no names at all are refused (never the default in disguise)
+    empty: bool = False
 
 
 def setting(default: Any = _MISSING, *, help: str, default_factory: Any = _MISSING, **how: Any) -> Any:
@@ -133,69 +143,158 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def _fail(name: str, value: Any, why: str) -> PipelineError:
+def _label(name: str, value: Any) -> str:
+    """An option with its value as the caller's front end spells it (``--workers 0``, ``workers=0``)."""
     shown = value if not isinstance(value, str) or len(value) <= 80 else value[:77] + "..."
-    return PipelineError(f"{option(name, shown)}: {why}")
+    return option(name, shown)
 
 
-def _checked(d: Declared, value: Any) -> Any:
-    """The value of one option, checked (and canonicalised: registry names, numbers); PipelineError else."""
+def _checked(d: Declared, value: Any, label: Callable[[str, Any], str] | None = None) -> Any:
+    """The value of one option, checked (and canonicalised: registry names, numbers); PipelineError else,
+    naming it by ``label(name, value)`` (default: as the caller's front end spells the option)."""
+    named = label or _label
+
+    def fail(why: str, shown: Any = value) -> PipelineError:
+        return PipelineError(f"{named(d.name, shown)}: {why}")
+
     if value is None:
         if d.optional:
             return None
-        raise _fail(d.name, value, "a value is required")
+        raise fail("a value is required")
     o = d.option
     if d.kind == "any":  # checked where it is read (e.g. a mapping of settings)
         return value
     if d.kind == "bool":
         if not isinstance(value, bool):
-            raise _fail(d.name, value, "expected True or False")
+            raise fail("expected True or False")
         return value
     if d.kind in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (d.kind == "int" and not float(value).is_integer()):
-            raise _fail(d.name, value, f"expected {'an integer' if d.kind == 'int' else 'a number'}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise _fail(d.name, value, "must be a finite number")
-        value = int(value) if d.kind == "int" else float(value)
+        number = as_int(value) if d.kind == "int" else as_real(value)
+        if number is None:
+            want = "an integer" if d.kind == "int" else "a real number"
+            raise fail(f"expected {want}, not {number_kind(value)}")
+        if not math.isfinite(number):
+            raise fail("must be a finite number")
+        value = number
         if o.low is not None and value < o.low:
-            raise _fail(d.name, value, f"must be at least {_num(o.low)}")
+            raise fail(f"must be at least {_num(o.low)}")
+        if o.above is not None and value <= o.above:
+            raise fail(f"must be greater than {_num(o.above)}")
         if o.high is not None and value > o.high:
-            raise _fail(d.name, value, f"must be at most {_num(o.high)}")
+            raise fail(f"must be at most {_num(o.high)}")
         return value
     if d.kind == "strs":
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, Iterable) or not all(isinstance(v, (str, os.PathLike)) for v in value):
-            raise _fail(d.name, value, "expected names (a list of strings, or one string of names joined by commas)")
-        return tuple(str(v) for v in value)
+            raise fail("expected names (a list of strings, or one string of names joined by commas)")
+        names = tuple(_unicode(fail, str(v)) for v in value)
+        if not names and d.default != () and not o.empty:  # never "every one" (the default) in disguise
+            default = "" if d.default in (None, _MISSING) else f" (leave it out for the default, {','.join(d.default)})"
+            raise fail("no names given" + default)
+        return names
     if d.kind == "path":
         if not isinstance(value, (str, os.PathLike)) and not hasattr(value, "path"):
-            raise _fail(d.name, value, "expected a path")
+            raise fail("expected a path")
+        if isinstance(value, str):
+            _unicode(fail, value)
+            if not value.strip():
+                raise fail("an empty path")
         return value
     if o.instance_of is not None and not isinstance(value, str) and hasattr(value, o.instance_of):
         return value
     if not isinstance(value, str):
-        raise _fail(d.name, value, "expected a string")
+        raise fail("expected a string")
+    _unicode(fail, value)
+    if d.kind == "device":
+        if not DEVICE.fullmatch(value):
+            raise fail("expected cpu, cuda, cuda:N or mps")
+        return value
     if o.registry is not None:
         from pipeline.core.registry import registry
 
         try:
             return registry(o.registry).canonical(value)
         except PipelineError as exc:
-            raise PipelineError(f"{option(d.name, value)}: {exc}") from None
+            raise fail(str(exc)) from None
     if o.choices and value not in o.choices:
-        raise _fail(d.name, value, f"expected one of {', '.join(o.choices)}")
+        raise fail(f"expected one of {', '.join(o.choices)}")
     return value
 
 
-def check(obj: Any) -> None:
+def _unicode(fail: Callable[..., PipelineError], text: str) -> str:
+    at = lone_surrogate(text)
+    if at is not None:
+        raise fail(unicode_problem(text, at), text)
+    return text
+
+
+def check(obj: Any, context: Mapping[str, tuple[str, Any]] | None = None) -> None:
     """Check every declared option of a frozen dataclass instance (call it from ``__post_init__``); values
-    are canonicalised in place (a registry name's canonical spelling, ``"1p,2p"`` as a tuple)."""
+    are canonicalised in place (a registry name's canonical spelling, ``"1p,2p"`` as a tuple). Then each
+    option given (not at its default) whose ``needs`` hold on neither the instance nor ``context``
+    ({field: (the option's name as the caller knows it, value)}: settings that live elsewhere, such as the
+    method's calibration for the answering options) is refused: it would do nothing. A need whose field is
+    on neither is not checked here (the caller that knows it passes it as context)."""
     for d in declared(type(obj)):
         value = getattr(obj, d.name)
         fixed = _checked(d, value)
         if fixed is not value:
             object.__setattr__(obj, d.name, fixed)
+    for d in declared(type(obj)):
+        if d.option.needs and _given(d, getattr(obj, d.name)):
+            _check_needs(obj, d, context or {})
+
+
+def _given(d: Declared, value: Any) -> bool:
+    return value is not None and value != d.default and value not in ((), "", {})
+
+
+def _check_needs(obj: Any, d: Declared, context: Mapping[str, tuple[str, Any]]) -> None:
+    known = []
+    for name, values in d.option.needs:
+        if name in context:
+            shown, have = context[name]
+        elif any(x.name == name for x in declared(type(obj))):
+            shown, have = name, getattr(obj, name)
+        else:
+            return  # not decided here
+        have = getattr(have, "name", have)  # an open executor: its registry name
+        items = have if isinstance(have, (tuple, list)) else (have,)
+        if (any(v in values for v in items) if values else have not in (None, (), "", {}) and bool(have)):
+            return
+        known.append(option(shown) + (f" {' or '.join(map(str, values))}" if values else ""))
+    value = getattr(obj, d.name)
+    shown = None if isinstance(value, Mapping) else value  # a mapping of settings: the option's name alone
+    raise PipelineError(f"{option(d.name) if shown is None else _label(d.name, shown)}: does nothing without "
+                        f"{', or '.join(known)}")
+
+
+def declare(name: str, option: Option, default: Any = _MISSING) -> Declared:
+    """One option declared outside a dataclass (a model's hyper-parameter, a count of the baselines): its
+    kind is the Option's ``kind`` (required)."""
+    if option.kind is None:
+        raise ValueError(f"{name}: an option declared alone needs its kind")
+    return Declared(name, option, option.kind, default is None, default)
+
+
+def check_mapping(given: Any, options: Sequence[Declared], label: Callable[[str, Any], str], what: str) -> dict[str, Any]:
+    """A mapping of settings that has no options of its own (a replayed config's ``model_kwargs``, the
+    ``--qe`` settings of the baselines) checked against declarations: not a mapping, a name not declared
+    (with the close ones) or a value out of its declaration is one PipelineError; ``what`` names the
+    mapping, ``label(name, value)`` one setting in it, as the caller wrote it. Returns the canonical values."""
+    if not isinstance(given, Mapping):
+        raise PipelineError(f"{what}: expected a mapping of settings, got {type(given).__name__}")
+    by_name = {d.name: d for d in options}
+    out = {}
+    for name, value in given.items():
+        if not isinstance(name, str) or name not in by_name:
+            hint = close_matches(name, list(by_name)) if isinstance(name, str) else []
+            raise PipelineError(f"{label(str(name), value)}: unknown setting"
+                                + (f" (did you mean {', '.join(hint)}?)" if hint else "")
+                                + f"; known: {', '.join(sorted(by_name)) or 'none'}")
+        out[name] = _checked(by_name[name], value, label)
+    return out
 
 
 # ------------------------------------------------------------------------------------- the Python door
@@ -340,8 +439,10 @@ def _click_option(click: Any, d: Declared) -> Callable[..., Any]:
 
 
 def from_command(given: dict[str, Any], cls: type[T]) -> T:
-    """An instance of ``cls`` from a click command's keyword arguments (the fields it declares)."""
-    return cls(**{d.name: given[d.name] for d in declared(cls) if d.name in given})
+    """An instance of ``cls`` from a click command's keyword arguments (the fields it declares, and those
+    of its other fields the command passes, such as a baseline run's data set and query sets)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in given.items() if k in names})
 
 
 _CHOICE_TYPES: dict[str, Any] = {}

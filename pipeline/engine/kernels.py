@@ -474,6 +474,9 @@ def _np(x: torch.Tensor) -> Any:
 
 
 def _compile() -> Any:
+    from pipeline.core.imports import import_whole
+
+    import_whole("numba")  # a Ctrl-C during its first import would break numba for the whole process
     from pipeline.engine._stream_numba import stream  # imports numba: only here
 
     return stream

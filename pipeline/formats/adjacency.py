@@ -113,6 +113,9 @@ def read_shard(
     return batches, meta
 
 
+EXPORT_AGAIN = "export the run again (`pipeline export RUN_DIR --out` this folder, with --overwrite)"
+
+
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     """The manifest, sealed (written last: its presence marks the export complete), with the digest
     of every relation file it lists (:mod:`pipeline.core.checksums`; checked by :func:`load_adjacency`)."""
@@ -142,7 +145,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         fmt = manifest.get("format") if isinstance(manifest, dict) else None
         raise ArtifactError(f"{folder / MANIFEST}: format {fmt!r}, expected {FORMAT!r}")
-    if "digest" in manifest and not is_sealed(manifest):
+    if "digest" not in manifest:
+        raise checksums.missing(folder / MANIFEST, "the digest of the manifest", EXPORT_AGAIN)
+    if not is_sealed(manifest):
         raise ArtifactError(
             f"{folder / MANIFEST}: edited after the export was written (digest mismatch); export again instead"
         )
@@ -271,7 +276,10 @@ def load_adjacency(
     rel_col, conf = np.empty(total, ids), np.empty(total, np.float32)
     for rel in manifest["relations"]:
         file = folder / rel["file"]
-        if verify and checksums.MANIFEST_KEY in rel:  # exports written before checksums have none
+        if verify:  # a file the manifest lists without its digest is refused as a damaged one
+            if checksums.MANIFEST_KEY not in rel:
+                raise checksums.missing(file, f"its checksum (the manifest's '{checksums.MANIFEST_KEY}' entry)",
+                                        EXPORT_AGAIN)
             checksums.check_file(file, str(rel[checksums.MANIFEST_KEY]))
         h, t, s, meta = read_relation_file(file, manifest)
         r = int(rel["relation"])

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from pipeline.core.errors import ArtifactError
+from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.formats import meta as metafile
 from pipeline.softquery.model import TOP_K
 
@@ -103,8 +103,26 @@ class Answers:
 # ----------------------------------------------------------------------------------------------- file I/O
 
 
+def non_finite(frame: pd.DataFrame) -> str | None:
+    """What is not a number where one is expected, in words, or None: a predicted utility is a number or
+    -inf (every branch fails), never NaN or +inf; a ground-truth answer's true utility is finite."""
+    u = frame[UTILITY].to_numpy(np.float64)
+    bad = int(np.isnan(u).sum() + np.isposinf(u).sum())
+    if bad:
+        return f"{bad} of its {len(u)} predicted utilities are NaN or +inf (a utility is a number, or -inf for a failed query)"
+    truth = frame[TRUTH_UTILITY].to_numpy(np.float64)[frame[TRUTH_RANK].to_numpy() > 0]
+    bad = int((~np.isfinite(truth)).sum())
+    if bad:
+        return f"{bad} of its {len(truth)} ground-truth answers have no finite true utility"
+    return None
+
+
 def write_answers(frame: pd.DataFrame, path: str | Path, meta: dict[str, Any]) -> Path:
-    """Write an answers frame atomically (a crashed run never leaves a file that looks complete)."""
+    """Write an answers frame atomically (a crashed run never leaves a file that looks complete); a frame
+    with NaN or +inf utilities is refused (:func:`non_finite`): no method's fault is written as a result."""
+    why = non_finite(frame)
+    if why is not None:
+        raise PipelineError(f"{meta.get('method', 'the method')}: not written to {path}: {why}")
     fields = list(SCHEMA) + [pa.field(n, t) for n, t in OPTIONAL if n in frame.columns]
     schema = pa.schema(fields).with_metadata({metafile.META_KEY: metafile.encode(FORMAT, meta, REQUIRED_META)})
     table = pa.Table.from_pandas(frame[[f.name for f in fields]], schema=schema, preserve_index=False)
@@ -120,11 +138,16 @@ def read_answers(path: str | Path) -> Answers:
             f"{path}: an answers file of format {old!r}, written before the tie-aware "
             f"metrics (it has no tie groups); re-run `pipeline answer` to write format {FORMAT!r}"
         )
-    table, meta = metafile.read_parquet(path, FORMAT, "answers file", REQUIRED_META)
+    table, meta = metafile.read_parquet(path, FORMAT, "answers file", REQUIRED_META,
+                                       "answer again (`pipeline answer`) to write it")
     missing = [f.name for f in SCHEMA if f.name not in table.column_names]
     if missing:
         raise ArtifactError(f"{path}: missing column(s) {', '.join(missing)}")
-    return Answers(table.to_pandas(), meta, path)
+    frame = table.to_pandas()
+    why = non_finite(frame)
+    if why is not None:  # metrics over them would be numbers from nothing
+        raise ArtifactError(f"{path}: {why}; answer again to write it")
+    return Answers(frame, meta, path)
 
 
 def find_answer_files(path: str | Path) -> list[Path]:

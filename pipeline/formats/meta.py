@@ -28,9 +28,10 @@ def encode(fmt: str, meta: dict[str, Any], required: tuple[str, ...]) -> bytes:
     return json.dumps(seal(stamped), sort_keys=True).encode()
 
 
-def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> dict[str, Any]:
-    """The metadata of ``path`` checked: present, valid JSON, of format ``fmt``, with the required keys and,
-    when sealed, unedited."""
+def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[str, ...],
+           remedy: str = "re-create the file instead of editing it") -> dict[str, Any]:
+    """The metadata of ``path`` checked: present, valid JSON, of format ``fmt``, with the required keys,
+    sealed and unedited (a missing digest is refused as a wrong one)."""
     article = "an" if kind[:1] in "aeiou" else "a"
     if raw is None:
         raise ArtifactError(f"{path}: no '{META_KEY.decode()}' metadata, so not {article} {kind} written by this pipeline")
@@ -45,11 +46,10 @@ def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[s
     missing = [k for k in required if k not in meta]
     if missing:
         raise ArtifactError(f"{path}: its metadata lacks {', '.join(repr(k) for k in missing)}")
-    if "digest" in meta and not is_sealed(meta):
-        raise ArtifactError(
-            f"{path}: its metadata was edited after it was written (digest mismatch); re-create the file "
-            "instead of editing it"
-        )
+    if "digest" not in meta:
+        raise checksums.missing(path, "the digest of its metadata", remedy)
+    if not is_sealed(meta):
+        raise ArtifactError(f"{path}: its metadata was edited after it was written (digest mismatch); {remedy}")
     return meta
 
 
@@ -69,22 +69,28 @@ def write_parquet(table: pa.Table, path: Path) -> Path:
     return atomic.write_with(path, write)
 
 
-def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...]) -> tuple[pa.Table, dict[str, Any]]:
-    """A Parquet artifact and its checked metadata; ArtifactError when missing, unreadable or foreign."""
+def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...],
+                 remedy: str = "re-create it") -> tuple[pa.Table, dict[str, Any]]:
+    """A Parquet artifact and its checked metadata; ArtifactError when missing, unreadable, foreign, or
+    without its checksum (``remedy``: the command that writes it again, for the message)."""
     import pyarrow.parquet as pq
 
     if not path.is_file():
         raise ArtifactError(f"{path}: no such {kind}")
     # the checksum first: a damaged file is reported as damaged, whatever the Parquet reader makes of it
-    sealed = checksums.verify_sealed_file(path, required=False)
+    if not checksums.has_seal(path):  # none: not Parquet, not this pipeline's, or its checksum removed
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ArtifactError(f"{path}: not a readable Parquet {kind} ({exc})") from None
+        if META_KEY not in (schema.metadata or {}):
+            decode(None, path, fmt, kind, required)  # "not written by this pipeline"
+    checksums.verify_sealed_file(path, remedy)
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet {kind} ({exc})") from None
-    metadata = table.schema.metadata or {}
-    if not sealed and checksums.META_KEY in metadata:  # written with a checksum that is no longer there
-        checksums.verify_sealed_file(path, required=True)
-    return table, decode(metadata.get(META_KEY), path, fmt, kind, required)
+    return table, decode((table.schema.metadata or {}).get(META_KEY), path, fmt, kind, required, remedy)
 
 
 def peek_format(path: Path) -> str | None:

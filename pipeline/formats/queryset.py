@@ -8,7 +8,8 @@ group listed by id):
   its conjunction in the DNF; exactly one of *_var / *_eid is set) ·
   answers_easy list<int64> · utilities_easy list<float64> (train graph) ·
   answers_hard list<int64> · utilities_hard list<float64> (the split's graph) · seed int64
-and optionally alpha_level str (the level drawn for the query: zero | low | normal | high), named_text str
+and optionally alpha_level str (the level drawn for the query: zero | low | normal | high; under the
+squk alpha mode the atoms' levels in atom order, e.g. low,high), named_text str
 (the text with names, quoted where a name needs it; sampled sets) and, for
 imported SQUK queries, answers_published / utilities_published (best first).
 File metadata (key ``pipeline``, JSON, sealed; :mod:`pipeline.formats.meta`): format, dataset, split, alpha,
@@ -122,7 +123,8 @@ def read_query_set(path: str | Path) -> QuerySet:
                 f"{path}: expected exactly one query set (*.parquet), found {len(files)}; name the file"
             )
         path = files[0]
-    table, meta = metafile.read_parquet(path, FORMAT, "query set", REQUIRED_META)
+    table, meta = metafile.read_parquet(path, FORMAT, "query set", REQUIRED_META,
+                                       "write it again (`pipeline sample`, or `pipeline import-squk` for a published set)")
     missing = [f.name for f in SCHEMA if f.name not in table.column_names]
     if missing:
         raise ArtifactError(f"{path}: missing column(s) {', '.join(missing)}")

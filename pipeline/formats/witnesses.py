@@ -87,5 +87,6 @@ def write_witnesses(rows: list[dict[str, Any]], path: str | Path, meta: dict[str
 
 
 def read_witnesses(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    table, meta = metafile.read_parquet(Path(path), FORMAT, "witnesses file", REQUIRED_META)
+    table, meta = metafile.read_parquet(Path(path), FORMAT, "witnesses file", REQUIRED_META,
+                                        "answer again with --explain to write it")
     return table.to_pandas(), meta

@@ -131,39 +131,73 @@ def reply_text(raw: bytes) -> str:
 
 # ------------------------------------------------------------------------------------------ letter parsing
 
+def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern written with ``[A-D]`` (``[A-Da-d]``) for "a choice letter": the prompt's letters."""
+    return re.compile(pattern.replace("[A-Da-d]", f"[{LETTERS}{LETTERS.lower()}]").replace("[A-D]", f"[{LETTERS}]"), flags)
+
+
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
-_CUE = re.compile(
-    r"(?:answer|choice|option)\s*(?:is|would be|:)?\s*[:\-]?\s*[\(\[*]*([A-D])\b(?![a-z'])", re.I
-)
-_ALONE = re.compile(r"^\W*([A-D])\W*$")
-_LEAD = re.compile(r"^[\s*\(\[]*([A-D])(?:[\)\]\.:,*]|\s*$|\s+[-–—])")
-_BOLD = re.compile(r"\*\*\(?([A-D])\)?\*\*")
+_MARKUP = _rx(r"[*_`#]+|\\(?:boxed|text|textbf|mathrm)\{\s*([A-Da-d])\s*\}")
+_L = r"[\(\[]?\s*([A-D])\s*[\)\]]?(?![A-Za-z0-9'’])"  # one letter, maybe in brackets
+_LOWER_OK = r"[\(\[]?\s*([A-Da-d])\s*[\)\]]?(?![A-Za-z0-9'’])"
+# Cues a person reads as "this is my choice", each followed by the letter. "answer", "choice" and "option"
+# take a lower-case letter too ("answer: d"); the others only a capital (a bare "a" is the article).
+_CUES = [
+    _rx(r"\b(?:answer|choice|option)\b(?:\s+(?:is|would be|will be|should be))?\s*[:\-=]?\s*" + _LOWER_OK, re.I),
+    # "the best candidate is (B)", "the highest score is C", "correct one: D"
+    _rx(r"\b(?i:best|highest|top|correct|right|final|winner|winning)\b[^.\n:]{0,40}?(?:\bis\b|:|=)\s*"
+        r"(?i:candidate\s+|option\s+|letter\s+)?" + _L),
+    # "I pick B", "I'd choose candidate (C)", "go with D"
+    _rx(r"\b(?i:pick|choose|select|go with|goes to)\s+(?i:candidate\s+|option\s+|letter\s+)?" + _L),
+    # "Candidate B has the highest score", "(C) is the best"
+    _rx(r"(?i:\bcandidate\s+)?" + _L + r"\s+(?i:has|gets|scores|wins|is the best|is best|is correct|"
+        r"is the (?:answer|winner|highest))"),
+    # "..., so B." / "Therefore, (C)."
+    _rx(r"\b(?i:so|thus|therefore|hence)\b,?\s+(?i:it is\s+|it's\s+)?" + _L + r"\s*[.!]?\s*$"),
+]
+# a cue's letter followed by another: "B or C", "(B) and (C)", "B/C"
+_AND_ANOTHER = _rx(r"^\s*(?i:,|or|and|/|&|vs\.?)\s*(?i:candidate\s+|option\s+)?[\(\[]?\s*[A-Da-d]\b")
+_WORD_NEXT = re.compile(r"\s+[a-z]")  # what follows the article: "a wolf", "A wolf"
+_ALONE = _rx(r"^\W*([A-Da-d])\W*$")
+# a leading "B.", "B)", "B:", "(B)", "B -", "B is", or B alone on the first line
+_LEAD = _rx(r"^[\s\(\[]*([A-D])(?:\s*[\)\]\.:,]|\s*$|\s*\n|\s+[-–—]|\s+is\b)")
+_MARKED = _rx(r"\(([A-D])\)|\[([A-D])\]|(?<![A-Za-z0-9(\[])([A-D])\)|(?:^|\n)\s*([A-D])\s*[.:]")
+_TOKEN = _rx(r"(?<![A-Za-z0-9'’])([A-D])(?![A-Za-z0-9'’])")
 
 
 def parse_letter(reply: str) -> str | None:
-    """The chosen letter of a reply, or None when it names no clear single letter.
+    """The chosen letter of a reply, read as a person reads it; None when it names no clear single letter.
 
-    Accepted, in order: a reply that is just a letter ('B', '(B).'); an explicit cue ('The answer is C',
-    'Answer: (D)'; the last cue wins, as models restate); a leading 'C.' / 'C)' / 'C:'; a bold '**C**'.
-    A bare 'A' inside a sentence is the English article, so free text without a cue gives None. Reasoning
-    blocks <think>...</think> are ignored."""
-    text = _THINK.sub(" ", reply or "").strip()
+    In order: a reply that is just a letter ('B', '(B).', 'B)'); the last explicit cue ('Answer: B', 'The
+    answer is C', 'the best candidate is (B)', 'I pick D', 'Candidate C has the highest score', '..., so
+    B.'; the last wins, as models restate), unless it names two letters ('the answer is B or C'); a leading
+    'C.' / 'C)' / 'C:' / '(C)' when no other letter is marked so; else the one letter the reply names (its
+    only bracketed or capital letter, '**D**', 'I would say (C)'). A reply naming two letters without a cue
+    ('Both B and C look good') gives None, and so does free text whose only 'A' is the English article ('A
+    wolf is the best choice'). Reasoning blocks <think>...</think> and markdown emphasis are ignored."""
+    text = _THINK.sub(" ", reply or "")
+    text = _MARKUP.sub(lambda m: f"({m.group(1).upper()})" if m.group(1) else "", text).strip()
     if not text:
         return None
     m = _ALONE.match(text)
     if m:
-        return m.group(1)
-    cues = [c.upper() for c in _CUE.findall(text)]
-    cues = [c for c in cues if c in LETTERS]
+        return m.group(1).upper()
+    cues = sorted((m.start(1), m.group(1).upper(), m.end()) for cue in _CUES for m in cue.finditer(text)
+                  if not (m.group(1).islower() and _WORD_NEXT.match(text, m.end())))  # "the choice is a wolf"
     if cues:
-        return cues[-1]
+        _, letter, end = cues[-1]
+        return None if _AND_ANOTHER.match(text[end:]) else letter
+    marked = {next(g for g in m.groups() if g) for m in _MARKED.finditer(text)}
     m = _LEAD.match(text)
-    if m:
+    if m and marked <= {m.group(1)}:
         return m.group(1)
-    bold = set(_BOLD.findall(text))
-    if len(bold) == 1:
-        return bold.pop()
-    return None
+    named = {m.group(1) for m in _TOKEN.finditer(text) if not _article(text, m)} | marked
+    return named.pop() if len(named) == 1 else None
+
+
+def _article(text: str, m: re.Match[str]) -> bool:
+    """A capital A used as the English article ('A wolf', 'a' at a sentence start), not as a letter."""
+    return m.group(1) == "A" and _WORD_NEXT.match(text, m.end()) is not None
 
 
 # ------------------------------------------------------------------------------------------- a whole run

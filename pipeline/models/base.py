@@ -14,17 +14,22 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from pipeline.core.options import Option
+
 
 class ConfidenceModel(nn.Module):
     """Base of the uncertain-KG embeddings (UKGE, BEUrRE).
 
     Subclasses set `name` and `description`, take `n_entities, n_relations, dim` plus their own keyword
-    hyper-parameters (all JSON-able; `hyper()` returns them), and implement `forward`, `score_block`,
-    `features` and `regularization`.
+    hyper-parameters (all JSON-able; `hyper()` returns them), declare those a config may set in
+    `hyper_options` (name -> :class:`~pipeline.core.options.Option`: kind and range; a run's ``model_kwargs``
+    is checked against them before a model is built), and implement `forward`, `score_block`, `features`
+    and `regularization`.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    hyper_options: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, n_entities: int, n_relations: int, dim: int) -> None:
         super().__init__()

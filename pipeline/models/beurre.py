@@ -13,13 +13,14 @@ the BEUrRE code: condition="tail"). The intersection is never wider than either 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from pipeline.core.gather import rows
+from pipeline.core.options import Option
 from pipeline.models.base import ConfidenceModel, normal_, uniform_
 
 EULER_GAMMA = 0.57721566490153286060
@@ -49,6 +50,16 @@ class BEUrRE(ConfidenceModel):
     description = (
         "BEUrRE: Gumbel box embeddings, relation = affine maps of head/tail boxes (Chen et al. 2021)"
     )
+
+    hyper_options: ClassVar[dict[str, Option]] = {
+        "gumbel_beta": Option(help="Gumbel temperature of the boxes' corners (BEUrRE: 0.01).", kind="float",
+                              above=0.0, high=100.0),
+        "condition": Option(help="Which box a confidence is conditioned on: the head's or the tail's.", kind="str",
+                            choices=("head", "tail")),
+        "reg_width": Option(help="Weight of the penalty on box widths.", kind="float", low=0.0, high=100.0),
+        "reg_lo": Option(help="Weight of the penalty on box corners.", kind="float", low=0.0, high=100.0),
+        "reg_rel": Option(help="Weight of the penalty on relation transforms.", kind="float", low=0.0, high=100.0),
+    }
 
     def __init__(
         self,

@@ -57,7 +57,9 @@ class TrainConfig:
     that calls everything likely is not selected), "valid_pos" (positives only) or "last" (the final
     epoch of the budget, no early stopping, as UKGE's code keeps its last model: sharper on negatives, which
     ranking-based query answering rewards); `psl_weight` scales the soft-logic loss of UKGE+PSL (0.2 in
-    UKGE's code)."""
+    UKGE's code); `negative_weight` scales the sampled negatives' squared error against the positives' (1 in
+    UKGE's and BEUrRE's code; below 1 a fact the model is unsure of is predicted nearer its confidence than
+    near 0)."""
 
     dataset: str
     model: str
@@ -70,6 +72,7 @@ class TrainConfig:
     patience: int = 10
     select_on: str = "valid_pos_neg"
     psl_weight: float = 0.2
+    negative_weight: float = 1.0
     seed: int = 0
     device: str | None = None
     model_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -77,7 +80,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         # every source of a config passes here (flags, a replayed config.json, the Python API): values out
         # of range are one line naming the setting, never clamped and never a traceback in training
-        from pipeline.core.checks import check_float, check_int, check_seed, check_text
+        from pipeline.core.checks import check_device, check_float, check_int, check_seed, check_text
 
         check_text(self.dataset, "dataset")
         check_text(self.model, "model")
@@ -90,11 +93,10 @@ class TrainConfig:
         check_int(self.negatives, "negatives", 1, 10**4)
         check_int(self.patience, "patience", 1, 10**6)
         check_float(self.psl_weight, "psl_weight", 0.0)
+        check_float(self.negative_weight, "negative_weight", 0.0)
         check_seed(self.seed, "seed")
-        if self.device is not None and not isinstance(self.device, str):
-            raise PipelineError(f"device: expected cpu, cuda or cuda:N, got {self.device!r}")
-        if not isinstance(self.model_kwargs, dict):
-            raise PipelineError(f"model_kwargs: expected a mapping, got {self.model_kwargs!r}")
+        check_device(self.device)
+        object.__setattr__(self, "model_kwargs", _checked_model_kwargs(self.model, self.model_kwargs))
         if self.select_on not in SELECT_ON:
             raise PipelineError(f"select_on must be one of {', '.join(SELECT_ON)}, not {self.select_on!r}")
 
@@ -119,6 +121,20 @@ class TrainConfig:
         """Same run up to the epoch budget and device (those may change on resume)."""
         strip = lambda c: {k: v for k, v in c.to_dict().items() if k not in ("epochs", "device")}  # noqa: E731
         return strip(self) == strip(other)
+
+
+def _checked_model_kwargs(model: str, given: Any) -> dict[str, Any]:
+    """A run's ``model_kwargs`` checked against the model's declared hyper-parameters
+    (:attr:`~pipeline.models.base.ConfidenceModel.hyper_options`): an unknown name (``__class__``, ``seed``,
+    which is a setting of its own) or a value of the wrong kind or range is one PipelineError, never a
+    TypeError when the model is built."""
+    from pipeline.core.options import check_mapping, declare
+    from pipeline.models.registry import get_model_class
+
+    cls = get_model_class(model)
+    options = [declare(name, o) for name, o in cls.hyper_options.items()]
+    return check_mapping(given, options, lambda name, value: f"model_kwargs {name}={value!r} ({model})",
+                         "model_kwargs")
 
 
 def default_config(dataset: str, model: str, *, n_train: int | None = None, **overrides: Any) -> TrainConfig:

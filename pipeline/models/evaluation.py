@@ -1,11 +1,16 @@
-"""Confidence prediction metrics: MSE and MAE of predicted vs. true confidences (design section 2)."""
+"""Confidence prediction metrics: MSE and MAE of predicted vs. true confidences (design section 2), and the
+summary of a trained backbone that docs/results.json keeps beside the query-answering tables."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from pipeline.core.errors import PipelineError
 from pipeline.models.base import ConfidenceModel
 
 
@@ -39,3 +44,58 @@ def evaluate_run(model: ConfidenceModel, kg) -> dict[str, dict[str, float]]:
     if len(kg.test_negatives):
         out["test_negatives"] = confidence_errors(model, kg.test_negatives.assign(conf=0.0))
     return out
+
+
+def sampled_negatives(facts: pd.DataFrame, n_entities: int, seed: int) -> pd.DataFrame:
+    """One corruption per fact (head or tail, at random) with confidence 0: h, r, t, conf. Fixed by the
+    seed, so every epoch and every resumed run selects on the same negatives."""
+    rng = np.random.default_rng(seed + 7919)
+    h, t = facts["h"].to_numpy().copy(), facts["t"].to_numpy().copy()
+    other = rng.integers(0, n_entities, len(facts))
+    head = rng.random(len(facts)) < 0.5
+    h[head], t[~head] = other[head], other[~head]
+    return pd.DataFrame({"h": h, "r": facts["r"].to_numpy(), "t": t, "conf": np.zeros(len(facts))})
+
+
+def backbone_summary(run_dir: str | Path, kg) -> dict[str, Any]:
+    """What docs/results.json's ``backbones`` records of a table's backbone: the model and how it was
+    trained and selected, its MSE on valid positives (``valid_mse``) beside that of predicting the mean
+    train confidence (``mean_valid_mse``; a backbone that does not beat it predicts no confidence), and its
+    test MSE/MAE on positives and on negatives: the data set's published test negatives where it has them
+    (CN15k), else one sampled corruption per test fact (:func:`sampled_negatives` with the run's seed; the
+    rule the valid selection uses), named in ``test_negatives``."""
+    from pipeline.models.runs import load_run, read_run
+
+    run = read_run(run_dir)
+    res, cfg = run.results, run.config
+    if not res:
+        raise PipelineError(f"{run_dir}: the run has not finished (no results.json)")
+    if "test_negatives" in res:
+        neg, source = res["test_negatives"], "published"
+    else:
+        test = kg.split_facts("test")
+        neg = confidence_errors(load_run(run_dir, dataset=kg.name), sampled_negatives(test, kg.n_entities, int(cfg["seed"])))
+        source = f"sampled: one corruption per test fact (seed {int(cfg['seed'])})"
+    base = res.get("mean_predictor", {})
+    out = {
+        "model": res["model"] + ("+psl" if res.get("psl") else ""),
+        "model_hash": res.get("model_hash"),
+        "epochs_run": res.get("epochs_run"),
+        "best_epoch": res.get("best_epoch"),
+        "selection": res.get("selection"),
+        "batch_size": cfg.get("batch_size"),
+        "dim": cfg.get("dim"),
+        "lr": cfg.get("lr"),
+        "negative_weight": cfg.get("negative_weight", 1.0),
+        "seed": cfg.get("seed"),
+        "valid_mse": res["valid"]["mse"],
+        "mean_valid_mse": base.get("valid_mse"),
+        "mean_confidence": base.get("confidence"),
+        "valid_neg_mse": res.get("valid_negatives", {}).get("mse"),
+        "test_mse": res["test"]["mse"],
+        "test_mae": res["test"]["mae"],
+        "test_neg_mse": neg["mse"],
+        "test_neg_mae": neg["mae"],
+        "test_negatives": source,
+    }
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}

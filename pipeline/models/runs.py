@@ -63,10 +63,17 @@ class Run:
         return pd.DataFrame(rows, columns=["split", "n", "MSE", "MAE"]).set_index("split")
 
 
-def _checksums(folder: Path) -> dict[str, str]:
-    """The run directory's recorded JSON digests ({} when it has none: a run written before checksums)."""
+# how a run directory whose checksums cannot be checked is made again
+TRAIN_AGAIN = "train it again (`pipeline train ... --out` this folder, with --overwrite)"
+
+
+def _checksums(folder: Path, required: bool = True) -> dict[str, str]:
+    """The run directory's recorded JSON digests; CorruptArtifactError when the list is missing (unless
+    ``required`` is False: a run being written), edited or damaged."""
     path = folder / CHECKSUMS_FILE
     if not path.exists():
+        if required:
+            raise checksums.missing(path, "the run's list of checksums", TRAIN_AGAIN)
         return {}
     try:
         doc = metafile.read_json(path)
@@ -82,7 +89,7 @@ def write_run_json(path: Path, doc: Any) -> None:
     path = Path(path)
     atomic.write_json(path, doc)
     try:
-        kept = _checksums(path.parent)
+        kept = _checksums(path.parent, required=False)
     except ArtifactError:  # a damaged list is replaced: writing must not need the run to be intact
         kept = {}
     files = {**kept, path.name: checksums.file_digest(path)}
@@ -90,10 +97,13 @@ def write_run_json(path: Path, doc: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """A run's JSON document, checked against the digest checksums.json recorded for it (when it did)."""
+    """A run's JSON document, checked against the digest checksums.json recorded for it (refused when the
+    list, or its entry for this file, is missing)."""
     path = Path(path)
-    want = _checksums(path.parent).get(path.name) if path.exists() else None
-    if want is not None:  # before parsing: a damaged file is reported as damaged, not as bad JSON
+    if path.exists():  # before parsing: a damaged file is reported as damaged, not as bad JSON
+        want = _checksums(path.parent).get(path.name)
+        if want is None:
+            raise checksums.missing(path, f"its checksum (its entry in {CHECKSUMS_FILE})", TRAIN_AGAIN)
         checksums.check_file(path, want)
     return metafile.read_json(path)
 
@@ -115,7 +125,7 @@ def torch_load(path: Path) -> Any:
         raise ArtifactError(
             f"{path}: not a readable model file ({type(exc).__name__}: {str(exc)[:120]})"
         ) from None
-    return checksums.verify_object(doc, path)
+    return checksums.verify_object(doc, path, TRAIN_AGAIN)
 
 
 def save_model(run_dir: Path, model: ConfidenceModel) -> None:

@@ -41,7 +41,7 @@ from pipeline.core.optim import adam
 from pipeline.core.progress import Output, output
 from pipeline.models.base import ConfidenceModel
 from pipeline.models.config import TrainConfig, default_config
-from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor
+from pipeline.models.evaluation import confidence_errors, evaluate_run, mean_predictor, sampled_negatives
 from pipeline.models.registry import get_model_class
 from pipeline.models.runs import (
     CHECKPOINT_FILE,
@@ -92,16 +92,17 @@ def batch_loss(
     r: Tensor,
     t: Tensor,
     c: Tensor,
-    neg_heads: Tensor,
-    neg_tails: Tensor,
+    negatives: tuple[Tensor, Tensor],
     psl: tuple[Tensor, Tensor, Tensor, Tensor] | None = None,
     psl_weight: float = 0.2,
+    negative_weight: float = 1.0,
 ) -> tuple[Tensor, dict[str, float]]:
-    """Loss of one batch. h, r, t (B,) int64, c (B,) float32; neg_heads / neg_tails (B, k) int64 replace
-    the head / tail of each fact; psl: (h, r, t, c) of soft-logic facts, penalised only when predicted
-    below their confidence. Returns the scalar loss and its parts as floats (read on the host: the
-    training loop uses :func:`loss_terms`, which leaves them on the device)."""
-    loss, parts = loss_terms(model, h, r, t, c, neg_heads, neg_tails, psl, psl_weight)
+    """Loss of one batch. h, r, t (B,) int64, c (B,) float32; negatives: (neg_heads, neg_tails), each (B, k)
+    int64, replace the head / tail of each fact; psl: (h, r, t, c) of soft-logic facts, penalised only when predicted
+    below their confidence; negative_weight scales the negatives' term (1: UKGE's and BEUrRE's loss).
+    Returns the scalar loss and its parts as floats (read on the host: the training loop uses
+    :func:`loss_terms`, which leaves them on the device; the part "neg" is the unweighted mean)."""
+    loss, parts = loss_terms(model, h, r, t, c, negatives, psl, psl_weight, negative_weight)
     return loss, {name: float(value) for name, value in parts.items()}
 
 
@@ -111,12 +112,13 @@ def loss_terms(
     r: Tensor,
     t: Tensor,
     c: Tensor,
-    neg_heads: Tensor,
-    neg_tails: Tensor,
+    negatives: tuple[Tensor, Tensor],
     psl: tuple[Tensor, Tensor, Tensor, Tensor] | None = None,
     psl_weight: float = 0.2,
+    negative_weight: float = 1.0,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """:func:`batch_loss` with its parts as detached 0-d tensors on the model's device (no host read)."""
+    neg_heads, neg_tails = negatives
     k = neg_heads.shape[1]
     pos = model.training_output(h, r, t)
     pos_loss = (pos - c).pow(2).mean()
@@ -129,7 +131,8 @@ def loss_terms(
     )
     neg_loss = neg.pow(2).mean()
     reg = model.regularization(h, r, t)
-    loss = pos_loss + neg_loss + reg
+    # weight 1 is written without the product, so the loss of every earlier run stays bit for bit
+    loss = pos_loss + (neg_loss if negative_weight == 1.0 else negative_weight * neg_loss) + reg
     parts = {"pos": pos_loss.detach(), "neg": neg_loss.detach(), "reg": reg.detach()}
     if psl is not None:
         ph, pr, pt, pc = psl
@@ -137,17 +140,6 @@ def loss_terms(
         loss = loss + psl_loss
         parts["psl"] = psl_loss.detach()
     return loss, parts
-
-
-def sampled_negatives(facts: pd.DataFrame, n_entities: int, seed: int) -> pd.DataFrame:
-    """One corruption per fact (head or tail, at random) with confidence 0: h, r, t, conf. Fixed by the
-    seed, so every epoch and every resumed run selects on the same negatives."""
-    rng = np.random.default_rng(seed + 7919)
-    h, t = facts["h"].to_numpy().copy(), facts["t"].to_numpy().copy()
-    other = rng.integers(0, n_entities, len(facts))
-    head = rng.random(len(facts)) < 0.5
-    h[head], t[~head] = other[head], other[~head]
-    return pd.DataFrame({"h": h, "r": facts["r"].to_numpy(), "t": t, "conf": np.zeros(len(facts))})
 
 
 # the running loss shown by the progress bar is read (a host synchronisation on an accelerator) at most
@@ -221,10 +213,10 @@ def _batches(bar: Any, model: ConfidenceModel, opt: torch.optim.Optimizer, facts
             facts.r[idx],
             facts.t[idx],
             facts.c[idx],
-            neg_h,
-            neg_t,
+            (neg_h, neg_t),
             psl_batch,
             cfg.psl_weight,
+            cfg.negative_weight,
         )
         opt.zero_grad(set_to_none=True)
         loss.backward()

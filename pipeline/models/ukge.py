@@ -9,12 +9,13 @@ rect:         P = clamp(w * x + b, 0, 1)   (trained on the unbounded w * x + b, 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
 
 from pipeline.core.gather import rows
+from pipeline.core.options import Option
 from pipeline.models.base import ConfidenceModel, uniform_
 
 
@@ -22,6 +23,9 @@ class UKGE(ConfidenceModel):
     """Entity and relation vectors of size dim; a scalar affine map (w, b) then the mapping function."""
 
     mapping: str = ""
+    hyper_options: ClassVar[dict[str, Option]] = {
+        "l2": Option(help="Weight of the L2 penalty on a batch's embeddings (UKGE: 5e-4).", kind="float", low=0.0, high=100.0),
+    }
 
     def __init__(
         self, n_entities: int, n_relations: int, dim: int = 128, l2: float = 5e-4, seed: int = 0

@@ -13,3 +13,8 @@ from __future__ import annotations
 # 16; 3: the whole tie group at the top-100 cut of the ground truth), and part of the ingest
 # and sample stage keys of `pipeline reproduce` (and its baselines and studies), so a reproduction never reuses a store or a query set written by older code.
 SAMPLING_VERSION = 3
+
+# Every sample size's bound whatever the graph (pipeline.sampling.capacity bounds it by the graph): twenty
+# times the largest set of the literature (CN15k's 53,000 train queries per type); sampling that many takes
+# hours already. Here, light, so that the options can declare it (the command line imports them at start).
+MAX_PER_TYPE = 1_000_000

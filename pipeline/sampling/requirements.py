@@ -4,7 +4,9 @@ alpha levels per relation: zero = 0, low / normal / high = the 25th / 50th / 75t
 relation's confidences over ALL published rows of train, val and test (duplicates kept; the SQUK
 benchmark's definition, :func:`loaders.levels.alpha_percentiles` is its one implementation; ingest stores the result on
 the store's relation vocabulary, where sampling and `pipeline stats` read it); ``hybrid`` draws one of the
-four levels per query. beta: ``equal`` = 1.0, ``random`` = U(0.1, 1) in steps of 0.1.
+four levels per query; ``squk`` draws one of low / normal / high per atom, as the SQUK benchmark's own
+generator does for its published query files (its hybrid: no atom at zero, levels mixed within a query).
+beta: ``equal`` = 1.0, ``random`` = U(0.1, 1) in steps of 0.1.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ ALPHA_MODES: Registry[Mode] = Registry(
         Mode("normal", "the 50th percentile of the relation's confidences"),
         Mode("high", "the 75th percentile of the relation's confidences"),
         Mode("hybrid", "one of zero/low/normal/high drawn per query"),
+        Mode("squk", "one of low/normal/high drawn per atom (the SQUK benchmark generator's hybrid)"),
     ),
 )
 BETA_MODES: Registry[Mode] = Registry(
@@ -42,6 +45,7 @@ BETA_MODES: Registry[Mode] = Registry(
     (Mode("equal", "beta = 1 for every atom"), Mode("random", "beta drawn from {0.1, 0.2, ..., 1.0} per atom")),
 )
 PERCENTILES = {"low": 25.0, "normal": 50.0, "high": 75.0}
+PER_ATOM_LEVELS = ("low", "normal", "high")  # what the squk mode draws from, per atom
 
 
 def check_alpha_mode(mode: str) -> str:
@@ -70,11 +74,24 @@ def alpha_table(percentiles: Mapping[int, Sequence[float]], n_relations: int) ->
 
 
 def draw_level(rng: np.random.Generator, mode: str) -> str:
-    """The alpha level of one query: the mode itself, or a uniform draw among the four for hybrid."""
+    """The alpha level of one query (of one atom for squk): the mode itself, or a uniform draw among the
+    four for hybrid, among low/normal/high for squk."""
     check_alpha_mode(mode)
     if mode == "hybrid":
         return ALPHA_LEVELS[int(rng.integers(len(ALPHA_LEVELS)))]
+    if mode == "squk":
+        return PER_ATOM_LEVELS[int(rng.integers(len(PER_ATOM_LEVELS)))]
     return mode
+
+
+def draw_levels(rng: np.random.Generator, mode: str, n_atoms: int) -> list[str]:
+    """The alpha level of each of a query's n_atoms atoms: squk draws one per atom; every other mode draws
+    one level for the whole query (:func:`draw_level`, the same draws as before this function existed,
+    so the query sets of those modes are unchanged)."""
+    check_alpha_mode(mode)
+    if mode == "squk":
+        return [PER_ATOM_LEVELS[int(k)] for k in rng.integers(len(PER_ATOM_LEVELS), size=n_atoms)]
+    return [draw_level(rng, mode)] * n_atoms
 
 
 def alpha_for(table: np.ndarray, relations: Sequence[int], level: str) -> list[float]:

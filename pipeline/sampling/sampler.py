@@ -21,12 +21,13 @@ from pipeline.core.kg import observed_graph
 from pipeline.core.progress import Output, output
 from pipeline.engine import Adjacency
 from pipeline.formats.queryset import query_to_records
+from pipeline.sampling.capacity import most_per_type
 from pipeline.sampling.requirements import (
     alpha_for,
     check_alpha_mode,
     check_beta_mode,
     draw_betas,
-    draw_level,
+    draw_levels,
 )
 from pipeline.sampling.shapes import missing_shapes
 from pipeline.sampling.truth import ground_truth
@@ -170,6 +171,13 @@ def sample_queries(
     missing = missing_shapes([QUERY_TYPES[name] for name in types], kg.graph(split), kg.n_entities)
     if named and missing:
         raise SamplingError(_cannot_exist(missing, split, dataset))
+    # more queries than the graph can hold: refused at once when the types are named (they must all fill);
+    # otherwise each type's walks stop at what its graph can hold (pipeline.sampling.capacity)
+    most = most_per_type([t for t in types if t not in missing], kg.graph("test"), kg.n_entities,
+                         check_alpha_mode(alpha_mode), check_beta_mode(beta_mode))
+    over = {t: m for t, m in most.items() if per_type > m}
+    if named and over:
+        raise SamplingError(too_many_line(option("per_type", per_type), over, split, dataset, alpha_mode, beta_mode))
     train_adj = Adjacency.from_graph(observed_graph(kg, "train"))
     split_adj = train_adj if split == "train" else Adjacency.from_graph(observed_graph(kg, split))
     check_store_content(store, kg, dataset)
@@ -184,7 +192,7 @@ def sample_queries(
     type_index = {name: i for i, name in enumerate(QUERY_TYPES)}
     with out.bar(total=per_type * (len(types) - len(missing)), desc=f"sample {split}", unit="query") as bar:
         job = _Job(walker, pool, per_type, split, train_adj, split_adj, alpha_mode, beta_mode, alpha_table,
-                   attempts_per_query, bar, strict=named, vocab=Vocabulary.from_kg(kg))
+                   attempts_per_query, bar, strict=named, vocab=Vocabulary.from_kg(kg), most=most)
         for name in types:
             if name in missing:
                 report = TypeReport(name, per_type, note=f"skipped: {name} needs {missing[name]}, which the "
@@ -205,6 +213,13 @@ def sample_queries(
         if r.note:
             out.warn(f"sample {split}: query type {r.type}: {r.note}")
     return rows, reports
+
+
+def too_many_line(asked: str, over: dict[str, int], split: str, dataset: str, alpha: str, beta: str) -> str:
+    """The one line for a sample size beyond what the graph can hold (``asked``: the option as given)."""
+    name = min(over, key=over.__getitem__)
+    return (f"{asked}: the {split} graph of '{dataset}' holds at most {over[name]:,} distinct {name} queries "
+            f"(alpha {alpha}, beta {beta}: pipeline.sampling.capacity); ask for at most that many, or fewer types")
 
 
 def _cannot_exist(missing: dict[str, str], split: str, dataset: str) -> str:
@@ -239,6 +254,7 @@ class _Job:
     bar: Any
     strict: bool = True  # every type must fill (the caller named the types)
     vocab: Vocabulary | None = None  # names for each query's named_text
+    most: dict[str, int] | None = None  # how many distinct queries of each type the graph can hold at most
 
 
 def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeReport, list[dict]]:
@@ -247,7 +263,8 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
     alpha_mode, beta_mode, attempts_per_query = job.alpha_mode, job.beta_mode, job.attempts_per_query
     qt = QUERY_TYPES[name]
     report = TypeReport(name, per_type)
-    budget = max(attempts_per_query * per_type, MIN_ATTEMPTS)
+    # walks for at most the queries the graph can hold: asking for more draws duplicates forever
+    budget = max(attempts_per_query * min(per_type, (job.most or {}).get(name, per_type)), MIN_ATTEMPTS)
     seen: set[str] = set()
     kept: list[dict] = []
     store0 = walker.stats.store_seconds
@@ -264,8 +281,10 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
             g = ground(qt, walker, answer, rng)
             if g is None:
                 continue
-            level = draw_level(rng, alpha_mode)
-            alphas = alpha_for(alpha_table, g.relations, level)
+            levels = draw_levels(rng, alpha_mode, len(g.relations))
+            alphas = [alpha_for(alpha_table, [r], lv)[0] for r, lv in zip(g.relations, levels, strict=True)]
+            # the query's level; per atom (squk) the atoms' levels in atom order, comma-separated
+            level = ",".join(levels) if alpha_mode == "squk" else levels[0]
             betas = draw_betas(rng, beta_mode, qt.n_atoms)
             query = qt.build(g.relations, g.anchors, alphas, betas)
             text = to_text(query)

@@ -24,6 +24,7 @@ import torch
 
 from pipeline.core.atomic import check_folder
 from pipeline.core.errors import PipelineError, option
+from pipeline.core.options import check
 from pipeline.core.versions import KEY as VERSION_KEY
 from pipeline.core.versions import check_versions
 from pipeline.formats.answers import (
@@ -352,6 +353,8 @@ def answer_queries(
     from pipeline.executors import answer_executor
 
     options = options if options is not None else AnswerOptions()
+    if isinstance(method, MethodOptions):  # the query sets a calibration reads: refused where none reads them
+        check(options, context={"calibration": ("calibration", method.calibration)})
     check_folder(options.out, "out")  # refused before any fitting starts
     if queries is None:
         raise PipelineError(f"{option('queries')}: give a query set or its file")

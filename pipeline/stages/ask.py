@@ -75,11 +75,11 @@ def ask(
     check_text(text, "text")
     check_text(dataset, "dataset")
     if top is not None:
-        check_int(top, "top", 1)
+        top = check_int(top, "top", 1)
     if cycle_cap is not None:
-        check_int(cycle_cap, "cycle_cap", 1)
+        cycle_cap = check_int(cycle_cap, "cycle_cap", 1)
     if not isinstance(explain, bool):
-        check_int(explain, "explain", 0)
+        explain = check_int(explain, "explain", 0)
     if graph is not None and graph not in ("train", "valid", "test"):
         raise PipelineError(f"{option('graph', graph)}: expected train, valid or test")
     if adjacency is not None and not isinstance(adjacency, (str, Path)):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.core.options import check, setting
 from pipeline.core.progress import Output, output
+from pipeline.sampling import MAX_PER_TYPE
 
 if TYPE_CHECKING:
     from pipeline.executors.base import Executor
@@ -47,9 +48,10 @@ class AnswerOptions(Shown):
     the batches run (the stage opens and closes the executor)."""
 
     out: str | Path | None = setting(None, help="Answers directory (default: answers/ beside the query set).")
-    valid_queries: QuerySet | str | Path | None = setting(None, kind="path",
+    # needs: the method's calibration, passed as context by the answering stage (pipeline.stages.answer)
+    valid_queries: QuerySet | str | Path | None = setting(None, kind="path", needs=(("calibration", ("D", "L", "D+L")),),
                                  help="Valid query set (D chooses delta there, L selects there); a path or a query set.")
-    train_queries: QuerySet | str | Path | None = setting(None, kind="path",
+    train_queries: QuerySet | str | Path | None = setting(None, kind="path", needs=(("calibration", ("L", "D+L")),),
                                  help="Train query set (L is fitted there, alpha = 0); a path or a query set.")
     allow_split_mismatch: bool = setting(False, help="Accept a valid/train query set of another split (recorded).")
     explain: int = setting(0, low=0, flag="--explain",
@@ -77,16 +79,19 @@ class ExportOptions(Shown):
     threshold: float = setting(0.1, low=0.0, high=1.0, help="Keep facts with predicted confidence >= T (in (0, 1]).")
     top_k: int | None = setting(None, low=1, help="Keep only each (head, relation)'s K best-scored tails that pass the threshold.")
     out: str | Path | None = setting(None, help="Export directory (default PIPELINE_HOME/exports/DATASET-HASH-tT).")
-    device: str | None = setting(None, help=DEVICE_HELP)
+    device: str | None = setting(None, kind="device", help=DEVICE_HELP)
     allow_dense: bool = setting(False, help="Keep the export even when its size exceeds its budget (a quarter of the memory "
                                             "available, half the free disk; refused otherwise).")
     overwrite: bool = setting(False, help="Replace an export of another run, model or threshold in the out folder.")
     executor: str = setting("local", registry="executors", help="Where the scoring runs (`pipeline ls executors`).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
     workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs).")
-    shards: str | None = setting(None, help="Non-local executors: where the (relation, head block) shards go "
-                                            "(folder or URI such as s3://b/p; default OUT.shards).")
-    shard_heads: int | None = setting(None, low=1, help="Non-local executors: heads per shard task (whole scoring blocks; default one block).")
+    shards: str | None = setting(None, help="Where the (relation, head block) shards go (folder or URI such as "
+                                            "s3://b/p): non-local executors (default OUT.shards), or this process "
+                                            "when given (a resumable export).")
+    shard_heads: int | None = setting(None, low=1, needs=(("shards", ()), ("executor", ("processes", "ray"))),
+                                      help="Non-local executors (or --shards): heads per shard task (whole scoring "
+                                           "blocks; default one block).")
     # not on the command line: the scoring block (tests), box pruning (pipeline.models.box_bounds), the size guard
     block_rows: int | None = setting(None, low=1, cli=False, api=False, help="Heads scored per block.")
     prune: bool = setting(True, cli=False, api=False, help="Box models: skip block pairs bounded below the threshold.")
@@ -108,7 +113,8 @@ class SampleOptions(Shown):
     out: str | Path | None = setting(None, help="Folder of the query set file (default PIPELINE_HOME/queries/DATASET).")
     split: str = setting("test", choices=("train", "valid", "test"), help="The split whose graph grounds the answers.")
     types: tuple[str, ...] | None = setting(None, help="Query types (default: the train types for train, all 12 otherwise).")
-    per_type: int | None = setting(None, low=1, help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")
+    per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE,
+                                   help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")
     alpha: str = setting("zero", registry="alpha-modes", help="Necessity levels (`pipeline ls alpha-modes`).")
     beta: str = setting("equal", registry="beta-modes", help="Importances (`pipeline ls beta-modes`).")
     seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of the walks and the requirements.")
@@ -134,13 +140,15 @@ class TrainOptions(Shown):
     lr: float | None = setting(None, low=0.0, help="Adam learning rate (model default).")
     batch_size: int | None = setting(None, low=1, help="Facts per batch (model default, fitted to a small graph).")
     negatives: int | None = setting(None, low=0, help="Corruptions per fact and side (model default).")
+    negative_weight: float | None = setting(None, low=0.0, help="Weight of the negatives' squared error against "
+                                            "the positives' (default 1).")
     patience: int | None = setting(None, low=1, help="Epochs without a better valid MSE before stopping.")
     select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),
                                     help="Early stopping / selection MSE: valid positives + sampled negatives (default), "
                                          "positives only, or last (keep the final epoch, no early stopping).")
     out: str | Path | None = setting(None, help="Run directory (default PIPELINE_HOME/runs/DATASET-MODEL[-psl]-sSEED).")
     seed: int | None = setting(None, low=0, high=2**32 - 1, help="Random seed (default 0, or the --config file's).")
-    device: str | None = setting(None, help=DEVICE_HELP)
+    device: str | None = setting(None, kind="device", help=DEVICE_HELP)
     resume: bool = setting(False, help="Continue from the run directory's checkpoint.")
     overwrite: bool = setting(False, help="Start over in a run directory that holds a run (its checkpoint and model are deleted).")
     source: str | None = setting(None, help=SOURCE_HELP)
@@ -154,7 +162,8 @@ class TrainOptions(Shown):
 
     def overrides(self) -> dict[str, Any]:
         """The settings of the run's config that were given (None: not given)."""
-        names = ("psl", "epochs", "dim", "lr", "batch_size", "negatives", "patience", "select_on", "seed", "device")
+        names = ("psl", "epochs", "dim", "lr", "batch_size", "negatives", "negative_weight", "patience", "select_on",
+                 "seed", "device")
         out = {k: getattr(self, k) for k in names}
         out["psl"] = self.psl or None  # a flag left off keeps the replayed config's
         return out

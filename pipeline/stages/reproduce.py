@@ -23,9 +23,31 @@ from pipeline.core.errors import option
 from pipeline.core.options import check, setting
 from pipeline.core.provenance import stable_key
 from pipeline.methods.src.calibrations import CALIBRATIONS, L_VERSION
-from pipeline.sampling import SAMPLING_VERSION
+from pipeline.sampling import MAX_PER_TYPE, SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
+
+# What `pipeline reproduce DATASET` does with a setting left unset (None): the recipe each data set's main
+# table was selected with on its valid queries (docs/results.md), then GENERAL_DEFAULTS (then the backbone's
+# own default). An explicit value always wins; stage keys and reproduce.json hold the values used, so a
+# replay is exact.
+# - PPI5k: UKGE logi trained 300 epochs and kept at the last (the best valid score of 100, 200, 300 and 400
+#   epochs and of the early-stopped model), exported at T = 0.1 (T = 0.05 and 0.01 score lower on valid).
+# - CN15k: UKGE logi trained 40 epochs and kept at the last one (the early-stopped model's T = 0.1 export
+#   is refused, 56% of all pairs pass, and the models below the mean predictor's valid MSE rank far worse),
+#   exported at T = 0.4 (valid score 37.06 for SRC against 35.53 at 0.1, 36.92 at 0.5, 31.73 at 0.7).
+# The query sets keep the design's hybrid alpha mode everywhere (the SQUK generator's own is --alpha squk).
+GENERAL_DEFAULTS: dict[str, Any] = {"alpha": "hybrid", "threshold": 0.1}
+DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ppi5k": {"epochs": 300, "select_on": "last", "threshold": 0.1},
+    "cn15k": {"epochs": 40, "select_on": "last", "threshold": 0.4},
+}
+
+
+def dataset_defaults(dataset: str) -> dict[str, Any]:
+    """The settings `pipeline reproduce DATASET` takes when they are not given (DATASET_DEFAULTS over
+    GENERAL_DEFAULTS)."""
+    return {**GENERAL_DEFAULTS, **DATASET_DEFAULTS.get(dataset.lower(), {})}
 
 
 @dataclass(frozen=True)
@@ -34,16 +56,22 @@ class ReproduceConfig:
     ``pipeline reproduce``'s options and ``pl.run``'s keywords (declared once, :mod:`pipeline.core.options`)."""
 
     dataset: str
-    models: tuple[str, ...] = setting(("ukge_logi",), help="Backbones to train and answer with, e.g. ukge_logi,beurre.")
-    epochs: int | None = setting(None, low=1, help="Training epochs (default: the backbone's).")
+    models: tuple[str, ...] = setting(("ukge_logi",), empty=True,
+                                      help="Backbones to train and answer with, e.g. ukge_logi,beurre (\"\": "
+                                           "none, the baselines only).")
+    epochs: int | None = setting(None, low=1, help="Training epochs (default: the data set's recipe, else the backbone's).")
     dim: int | None = setting(None, low=1, help="Embedding dimension (default: the backbone's).")
-    per_type: int | None = setting(None, low=1, help="Valid and test queries per type (default 100, fewer on a "
-                                                     "graph of under 2,000 train facts: one per 20 of them, at least 10).")
-    train_per_type: int | None = setting(None, low=1, help="Train queries per type, for calibration L (default 200, fewer "
-                                                           "on a graph of under 2,000 train facts: one per 10, at least 20).")
-    alpha: str = setting("hybrid", registry="alpha-modes", help="Alpha mode of the valid/test queries.")
+    per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE, help="Valid and test queries per type (default "
+                                   "100, fewer on a graph of under 2,000 train facts: one per 20 of them, at least 10).")
+    train_per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE, help="Train queries per type, for calibration L "
+                                         "(default 200, fewer on a graph of under 2,000 train facts: one per 10, at least 20).")
+    alpha: str | None = setting(None, registry="alpha-modes",
+                                help="Alpha mode of the valid/test queries (default: hybrid).")
     beta: str = setting("random", registry="beta-modes", help="Beta mode of all queries.")
-    threshold: float = setting(0.1, low=0.0, high=1.0, help="Export threshold.")
+    threshold: float | None = setting(None, low=0.0, high=1.0,
+                                      help="Export threshold (default: the data set's recipe, else 0.1).")
+    negative_weight: float | None = setting(None, low=0.0, help="Weight of the sampled negatives' squared error "
+                                                                "in training (default: the data set's recipe, else 1).")
     # declared by pipeline.methods.options.LOptions (the command's --l-epochs, pl.run's l_epochs=): kept here as
     # a field of its own because the L stages' keys read it
     l_epochs: int = setting(20, low=0, cli=False, api=False, help="Epochs of calibration L.")
@@ -52,26 +80,45 @@ class ReproduceConfig:
     l_settings: dict[str, Any] = field(default_factory=dict)
     calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
     seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of every stage.")
-    device: str | None = setting(None, help="cpu | cuda | cuda:N (default: cuda when present).")
+    device: str | None = setting(None, kind="device", help="cpu | cuda | cuda:N (default: cuda when present).")
     psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
     select_on: str | None = setting(None, choices=("valid_pos_neg", "valid_pos", "last"),
-                                    help="Training epoch selection (default valid_pos_neg early stopping; last keeps "
-                                         "the final epoch).")
+                                    help="Training epoch selection (default: the data set's recipe, else valid_pos_neg "
+                                         "early stopping; last keeps the final epoch).")
     extra: dict[str, Any] = field(default_factory=dict)
     # query-embedding baselines trained and answered beside SRC (pipeline.stages.reproduce_baselines), and their
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
     baselines: tuple[str, ...] = setting((), help="Query-embedding baselines to train and answer beside SRC "
                                                   "(logice_ne,cone_ne; `pipeline ls baselines`).")
-    qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False,
+    qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False, needs=(("baselines", ()),),
                                  help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
 
     def __post_init__(self) -> None:
+        from pipeline.core.errors import PipelineError, option
         from pipeline.methods.options import LOptions
 
+        # a setting left unset takes the data set's default, then the general one (stage keys and
+        # reproduce.json hold the values used, so a replay is exact)
+        for name, value in dataset_defaults(self.dataset).items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         check(self)
-        # checked and canonical (a list read back from JSON is a tuple again), l_epochs kept in its own field
+        # checked and canonical (a list read back from JSON is a tuple again), l_epochs kept in its own field;
+        # L's settings given where no calibration uses L are refused (they would do nothing)
         given = {k: v for k, v in self.l_settings.items() if k != "l_epochs"}
-        object.__setattr__(self, "l_settings", LOptions(**given).l_settings())
+        l_opts = LOptions(**given, l_epochs=self.l_epochs)
+        check(l_opts, context={"calibration": ("calibrations", self.calibrations)})
+        object.__setattr__(self, "l_settings", {k: v for k, v in l_opts.l_settings().items() if k != "l_epochs"})
+        if not self.models and not self.baselines:
+            raise PipelineError(f"{option('models', '')}: no backbone, and {option('baselines')} names none: nothing to run")
+        if self.baselines:  # every baseline and its settings, checked before any work (named as given)
+            from pipeline.stages.reproduce_baselines import qe_settings
+
+            for b in self.baselines:
+                qe_settings(b, self.qe, self.dataset)
+            other = [m for m, v in self.qe.items() if isinstance(v, dict) and m not in self.baselines]
+            if other:  # settings of a baseline that is not run would do nothing
+                raise PipelineError(f"{option('qe')} sets {other[0]}, which {option('baselines')} does not run")
 
     @classmethod
     def from_file(cls, path: str | Path, dataset: str, overrides: dict[str, Any] | None = None) -> ReproduceConfig:
@@ -217,14 +264,15 @@ def train_stage(ctx: Context, model: str, run_dir: Path, pretrained: bool) -> No
 
         tc = default_config(
             cfg.dataset, model, epochs=cfg.epochs, dim=cfg.dim, seed=cfg.seed, device=cfg.device,
-            psl=cfg.psl or None, select_on=cfg.select_on, n_train=len(ctx.kg.graph("train")),
+            psl=cfg.psl or None, select_on=cfg.select_on, negative_weight=cfg.negative_weight,
+            n_train=len(ctx.kg.graph("train")),
         )
         # an interrupted run of the same config resumes; a changed config trains afresh in its place
         res = train(ctx.kg, tc, run_dir, resume=can_resume(run_dir, tc), progress=ctx.progress, overwrite=True)
         return {"run": str(run_dir), "results": res.get("test"), "_paths": [str(run_dir / "model.pt")]}
 
-    # select_on joins the key only when set, so the keys of earlier default runs stay valid
-    chosen = {"select_on": cfg.select_on} if cfg.select_on else {}
+    # select_on and negative_weight join the key only when set, so the keys of earlier default runs stay valid
+    chosen = {k: v for k in ("select_on", "negative_weight") if (v := getattr(cfg, k)) is not None}
     key = cfg.key("dataset", "epochs", "dim", "seed", "psl", data=ctx.data_key, model=model, **chosen)
     ctx.stages.run(f"train {model}", key, run, ctx.log)
 
@@ -256,11 +304,14 @@ def answer_stage(
         from pipeline.stages.answer import answer_queries
         from pipeline.stages.options import AnswerOptions
 
+        # L's settings and train queries only to the variants that use L, the valid queries to those that
+        # choose something on them (the answering stage refuses a setting that would do nothing)
         method = MethodOptions(method="src", adjacency=export["path"], calibration=calibration, run=run_dir,
-                               device=cfg.device, seed=cfg.seed, l_epochs=cfg.l_epochs, kg=ctx.kg,
-                               **(cfg.l_settings if uses_l else {}))
-        how = AnswerOptions(out=ctx.out / "answers", valid_queries=sets["valid"], train_queries=sets["train"],
-                            progress=ctx.progress)
+                               device=cfg.device, seed=cfg.seed, kg=ctx.kg,
+                               **({"l_epochs": cfg.l_epochs, **cfg.l_settings} if uses_l else {}))
+        how = AnswerOptions(out=ctx.out / "answers", progress=ctx.progress,
+                            valid_queries=sets["valid"] if calibration != "none" else None,
+                            train_queries=sets["train"] if uses_l else None)
         rep = answer_queries(sets["test"], method, how)  # every core, the export shared (the stage's default)
         return {
             "path": rep["path"], "seconds": rep["seconds"], "throughput": rep["throughput"],
@@ -285,15 +336,21 @@ def answer_stage(
     return path
 
 
-def evaluate_stage(ctx: Context, answer_files: list[str], docs: str | Path | None) -> list[dict[str, Any]]:
-    """Metrics of every answers file (always run: cheap, and keeps the docs current)."""
+def evaluate_stage(
+    ctx: Context, answer_files: list[str], docs: str | Path | None, backbone: Path | None = None
+) -> list[dict[str, Any]]:
+    """Metrics of every answers file (always run: cheap, and keeps the docs current); with docs, the main
+    table's backbone (the run of the first model) is recorded beside them."""
     from pipeline.stages.evaluate import evaluate_file, plot_methods, save_report, update_results
 
     reports = [evaluate_file(p) for p in answer_files]
     for r in reports:
         save_report(r, Path(r["file"]).with_suffix(""))
     if docs is not None:
-        update_results(reports, docs)
+        from pipeline.models.evaluation import backbone_summary
+
+        backbones = {ctx.cfg.dataset: backbone_summary(backbone, ctx.kg)} if backbone is not None else None
+        update_results(reports, docs, backbones)
         plot_methods(
             {r["method"]: r["summary"] for r in reports}, Path(docs) / f"results_{ctx.cfg.dataset}.png",
             title=ctx.cfg.dataset,
@@ -359,19 +416,19 @@ def reproduce(
 
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
-    if cfg.baselines:  # so does an unknown baseline or baseline setting
-        from pipeline.stages.reproduce_baselines import qe_settings
-
-        for b in cfg.baselines:
-            qe_settings(b, cfg.qe, cfg.dataset)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     kg = kg if kg is not None else load(cfg.dataset)
     cfg = with_counts(cfg, len(kg.graph("train")), log)
     ctx = Context(cfg, out, kg, Stages(out), log, progress, store_uri)
+    if cfg.baselines:  # their train counts against the graph, before any stage runs
+        from pipeline.stages.reproduce_baselines import check_counts
+
+        check_counts(ctx.kg, cfg)
     runs = {m: Path(p) for m, p in (runs or {}).items()}
     answer_files: list[str] = []
+    backbone: Path | None = None  # the main table's: the first model's run
     try:
         ingest_stage(ctx)
         sets = {
@@ -383,6 +440,7 @@ def reproduce(
         for model in cfg.models:
             run_dir = runs.get(model, out / "runs" / f"{cfg.dataset}-{model}-s{cfg.seed}")
             train_stage(ctx, model, run_dir, model in runs)
+            backbone = backbone or run_dir
             model_hash = load_run(run_dir).content_hash()
             export = export_stage(ctx, model, run_dir, model_hash)
             for calibration in cfg.calibrations:
@@ -394,7 +452,7 @@ def reproduce(
     finally:
         ctx.close()
 
-    reports = evaluate_stage(ctx, answer_files, docs)
+    reports = evaluate_stage(ctx, answer_files, docs, backbone)
     seconds = time.perf_counter() - t_start
     if docs is not None:
         from pipeline.stages.evaluate import set_section
@@ -504,6 +562,7 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
         + f" --seed {cfg.seed}"
         + (f" --epochs {cfg.epochs}" if cfg.epochs else "")
         + (f" --select-on {cfg.select_on}" if cfg.select_on else "")
+        + (f" --negative-weight {cfg.negative_weight:g}" if cfg.negative_weight is not None else "")
         + (f" --baselines {','.join(cfg.baselines)}" if cfg.baselines else "")
         + "".join(f" --qe {k}={v}" for k, v in _flat_qe(cfg.qe))
         + "".join(f" --run {m}={p}" for m, p in runs.items())

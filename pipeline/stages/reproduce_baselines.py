@@ -13,15 +13,15 @@ pipeline.stages.reproduce (which imports it), so the dependency stays one way.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import shutil
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
+from pipeline.core.options import Option
 from pipeline.core.provenance import stable_key
-from pipeline.sampling import SAMPLING_VERSION
+from pipeline.sampling import MAX_PER_TYPE, SAMPLING_VERSION
 
 BIG_TYPES = ("1p", "2p", "2i")
 SMALL_TYPES = ("2in", "2il")  # the paper samples a tenth (CN15k) to 15% (PPI5k) as many negation queries
@@ -65,31 +65,52 @@ PER_DATASET: dict[str, dict[str, Any]] = {
         "cone_ne": {"lr": 3e-3, "batch_size": 256, "batch_negatives": 0, "epochs": 8, "eval_every": 1},
     },
 }
-_COUNTS = ("train_per_type", "small_per_type")
+# The query counts of the baselines' train sets, declared as the QEConfig fields are (at most the largest
+# sample size: pipeline.sampling.capacity)
+COUNTS = {
+    "train_per_type": Option(help="Train queries per 1p/2p/2i type.", kind="int", low=1, high=MAX_PER_TYPE),
+    "small_per_type": Option(help="Train queries per 2in/2il type.", kind="int", low=1, high=MAX_PER_TYPE),
+}
+_COUNTS = tuple(COUNTS)
 
 
 def qe_settings(model: str, overrides: dict[str, Any], dataset: str | None = None) -> dict[str, Any]:
     """The baseline's settings: COMMON, PER_MODEL[model], then the data set's PER_DATASET entries (its flat
     ones, then its model's), then overrides (a flat dict of fields, or {model: {fields}} for one model
-    only). Unknown names fail before any work."""
+    only), each override checked against its declaration (:class:`~pipeline.baselines.settings.QEConfig`,
+    :data:`COUNTS`). An unknown name or a value out of its range fails before any work, named as the caller
+    gave it (``--qe lr=nan``, ``qe={'lr': nan}``)."""
     from pipeline.baselines import get_qe_model_class
-    from pipeline.stages.train_qe import QEConfig
+    from pipeline.baselines.settings import QEConfig
+    from pipeline.core.options import check_mapping, declare, declared
 
+    if not isinstance(overrides, dict):
+        raise PipelineError(f"{option('qe')}: expected a mapping of settings, got {type(overrides).__name__}")
     for name in [model, *(k for k, v in overrides.items() if isinstance(v, dict))]:
         get_qe_model_class(name)  # an unknown baseline (or MODEL.KEY prefix) fails with close matches
-    # the data, the query sets and the seed are the reproduction's own
-    fixed = {"dataset", "model", "train_queries", "valid_queries", "seed", "extra"}
-    known = {f.name for f in dataclasses.fields(QEConfig)} - fixed
-    flat = {k: v for k, v in overrides.items() if not isinstance(v, dict)}
-    mine = overrides.get(model, {}) if isinstance(overrides.get(model, {}), dict) else {}
-    unknown = sorted(set(flat) - known - set(_COUNTS)) + sorted(set(mine) - known - set(_COUNTS))
-    if unknown:
-        raise PipelineError(
-            f"baseline setting(s) {', '.join(unknown)} unknown; known: {', '.join(sorted(known | set(_COUNTS)))}"
-        )
+    # the data, the query sets and the seed are the reproduction's own (QEConfig's declared fields are the rest)
+    options = [*declared(QEConfig), *(declare(k, o) for k, o in COUNTS.items())]
+    options = [d for d in options if d.name != "seed"]
+    flat = check_mapping({k: v for k, v in overrides.items() if not isinstance(v, dict)}, options, _qe_label(), "qe")
+    mine = overrides.get(model, {})
+    mine = check_mapping(mine, options, _qe_label(model), "qe") if isinstance(mine, dict) else {}
     ds = PER_DATASET.get(dataset or "", {})
     ds_flat = {k: v for k, v in ds.items() if not isinstance(v, dict)}
     return {**COMMON, **PER_MODEL.get(model, {}), **ds_flat, **ds.get(model, {}), **flat, **mine}
+
+
+def _qe_label(model: str | None = None) -> Any:
+    """How one baseline setting is named as the caller gave it: ``--qe lr=nan`` / ``--qe cone_ne.lr=nan`` on
+    the command line, ``qe={'lr': nan}`` / ``qe={'cone_ne': {'lr': nan}}`` in Python."""
+    from pipeline.core.errors import front_end
+
+    def label(name: str, value: Any) -> str:
+        if front_end() == "cli":
+            return f"--qe {model + '.' if model else ''}{name}={value}"
+        inner = {name: value}
+        return f"qe={({model: inner} if model else inner)!r}"
+
+    return label
 
 
 def _checksum(path: str | Path) -> str:
@@ -189,6 +210,30 @@ def answer_qe_stage(ctx: Any, model: str, run_dir: Path, test: str) -> str:
 
     key = stable_key(model=_file_digest(run_dir / "model.pt"), test=_checksum(test), device=ctx.cfg.device)
     return str(ctx.stages.run(f"answer {model}", key, run, ctx.log)["path"])
+
+
+def check_counts(kg: Any, cfg: Any) -> None:
+    """Before any work: each baseline's train counts against what the train graph can hold
+    (:mod:`pipeline.sampling.capacity`). Beyond it the sampling could never fill (a default of 35,000 per
+    type on a graph of a dozen entities walked for a day and a half): one line naming the setting, as given
+    or as the default it is, and the most the graph holds."""
+    from pipeline.sampling.capacity import most_per_type
+    from pipeline.sampling.requirements import check_alpha_mode, check_beta_mode
+    from pipeline.sampling.sampler import SamplingError
+
+    alpha, beta = check_alpha_mode(cfg.alpha), check_beta_mode(cfg.beta)
+    for model in cfg.baselines:
+        settings = qe_settings(model, cfg.qe, cfg.dataset)
+        for key, types in (("train_per_type", BIG_TYPES), ("small_per_type", SMALL_TYPES)):
+            most = most_per_type(types, kg.graph("test"), kg.n_entities, alpha, beta)
+            name = min(most, key=most.__getitem__)
+            if settings[key] > most[name]:
+                given = key in cfg.qe or key in cfg.qe.get(model, {})
+                asked = _qe_label(model if key in cfg.qe.get(model, {}) else None)(key, settings[key])
+                what = asked if given else f"the baselines' default {key} of {settings[key]:,}"
+                raise SamplingError(
+                    f"{what}: the train graph of '{cfg.dataset}' holds at most {most[name]:,} distinct {name} "
+                    f"queries (alpha {alpha}, beta {beta}); give {_qe_label()(key, 'N')} with N at most that")
 
 
 def baseline_stages(ctx: Any, sets: dict[str, str]) -> list[str]:

@@ -21,7 +21,7 @@ import json
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,44 +29,13 @@ import numpy as np
 import torch
 
 from pipeline.baselines import runs
-from pipeline.baselines.losses import LOSSES, compute_loss
+from pipeline.baselines.losses import compute_loss
 from pipeline.baselines.models import QueryEmbeddingModel, get_qe_model_class
 from pipeline.baselines.plan import Plan, PlanParams, group_by_plan
+from pipeline.baselines.settings import QEConfig
 from pipeline.core.errors import ArtifactError, PipelineError
 from pipeline.core.optim import adam
 from pipeline.models.runs import read_json, run_metadata, torch_load, torch_save, write_run_json
-
-
-@dataclass(frozen=True)
-class QEConfig:
-    """Everything that defines a baseline run (saved as config.json; a resume must match it but epochs)."""
-
-    dataset: str
-    model: str
-    train_queries: tuple[str, ...]
-    valid_queries: str
-    dim: int = 400
-    hidden: int = 800
-    gamma: float = 12.0
-    lr: float = 1e-4
-    epochs: int = 20
-    batch_size: int = 256
-    negatives: int = 128  # uniformly drawn entities per query and step
-    batch_negatives: int = 0  # more negatives per query drawn from the other answers of its batch
-    max_answers: int = 32  # answers scored per query and step, drawn at random among its (up to 100)
-    loss: str = "weighted"
-    tnorm: str = "product"
-    eval_every: int = 1
-    max_valid: int = 0  # 0 = every valid query; else the first N (cheaper selection)
-    seed: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def model_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"dim": self.dim, "hidden": self.hidden, "gamma": self.gamma}
-        if self.model == "logice_ne":
-            kw["tnorm"] = self.tnorm
-        return kw
-
 
 # Settings added after runs were made, with the value that those runs used: a config leaves them out while
 # they hold it, so an older run still resumes and a reproduction's ledger (keyed on the config) still
@@ -310,14 +279,7 @@ def qe_valid_score(model: QueryEmbeddingModel, valid: Any) -> float:
 
 
 def _check_config(cfg: QEConfig) -> None:
-    get_qe_model_class(cfg.model)
-    if cfg.loss not in LOSSES:
-        raise PipelineError(f"unknown loss {cfg.loss!r}; known: {', '.join(LOSSES)}")
-    for name in ("dim", "hidden", "epochs", "batch_size", "negatives", "eval_every", "max_answers"):
-        if getattr(cfg, name) <= 0:
-            raise PipelineError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
-    if cfg.batch_negatives < 0:
-        raise PipelineError(f"--batch-negatives must be >= 0, got {cfg.batch_negatives}")
+    get_qe_model_class(cfg.model)  # the settings' ranges: checked when the QEConfig was made
 
 
 def train_qe(

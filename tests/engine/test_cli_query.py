@@ -65,7 +65,7 @@ def write_export(folder, kg, threshold: float) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from pipeline.formats.adjacency import FORMAT, MANIFEST, SCHEMA, relation_file
+    from pipeline.formats.adjacency import FORMAT, SCHEMA, relation_file, write_manifest
 
     facts = kg.graph("test")
     facts = facts[facts["conf"] >= threshold]
@@ -87,7 +87,7 @@ def write_export(folder, kg, threshold: float) -> None:
         "n_relations": kg.n_relations,
         "relations": rels,
     }
-    (folder / MANIFEST).write_text(json.dumps(manifest))
+    write_manifest(folder, manifest)  # sealed, as the export stage writes it (an unsealed one is refused)
 
 
 def test_adjacency_source(ppi5k, tmp_path):

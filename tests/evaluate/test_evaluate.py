@@ -19,6 +19,7 @@ from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.answers import rows_from_utilities as answer_rows
 from pipeline.stages.evaluate import (
     PAPER,
+    backbone_line,
     evaluate_answers,
     markdown_table,
     method_order,
@@ -135,6 +136,27 @@ def test_docs_results_merge_and_keep_other_sections(tmp_path: Path) -> None:
     assert "## Confidence prediction\n\n| model | MSE |\n| x | 1 |" in md
     assert md.count("## Query answering") == 1 and md.count("**ukge_logi SRC**") == 1
     assert b.exists()
+
+
+def test_backbones_are_recorded_beside_the_tables_and_are_not_a_data_set(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    a = _answers(tmp_path, "SRC")
+    good = {"model": "ukge_logi", "valid_mse": 0.04, "mean_valid_mse": 0.053, "test_mse": 0.05,
+            "test_neg_mse": 0.2, "test_negatives": "sampled: one corruption per test fact (seed 0)"}
+    update_results(evaluate_answers(a), docs, {"toy": good})
+    other = {**good, "model": "ukge_rect", "valid_mse": 0.06, "test_neg_mse": 0.3, "test_negatives": "published"}
+    update_results([], docs, {"ppi5k": other})  # another data set's backbone joins, the first stays
+    update_results(evaluate_answers(a), docs)  # tables without a backbone keep the recorded ones
+    results = json.loads((docs / "results.json").read_text())
+    assert results["backbones"] == {"toy": good, "ppi5k": other}
+    assert set(results) == {"toy", "backbones"}
+    md = (docs / "results.md").read_text()
+    assert "### backbones" not in md and md.count("### toy") == 1
+    assert ("Backbone ukge_logi: valid MSE (positives) 0.0400, below the mean predictor's 0.0530; test MSE "
+            "0.0500 on the positives, 0.2000 on the sampled negatives.") in md
+    assert backbone_line(other) == (
+        "Backbone ukge_rect: valid MSE (positives) 0.0600, NOT below the mean predictor's 0.0530; test MSE "
+        "0.0500 on the positives, 0.3000 on the published negatives.")
 
 
 def test_paper_comparison_is_in_the_docs(tmp_path: Path) -> None:

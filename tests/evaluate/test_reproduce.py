@@ -47,6 +47,12 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     results = json.loads((tmp_path / "docs" / "results.json").read_text())
     assert set(results["toy"]) == {f"ukge_logi {m}" for m in ("SRC", "SRC(D)", "SRC(L)", "SRC(D+L)")}
     assert set(results["toy"]["ukge_logi SRC"]) == {"tau", "rho", "map", "ndcg"}
+    # the main table's backbone beside it: the trained run, its valid MSE and the mean predictor's
+    backbone = results["backbones"]["toy"]
+    run = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "results.json").read_text())
+    assert backbone["model"] == "ukge_logi" and backbone["model_hash"] == run["model_hash"]
+    assert backbone["valid_mse"] == pytest.approx(run["valid"]["mse"], abs=1e-6)
+    assert backbone["mean_valid_mse"] == pytest.approx(run["mean_predictor"]["valid_mse"], abs=1e-6)
     assert (tmp_path / "docs" / "results_toy.png").exists()
     md = (tmp_path / "docs" / "results.md").read_text()
     assert "## Reproduction: toy" in md and "| answer ukge_logi D+L |" in md and "## Query answering" in md
@@ -145,6 +151,31 @@ def _check_metrics_independently(summary: dict, work: Path, kg) -> None:
         frame, _ = answer_query_set(test, SRC.over(adj, "toy", meta.get("delta", 0.0)), progress=False)
         assert summarise(query_metrics(frame)) == report["summary"], label
     assert by_method["ukge_logi SRC"]["summary"]["ndcg"]["avg"] > 0  # the check is not between empty tables
+
+
+def test_each_data_set_reproduces_its_own_recipe_unless_told_otherwise() -> None:
+    """`pipeline reproduce DATASET` alone runs what the data set's valid queries chose (docs: its main table);
+    a data set without a recipe keeps the general defaults; a value given always wins."""
+    from pipeline.stages.reproduce import DATASET_DEFAULTS, dataset_defaults
+
+    ppi = ReproduceConfig(dataset="ppi5k")
+    # PPI5k: UKGE logi trained 300 epochs, kept at the last, T = 0.1, hybrid queries
+    assert (ppi.models, ppi.epochs, ppi.select_on, ppi.threshold, ppi.alpha) == (
+        ("ukge_logi",), 300, "last", 0.1, "hybrid")
+    cn = ReproduceConfig(dataset="cn15k")
+    # CN15k: UKGE logi trained 40 epochs, kept at the last, exported at T = 0.4
+    assert (cn.epochs, cn.select_on, cn.threshold, cn.negative_weight, cn.alpha) == (40, "last", 0.4, None, "hybrid")
+    toy = ReproduceConfig(dataset="toy")
+    assert "toy" not in DATASET_DEFAULTS and dataset_defaults("toy") == {"alpha": "hybrid", "threshold": 0.1}
+    assert (toy.epochs, toy.select_on, toy.threshold, toy.alpha) == (None, None, 0.1, "hybrid")
+    # an explicit value always wins, and the replayed settings are the resolved ones
+    mine = ReproduceConfig(dataset="cn15k", epochs=3, select_on="valid_pos_neg", threshold=0.5, negative_weight=0.1,
+                           alpha="squk")
+    assert (mine.epochs, mine.select_on, mine.threshold, mine.negative_weight, mine.alpha) == (
+        3, "valid_pos_neg", 0.5, 0.1, "squk")
+    assert ReproduceConfig(**{**cn.__dict__}) == cn
+    # the stage keys of a generic data set are those its explicit settings had before the recipes existed
+    assert toy.key("threshold") == ReproduceConfig(dataset="toy", threshold=0.1).key("threshold")
 
 
 def test_query_counts_fit_the_graph() -> None:

@@ -112,18 +112,25 @@ def test_unknown_baseline_settings_fail_before_any_work(tmp_path: Path) -> None:
     from pipeline.core.errors import PipelineError, UnknownNameError
     from pipeline.stages.reproduce_baselines import qe_settings
 
-    assert qe_settings("cone_ne", {"epochs": 3, "logice_ne": {"lr": 5.0}})["lr"] == 1e-3
-    assert qe_settings("logice_ne", {"epochs": 3, "logice_ne": {"lr": 5.0}})["lr"] == 5.0
+    assert qe_settings("cone_ne", {"epochs": 3, "logice_ne": {"lr": 0.5}})["lr"] == 1e-3
+    assert qe_settings("logice_ne", {"epochs": 3, "logice_ne": {"lr": 0.5}})["lr"] == 0.5
     # a data set's own defaults sit between the model's and the overrides
     ppi, cn = qe_settings("logice_ne", {}), qe_settings("logice_ne", {}, "cn15k")
     assert (ppi["lr"], ppi["batch_negatives"], ppi["train_per_type"]) == (1e-3, 64, 35_000)
     assert (cn["lr"], cn["batch_negatives"], cn["train_per_type"], cn["small_per_type"]) == (1e-2, 0, 53_000, 5_300)
-    assert qe_settings("logice_ne", {"train_per_type": 7, "logice_ne": {"lr": 5.0}}, "cn15k")["lr"] == 5.0
+    assert qe_settings("logice_ne", {"train_per_type": 7, "logice_ne": {"lr": 0.5}}, "cn15k")["lr"] == 0.5
     assert qe_settings("cone_ne", {"train_per_type": 7}, "cn15k")["train_per_type"] == 7
     assert qe_settings("cone_ne", {}, "cn15k")["batch_negatives"] == 0
     assert qe_settings("cone_ne", {}, "my_kg") == qe_settings("cone_ne", {})
-    with pytest.raises(PipelineError, match="baseline setting.s. epoch unknown"):
+    with pytest.raises(PipelineError, match=r"^qe=\{'epoch': 3\}: unknown setting \(did you mean epochs\?\)"):
         qe_settings("cone_ne", {"epoch": 3})
+    # values are checked where they are declared (QEConfig), named as given
+    with pytest.raises(PipelineError, match=r"^qe=\{'cone_ne': \{'lr': 5.0\}\}: must be at most 1$"):
+        qe_settings("cone_ne", {"cone_ne": {"lr": 5.0}})
+    with pytest.raises(PipelineError, match=r"^qe=\{'lr': 'nan'\}: expected a real number, not text$"):
+        qe_settings("cone_ne", {"lr": "nan"})
+    with pytest.raises(PipelineError, match=r"^qe=\{'dim': 1000.0\}: expected an integer, not a float$"):
+        qe_settings("cone_ne", {"dim": 1e3})
     with pytest.raises(UnknownNameError, match="cone_ne"):
         qe_settings("cone", {})
     with pytest.raises(UnknownNameError, match="logice_ne"):

@@ -155,8 +155,13 @@ def test_tampered_manifest_and_unsorted_rows(runs, tmp_path: Path) -> None:
     (out / MANIFEST).write_text(json.dumps(doc))
     with pytest.raises(ArtifactError, match="edited after the export was written"):
         load_adjacency(out)
-    del doc["digest"]  # even unsealed, every file's own metadata contradicts the manifest
+    del doc["digest"]  # without its digest: refused as an edited one
     (out / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="the digest of the manifest is missing"):
+        load_adjacency(out)
+    from pipeline.core.provenance import seal
+
+    (out / MANIFEST).write_text(json.dumps(seal(doc)))  # sealed again by hand: every file's metadata contradicts it
     with pytest.raises(ArtifactError, match="model_hash"):
         load_adjacency(out)
     # unsorted rows written with the right schema and metadata
@@ -231,6 +236,11 @@ def test_edited_threshold_and_wrong_sizes_are_refused(runs, tmp_path: Path) -> N
         load_adjacency(out)
     del doc["digest"]
     (out / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="the digest of the manifest is missing"):
+        load_adjacency(out)
+    from pipeline.core.provenance import seal
+
+    (out / MANIFEST).write_text(json.dumps(seal(doc)))  # sealed again by hand: the files' own metadata disagree
     with pytest.raises(ArtifactError, match="threshold .* differs from the manifest"):
         load_adjacency(out)
     # an edited manifest is never taken for a cached export of that threshold either

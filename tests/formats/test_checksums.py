@@ -1,7 +1,8 @@
 """Checksums on every artifact that crosses a stage (issue 29): one flipped byte in the middle of an
 export file, a model, a checkpoint, a run's JSON documents, a query set, an answers or a witnesses file
 is one CorruptArtifactError naming that file (one line and exit code 2 from the CLI), never a silently
-different result; files written before checksums still read."""
+different result. A file whose checksum was removed (or that was written before checksums) is refused the
+same way: deleting the seal is not a way to have an edited file believed."""
 
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ def test_a_flipped_byte_in_a_query_set_or_answers_file_is_refused(tmp_path: Path
     for path in _answers(tmp_path):
         reader = read_query_set if path.name.startswith("toy") else read_answers
         reader(path)
-        assert checksums.verify_sealed_file(path, required=True)
+        checksums.verify_sealed_file(path)
         flip(path, 0.5)
         with pytest.raises(CorruptArtifactError) as err:
             reader(path)
@@ -172,7 +173,7 @@ def test_a_damaged_checksum_itself_is_refused(tmp_path: Path) -> None:
     data = path.read_bytes()
     at = data.rfind(checksums.MARKER)
     path.write_bytes(data[:at] + b"X" + data[at + 1 :])  # the marker no longer found
-    with pytest.raises(CorruptArtifactError, match="checksum is missing or damaged"):
+    with pytest.raises(CorruptArtifactError, match=r"checksum \(Parquet metadata 'pipeline.checksum'\) is missing"):
         read_query_set(path)
 
 
@@ -199,12 +200,90 @@ def test_query_set_checksum_covers_every_column(tmp_path: Path) -> None:
     assert checksum(frame) != base
 
 
-def test_files_without_checksums_still_read(tmp_path: Path) -> None:
-    path, _ = _answers(tmp_path)
+def _without_checksum(path: Path, edit=None) -> None:
+    """Rewrite a sealed Parquet file without its checksum key (after ``edit`` of its table): what deleting
+    the key by hand, or a file written before checksums, looks like."""
     table = pq.read_table(path)
-    legacy = {k: v for k, v in table.schema.metadata.items() if k != checksums.META_KEY}
-    pq.write_table(table.replace_schema_metadata(legacy), path)
-    assert len(read_query_set(path)) == len(table)
+    table = edit(table) if edit is not None else table
+    kept = {k: v for k, v in table.schema.metadata.items() if k != checksums.META_KEY}
+    pq.write_table(table.replace_schema_metadata(kept), path)
+
+
+def test_a_file_without_its_checksum_is_refused_as_a_wrong_one(tmp_path: Path) -> None:
+    """The checksum key deleted from an edited answers file (its utilities negated) made evaluate report
+    metrics from the edit; unedited but unsealed (an older file) is refused the same way, saying how to
+    write it again."""
+    import pyarrow.compute as pc
+
+    from pipeline.stages.evaluate import evaluate_file
+
+    qs_path, ans_path = _answers(tmp_path)
+    evaluate_file(ans_path)
+
+    def negate(table):
+        i = table.schema.get_field_index("utility")
+        return table.set_column(i, table.schema.field(i), pc.negate(table.column(i)))
+
+    _without_checksum(ans_path, negate)
+    with pytest.raises(CorruptArtifactError, match="is missing: the file was changed after it was written") as err:
+        evaluate_file(ans_path)
+    assert err.value.path == str(ans_path) and "pipeline answer" in str(err.value)
+    _without_checksum(qs_path)
+    with pytest.raises(CorruptArtifactError, match="pipeline sample") as err:
+        read_query_set(qs_path)
+    assert err.value.path == str(qs_path)
+
+
+def test_metadata_without_its_digest_is_refused(tmp_path: Path) -> None:
+    """A file sealed in its footer whose metadata carries no digest (a writer that stripped it and sealed
+    the file again) is refused: every seal of the file must be there."""
+    from pipeline.formats import meta as metafile
+
+    qs_path, _ = _answers(tmp_path)
+    table = pq.read_table(qs_path)
+    doc = json.loads(table.schema.metadata[metafile.META_KEY])
+    doc.pop("digest")
+    kept = {k: v for k, v in table.schema.metadata.items() if k != checksums.META_KEY}
+    metafile.write_parquet(table.replace_schema_metadata({**kept, metafile.META_KEY: json.dumps(doc).encode()}), qs_path)
+    checksums.verify_sealed_file(qs_path)  # the file's own checksum holds
+    with pytest.raises(CorruptArtifactError, match="the digest of its metadata is missing"):
+        read_query_set(qs_path)
+
+
+def test_a_run_without_its_checksums_is_refused(run: Path) -> None:
+    """checksums.json deleted after config.json was edited: refused, not read as a run of older code."""
+    doc = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**doc, "model_kwargs": {"l2": 0.5}}))
+    (run / "checksums.json").unlink()
+    with pytest.raises(CorruptArtifactError, match="checksums.json: the run's list of checksums is missing"):
+        read_run(run)
+
+
+def test_a_model_without_its_digest_is_refused(run: Path) -> None:
+    """model.pt saved again without its digest (its weights tripled): refused before results.json is read."""
+    doc = torch.load(run / "model.pt", weights_only=True)
+    doc.pop(checksums.OBJECT_KEY)
+    doc["state_dict"] = {k: v * 3 for k, v in doc["state_dict"].items()}
+    torch.save(doc, run / "model.pt")
+    with pytest.raises(CorruptArtifactError, match="model.pt: its checksum .* is missing"):
+        load_run(run)
+
+
+def test_an_export_without_its_digests_is_refused(run: Path, tmp_path: Path) -> None:
+    from pipeline.core.provenance import seal
+
+    out = tmp_path / "export"
+    export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)
+    doc = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({k: v for k, v in doc.items() if k != "digest"} | {"threshold": 0.9}))
+    with pytest.raises(CorruptArtifactError, match="manifest.json: the digest of the manifest is missing"):
+        load_adjacency(out)
+    # a relation file listed without its digest (the manifest sealed again by hand)
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    body["relations"][0].pop(checksums.MANIFEST_KEY)
+    (out / "manifest.json").write_text(json.dumps(seal(body)))
+    with pytest.raises(CorruptArtifactError, match=r"rel-0000.arrow: its checksum \(the manifest's 'sha256' entry\)"):
+        load_adjacency(out)
 
 
 def test_a_flipped_byte_in_a_saved_calibration_is_refused(tmp_path: Path) -> None:

@@ -23,12 +23,12 @@ from tests.answer.toy import PREDICTED, write_toy_query_set
 
 
 def _rewrite_meta(path: Path, raw: bytes) -> None:
-    """Replace a Parquet file's `pipeline` metadata bytes, as a hand edit or a truncated copy would, by a
-    tool that drops the file's checksum (a sealed file edited is refused earlier: tests/formats/
+    """Replace a Parquet file's `pipeline` metadata bytes, as a hand edit or a truncated copy would, and seal
+    the file again (an edit that keeps or drops the file's checksum is refused earlier: tests/formats/
     test_checksums.py); what remains are the checks of the metadata itself."""
     table = pq.read_table(path)
     kept = {k: v for k, v in table.schema.metadata.items() if k != checksums.META_KEY}
-    pq.write_table(table.replace_schema_metadata({**kept, metafile.META_KEY: raw}), path)
+    metafile.write_parquet(table.replace_schema_metadata({**kept, metafile.META_KEY: raw}), path)
 
 
 @pytest.fixture()
@@ -84,3 +84,31 @@ def test_cli_answer_on_a_query_set_without_dataset(tmp_path: Path) -> None:
     _rewrite_meta(path, json.dumps({k: v for k, v in doc.items() if k not in ("dataset", "digest")}).encode())
     res = CliRunner().invoke(cli, ["answer", str(path), "--adjacency", str(tmp_path)])
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "lacks 'dataset'" in res.output
+
+
+def test_non_finite_utilities_are_never_written_nor_evaluated(answers_file: Path) -> None:
+    """A NaN or +inf utility (what a diverged calibration L produced) or an answer without a finite true
+    utility: the writer refuses to write it and evaluate refuses to read it (it reported metrics before)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.core.errors import PipelineError
+    from pipeline.stages.evaluate import evaluate_file
+
+    ans = read_answers(answers_file)
+    for column, value, why in (("utility", np.nan, "predicted utilities are NaN or \\+inf"),
+                               ("utility", np.inf, "predicted utilities are NaN or \\+inf"),
+                               ("truth_utility", np.nan, "ground-truth answers have no finite true utility")):
+        frame = ans.frame.copy()
+        rows = frame.index[frame["truth_rank"] > 0][:1] if column == "truth_utility" else frame.index[:2]
+        frame.loc[rows, column] = value
+        with pytest.raises(PipelineError, match=why):
+            write_answers(frame, answers_file.with_name("bad.parquet"), ans.meta)
+        assert not answers_file.with_name("bad.parquet").exists()
+        # the same rows sealed by the Parquet writer itself (a file of older code): refused on reading
+        table = pq.read_table(answers_file)
+        out = pa.Table.from_pandas(frame[table.column_names], schema=table.schema, preserve_index=False)
+        kept = {k: v for k, v in table.schema.metadata.items() if k != checksums.META_KEY}
+        metafile.write_parquet(out.replace_schema_metadata(kept), answers_file.with_name("old.parquet"))
+        with pytest.raises(ArtifactError, match=f"old.parquet: .*{why}"):
+            evaluate_file(answers_file.with_name("old.parquet"))

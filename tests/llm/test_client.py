@@ -32,27 +32,42 @@ def client(stub: Stub, **kw) -> ChatClient:
     return ChatClient(stub.url, "stub-model", **({"backoff": 0.01, "timeout": 5.0} | kw))
 
 
-@pytest.mark.parametrize(
-    "reply, letter",
-    [
-        ("B", "B"),
-        (" (C). ", "C"),
-        ("**D**", "D"),
-        ("A", "A"),
-        ("The answer is C.", "C"),
-        ("Answer: (B)", "B"),
-        ("answer: d", "D"),
-        ("B. Because its score is highest.", "B"),
-        ("C) wolf", "C"),
-        ("<think>A or B? The answer is A... no.</think>The answer is B", "B"),
-        ("I think the answer is A, no wait, the answer is D.", "D"),
-        ("A wolf is the best choice here.", None),  # the article, not a letter
-        ("Both B and C look good.", None),
-        ("", None),
-        ("None of them.", None),
-        ("E", None),
-    ],
-)
+# Reply shapes of chat models asked for "a single letter" (seen from llama.cpp, vLLM and hosted models on
+# these prompts), with the letter a person reads in each; None where a person would not pick one.
+REPLIES = [
+    # just a letter
+    ("B", "B"), ("A", "A"), ("b", "B"), ("(B)", "B"), ("B)", "B"), ("B.", "B"), (" (C). ", "C"), ("[D]", "D"),
+    ("**D**", "D"), ("`C`", "C"), ("\\boxed{B}", "B"), ("$\\boxed{C}$", "C"),
+    # an explicit cue
+    ("Answer: B", "B"), ("Answer: (B)", "B"), ("answer: d", "D"), ("ANSWER: C", "C"), ("**Answer:** C", "C"),
+    ("Final answer: D", "D"), ("The answer is C.", "C"), ("The answer would be (A).", "A"), ("My choice: B", "B"),
+    ("Option C", "C"), ("the best candidate is (B)", "B"),
+    ("After computing the values, the best candidate is (B).", "B"),
+    ("The best candidate is B because its score is 1.4, higher than A's 0.9.", "B"),
+    ("The candidate with the highest score is D.", "D"), ("The highest score is obtained by candidate (C).", "C"),
+    ("Correct: A", "A"), ("I pick B.", "B"), ("I'd choose candidate (C).", "C"), ("I will go with D.", "D"),
+    ("Candidate B has the highest score.", "B"), ("(C) is the best.", "C"), ("A is the best.", "A"),
+    ("A = 0.9, B = 1.4, C fails, D = 0.2, so B.", "B"), ("Scores: A 0.9, B 1.4, C -inf, D 0.2. Therefore, (B).", "B"),
+    ("Candidates A and C fail; the best is B.", "B"), ("The best candidate is A because it is high.", "A"), ("A and B are both plausible, but the answer is B.", "B"),
+    ("I think the answer is A, no wait, the answer is D.", "D"),
+    ("<think>A or B? The answer is A... no.</think>The answer is B", "B"), ("<think>\nlong\n</think>\n\nC", "C"),
+    # a leading letter
+    ("B. Because its score is highest.", "B"), ("C) wolf", "C"), ("B: p3", "B"), ("D - it has the highest score", "D"),
+    ("B\n\nExplanation: candidate A fails because p1 is below alpha.", "B"), ("B. A fails, C is lower.", "B"),
+    ("(B) p3, with utility 1.2", "B"),
+    # the one letter named
+    ("I would say (C).", "C"), ("Probably D.", "D"), ("It's B, since p3 satisfies both atoms.", "B"),
+    # two letters, or none: unclear
+    ("Both B and C look good.", None), ("The answer is B or C.", None), ("Answer: B or C", None),
+    ("The answer is either (A) or (D).", None), ("(B) and (C) tie.", None), ("A) p1 B) p2", None),
+    ("B/C", None), ("The best candidates are B and C.", None), ("Candidate B and candidate C tie.", None),
+    ("A wolf is the best choice here.", None), ("The best choice is a wolf.", None),
+    ("I pick a candidate with a high score.", None), ("I cannot determine the answer.", None), ("None of them.", None),
+    ("", None), ("E", None), ("The answer is E.", None), ("42", None),
+]
+
+
+@pytest.mark.parametrize("reply, letter", REPLIES)
 def test_parse_letter(reply, letter):
     assert parse_letter(reply) == letter
 

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from pipeline.core.errors import UnknownNameError
 from pipeline.core.metrics import (
     METRICS,
+    PAPER_DRAWS,
+    PAPER_SEED,
     Ranked,
     ap_of_ranks,
     average_precision,
@@ -31,6 +33,7 @@ from pipeline.core.metrics import (
     ndcg,
     ndcg_of_ranks,
     paper_protocol,
+    paper_truth_order,
     rank_entities,
     ranks_of,
     spearman_rho,
@@ -117,7 +120,7 @@ def test_metric_columns_equal_query_by_query() -> None:
     for i, q in enumerate(qs[:-1]):
         for name, value in evaluate_query(q).items():
             assert cols[name][i] == pytest.approx(value, nan_ok=True)
-        for name, value in paper_protocol(q).items():
+        for name, value in paper_protocol(q, key=i).items():  # keys default to the positions
             assert cols[f"paper_{name}"][i] == pytest.approx(value, nan_ok=True)
     assert all(math.isnan(cols[name][-1]) for name in METRICS)
 
@@ -320,18 +323,107 @@ def test_cut_keeps_the_whole_tie_group() -> None:
 
 def test_paper_protocol_hand_example() -> None:
     """The id bias the issue measured: a constant predictor against a truth whose ties were kept by id
-    scores 100 under the paper protocol and nothing under ours."""
+    scores every pair discordant when the truth is read in our stored order reversed (the rule before)."""
     t = np.array([1.0, 1.0, 1.0, 0.0, 0.0])
     q = Ranked.from_utilities(t, np.zeros(5), np.array([0, 1, 2]))
-    paper = paper_protocol(q)
+    paper = paper_protocol(q, tie_order="reversed")
     # truth order reversed within the tie: (2, 1, 0) with id ranks (3, 2, 1): every pair discordant
     assert paper["tau"] == pytest.approx(-1.0) and paper["map"] == pytest.approx(1.0)
     assert paper["ndcg"] == pytest.approx(ndcg_of_ranks(np.array([3, 2, 1])))
     ours = evaluate_query(q)
     assert math.isnan(ours["tau"]) and ours["map"] < 0.75
-    one = Ranked.from_utilities(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([0]))
-    assert paper_protocol(one)["tau"] == 0.0 and math.isnan(evaluate_query(one)["tau"])
     assert doubly_tied_pairs(q) == (3, 3)
+
+
+def test_paper_protocol_single_answer_left_out_of_tau_rho() -> None:
+    """The authors' evaluation adds tau and rho only for queries with more than one answer and divides by
+    their number: a single-answer query is left out (NaN), not counted as 0; MAP and NDCG count it."""
+    one = Ranked.from_utilities(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([0]))
+    for order in ("shuffled", "reversed"):
+        got = paper_protocol(one, tie_order=order)
+        assert math.isnan(got["tau"]) and math.isnan(got["rho"])
+        assert got["map"] == 0.0 and got["ndcg"] == pytest.approx(0.5)  # predicted at rank 2 of 2
+    assert math.isnan(evaluate_query(one)["tau"])
+    with pytest.raises(ValueError, match="tie_order"):
+        paper_protocol(one, tie_order="by id")
+
+
+def test_paper_protocol_ties_read_in_a_seeded_random_order() -> None:
+    """A fully doubly tied query (every answer tied in truth and prediction): read in our id order it is
+    all discordant (tau -1); in the published files' order, unrelated to ids, it is concordant about as
+    often as discordant; the order is a function of the query's key alone (the same twice)."""
+    n = 12
+    q = Ranked.from_utilities(np.r_[np.ones(n), 0.0], np.zeros(n + 1), np.arange(n))
+    assert paper_protocol(q, tie_order="reversed")["tau"] == pytest.approx(-1.0)
+    taus = [paper_protocol(q, key=k, draws=1)["tau"] for k in range(300)]
+    assert abs(float(np.mean(taus))) < 0.05 and min(taus) > -1.0
+    # the mean over PAPER_DRAWS orders is that expectation, for each key alone
+    assert all(abs(paper_protocol(q, key=k)["tau"]) < 0.15 for k in range(20))
+    assert paper_protocol(q, key=7) == paper_protocol(q, key=7)
+    assert paper_protocol(q, key=7) != paper_protocol(q, key=8)
+    cols = metric_columns([q, q], paper=True, keys=[7, 8])
+    assert cols["paper_tau"][0] == paper_protocol(q, key=7)["tau"]
+    assert cols["paper_tau"][1] == paper_protocol(q, key=8)["tau"]
+    # ties are shuffled only within a group of equal true utilities: distinct values keep their order
+    order = paper_truth_order(np.array([3.0, 2.0, 2.0, 2.0, 1.0]), np.random.default_rng(0))
+    assert order[0] == 0 and order[-1] == 4 and sorted(order[1:4]) == [1, 2, 3]
+
+
+def _authors_evaluation(utility: np.ndarray, file_answers: list[int]) -> dict[str, float]:
+    """An independent re-statement of the authors' per-query evaluation: file_answers as their query file
+    stores them (ascending by true value, at most 100), read reversed; ranks from a descending argsort of
+    the predicted utilities (ties by index, as torch's stable sort); tau and rho by scipy between the
+    positions 1..n and the ranks (only when n > 1); NDCG and MAP over the first n predictions."""
+    u = torch.as_tensor(np.nan_to_num(utility, neginf=-1e30))
+    argsort = torch.argsort(u, descending=True, stable=True)
+    ranking = torch.empty_like(argsort)
+    ranking[argsort] = torch.arange(len(u))
+    ans = list(reversed(file_answers))
+    n = len(ans)
+    rank = ranking[torch.tensor(ans)].numpy().astype(np.float64) + 1
+    pos = np.arange(1, n + 1, dtype=np.float64)
+    dcg = np.sum((1.0 / rank) / np.log2(pos + 1))
+    idcg = np.sum(1.0 / (pos * np.log2(pos + 1)))
+    exist = np.isin(argsort[:n].numpy(), ans)
+    out = {"map": float(np.mean(np.cumsum(exist) / pos * exist)), "ndcg": float(dcg / idcg),
+           "tau": math.nan, "rho": math.nan}
+    if n > 1:
+        out["tau"] = float(scipy.stats.kendalltau(pos, rank)[0])
+        out["rho"] = float(scipy.stats.spearmanr(pos, rank)[0])
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=2, max_size=9),
+    st.lists(st.integers(-1, 2), min_size=9, max_size=9),
+    st.integers(0, 2**31),
+)
+def test_paper_protocol_is_the_authors_code_on_a_file_in_that_order(
+    levels: list[int], pred: list[int], key: int
+) -> None:
+    """paper_protocol equals the authors' evaluation run on a query file whose ties are stored in the
+    order paper_truth_order draws for the key (so the only choice we make is that order), averaged over
+    PAPER_DRAWS such orders."""
+    t = np.array([float(v) for v in levels] + [0.0] * (9 - len(levels)))
+    p = np.array([NEG if v < 0 else float(v) for v in pred])
+    ans = np.argsort(-t, kind="stable")[: int((t > 0).sum())]
+    if len(ans) == 0:
+        return
+    q = Ranked.from_utilities(t, p, ans)
+    rng = np.random.default_rng([PAPER_SEED, key])
+    draws = []
+    for _ in range(PAPER_DRAWS):
+        order = paper_truth_order(t[ans], rng)
+        file_answers = [int(a) for a in ans[order]][::-1]  # the file lists ascending by value
+        draws.append(_authors_evaluation(p, file_answers))
+    one = paper_protocol(q, key=key, draws=1)
+    got = paper_protocol(q, key=key)  # the mean over PAPER_DRAWS orders (one where the truth has no tie)
+    tied = len(set(t[ans].tolist())) < len(ans)
+    for name in ("tau", "rho", "map", "ndcg"):
+        assert one[name] == pytest.approx(draws[0][name], abs=1e-12, nan_ok=True), name
+        want = float(np.mean([d[name] for d in draws])) if tied else draws[0][name]
+        assert got[name] == pytest.approx(want, abs=1e-12, nan_ok=True), name
 
 
 # ------------------------------------------------------------------------------------- metric classes

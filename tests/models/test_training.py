@@ -55,12 +55,33 @@ def test_batch_loss_by_hand() -> None:
         m.ent.zero_()  # plausibility 0 everywhere -> every prediction is sigmoid(b) = sigmoid(0) = 0.5
     h, r, t, c = torch.tensor([0, 1]), torch.tensor([0, 0]), torch.tensor([1, 2]), torch.tensor([0.9, 0.3])
     neg = torch.tensor([[2], [0]])
-    loss, parts = batch_loss(m, h, r, t, c, neg, neg)
+    loss, parts = batch_loss(m, h, r, t, c, (neg, neg))
     assert parts["pos"] == pytest.approx(((0.5 - 0.9) ** 2 + (0.5 - 0.3) ** 2) / 2)
     assert parts["neg"] == pytest.approx(0.25)
     psl = (h, r, t, torch.tensor([0.7, 0.2]))  # only the fact predicted below its soft target counts
-    _, parts = batch_loss(m, h, r, t, c, neg, neg, psl, psl_weight=0.2)
+    _, parts = batch_loss(m, h, r, t, c, (neg, neg), psl, psl_weight=0.2)
     assert parts["psl"] == pytest.approx(0.2 * ((0.7 - 0.5) ** 2 + 0.0) / 2)
+
+
+def test_negative_weight_scales_the_negatives_term_by_hand(tmp_path: Path) -> None:
+    m = UKGELogi(3, 1, dim=2, l2=0.0)
+    with torch.no_grad():
+        m.ent.zero_()  # every prediction 0.5
+    h, r, t, c = torch.tensor([0, 1]), torch.tensor([0, 0]), torch.tensor([1, 2]), torch.tensor([0.9, 0.3])
+    neg = torch.tensor([[2], [0]])
+    pos = ((0.5 - 0.9) ** 2 + (0.5 - 0.3) ** 2) / 2
+    assert batch_loss(m, h, r, t, c, (neg, neg))[0].item() == pytest.approx(pos + 0.25)
+    loss, parts = batch_loss(m, h, r, t, c, (neg, neg), negative_weight=0.1)
+    assert loss.item() == pytest.approx(pos + 0.1 * 0.25)
+    assert parts["neg"] == pytest.approx(0.25)  # the part shown is the negatives' own mean
+    # a lighter weight on the negatives leaves the model predicting more for every pair, negatives too
+    kg = toy_kg()
+    full = train(kg, cfg_for("ukge_logi", 6), tmp_path / "w1", progress=False)
+    light = train(kg, cfg_for("ukge_logi", 6, negative_weight=0.1), tmp_path / "w01", progress=False)
+    assert light["valid_negatives"]["mse"] > full["valid_negatives"]["mse"]
+    assert read_run(tmp_path / "w01").config["negative_weight"] == 0.1
+    with pytest.raises(PipelineError, match="negative_weight"):
+        cfg_for("ukge_logi", 1, negative_weight=-1.0)
 
 
 def test_select_last_keeps_the_final_epoch_without_early_stopping(tmp_path: Path) -> None:
@@ -138,8 +159,8 @@ def test_bad_run_directories(tmp_path: Path) -> None:
     (tmp_path / "run" / "config.json").write_text("{trunc")
     with pytest.raises(ArtifactError, match="config.json: checksum mismatch"):
         load_run(tmp_path / "run")
-    (tmp_path / "run" / "checksums.json").unlink()  # a run written before checksums
-    with pytest.raises(ArtifactError, match="config.json: not valid JSON"):
+    (tmp_path / "run" / "checksums.json").unlink()  # a run written before checksums, or its list removed
+    with pytest.raises(ArtifactError, match="checksums.json: the run's list of checksums is missing"):
         load_run(tmp_path / "run")
 
 
@@ -322,7 +343,7 @@ def _earlier_epoch(model, opt, facts, psl, cfg, epoch: int) -> float:
             j = torch.randint(len(psl), (min(cfg.batch_size, len(psl)),), generator=g).to(dev)
             psl_batch = (psl.h[j], psl.r[j], psl.t[j], psl.c[j])
         loss, _ = batch_loss(
-            model, facts.h[idx], facts.r[idx], facts.t[idx], facts.c[idx], neg_h, neg_t, psl_batch, cfg.psl_weight
+            model, facts.h[idx], facts.r[idx], facts.t[idx], facts.c[idx], (neg_h, neg_t), psl_batch, cfg.psl_weight
         )
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -96,10 +96,21 @@ def test_named_types_fail_with_the_reason_and_what_to_do(women, tmp_path):
 
 
 def test_a_named_type_short_of_queries_says_what_to_do(women, tmp_path):
-    with pytest.raises(SamplingError, match=r"query type 1p: only \d+ of 500 useful queries after .* walks .*; "
+    # within what the graph can hold (50 distinct 1p queries), but not that many useful ones
+    with pytest.raises(SamplingError, match=r"query type 1p: only \d+ of 50 useful queries after .* walks .*; "
                        r"ask for fewer with per_type=, or leave types= unset"):
+        pl.sample("women", split="test", alpha="zero", beta="equal", per_type=50, seed=0, types=["1p"],
+                  out=tmp_path, progress=False, browse=False)
+
+
+def test_more_queries_than_the_graph_holds_are_refused_before_any_walk(women, tmp_path):
+    """The 1p queries of the women graph are its (head, relation) pairs: 50. Asking for 500 walked 25,000
+    times before saying it found fewer; now it is one line at once, naming the bound."""
+    with pytest.raises(SamplingError, match=r"^per_type=500: the test graph of 'women' holds at most 50 distinct "
+                                            r"1p queries \(alpha zero, beta equal"):
         pl.sample("women", split="test", alpha="zero", beta="equal", per_type=500, seed=0, types=["1p"],
                   out=tmp_path, progress=False, browse=False)
+    assert not list(tmp_path.iterdir())
 
 
 def test_default_types_keep_a_short_type_with_a_note(women, tmp_path, capsys):

@@ -11,10 +11,12 @@ from loaders.levels import alpha_percentiles
 from pipeline.core.errors import PipelineError, UnknownNameError
 from pipeline.sampling.requirements import (
     ALPHA_LEVELS,
+    PER_ATOM_LEVELS,
     alpha_for,
     alpha_table,
     draw_betas,
     draw_level,
+    draw_levels,
 )
 from tests.cases import AlphaModeCase, BetaModeCase
 
@@ -101,6 +103,29 @@ class TestAlphaHigh(AlphaModeCase):
 
 class TestAlphaHybrid(AlphaModeCase):
     name, levels = "hybrid", frozenset(ALPHA_LEVELS)
+
+
+class TestAlphaSquk(AlphaModeCase):
+    name, levels = "squk", frozenset(PER_ATOM_LEVELS)
+
+    def test_levels_are_drawn_per_atom_and_never_zero(self) -> None:
+        """The SQUK generator's hybrid: each atom its own level among low/normal/high (its published
+        PPI5k files mix levels within a query and hold no atom at alpha 0)."""
+        rng = np.random.default_rng(5)
+        drawn = [draw_levels(rng, "squk", 3) for _ in range(300)]
+        assert all(len(lv) == 3 and set(lv) <= set(PER_ATOM_LEVELS) for lv in drawn)
+        assert any(len(set(lv)) > 1 for lv in drawn)
+        assert {lv for q in drawn for lv in q} == set(PER_ATOM_LEVELS)
+
+    def test_other_modes_draw_one_level_per_query_as_before(self) -> None:
+        """Every other mode gives each atom the query's one level and consumes the generator exactly as
+        draw_level does, so the query sets sampled before draw_levels existed are unchanged."""
+        for mode in ("zero", "low", "normal", "high", "hybrid"):
+            a, b = np.random.default_rng(9), np.random.default_rng(9)
+            for _ in range(50):
+                levels = draw_levels(a, mode, 3)
+                assert levels == [draw_level(b, mode)] * 3
+            assert a.integers(10**9) == b.integers(10**9)
 
 
 class TestBetaEqual(BetaModeCase):

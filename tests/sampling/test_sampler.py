@@ -117,6 +117,24 @@ def test_sampled_queries_are_typed_useful_and_grounded(ppi_slice, sampled):
                 assert (atom.head.eid, atom.relation) in out_pairs
 
 
+def test_squk_alpha_mode_levels_per_atom(ppi_slice, slice_store):
+    """--alpha squk: every atom's alpha is its relation's low, normal or high level, recorded per atom in
+    alpha_level; levels mix within a query and no atom is at alpha 0."""
+    table = store_alpha_table(slice_store, ppi_slice.name, ppi_slice.n_relations)
+    rows, _ = sample_queries(ppi_slice, slice_store, split="test", types=["2i", "ip"], per_type=10, alpha_mode="squk",
+                             beta_mode="random", seed=3, alpha_table=table, progress=False)
+    assert len(rows) == 20
+    mixed = 0
+    for r in rows:
+        q = records_to_query(r["atoms"])
+        levels = r["alpha_level"].split(",")
+        assert len(levels) == len(q.atoms) and set(levels) <= {"low", "normal", "high"}
+        for atom, level in zip(q.atoms, levels, strict=True):
+            assert atom.alpha == table[atom.relation, ALPHA_LEVELS.index(level)] > 0
+        mixed += len(set(levels)) > 1
+    assert mixed > 0
+
+
 def test_cypher_easy_answers_equal_the_engine(ppi_slice, slice_store, sampled):
     """Two independent implementations: the ground_<type>.cypher patterns in the store and the max-plus
     engine on tensors, on every answer (not only the top 100) of 300 queries with alpha > 0, on the train

@@ -18,6 +18,7 @@ fits: :mod:`pipeline.methods.src.fitting`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from pipeline.core.gather import rows
 from pipeline.core.kg import GraphTensors
 from pipeline.core.optim import adam
 from pipeline.core.progress import output
-from pipeline.core.provenance import seal
+from pipeline.core.provenance import is_sealed, seal
 from pipeline.methods.src.delta import zero_alphas
 from pipeline.methods.src.loss import batch_loss, identity_pull
 from pipeline.methods.src.recipe import LConfig
@@ -366,6 +367,22 @@ def _only_relation_terms(calib: nn.Module, cfg: LConfig) -> nn.Module:
     return calib
 
 
+# Beyond this, P * (1 + rho) + lambda no longer resolves the confidence P in float32 (24 bits of mantissa):
+# L has stopped reading the confidence and answers with a step function of rounding noise, or with NaN where
+# rho * P and lambda overflow with opposite signs (a learning rate of 1e30 ended there, its weights near 1e30)
+MAX_CORRECTION = float(2**24)
+
+
+def sane(calib: nn.Module, tables: tuple[torch.Tensor, ...]) -> bool:
+    """Whether L still reads the confidences: every parameter finite and every fact's rho and lambda within
+    :data:`MAX_CORRECTION` (bounded by the sum of the largest head, relation and tail parts)."""
+    if not all(bool(torch.isfinite(p.detach()).all()) for p in calib.parameters()):
+        return False
+    with torch.no_grad():
+        bound = sum(float(part.abs().max()) if part.numel() else 0.0 for part in calib.projections(tables))
+    return math.isfinite(bound) and bound <= MAX_CORRECTION
+
+
 def is_identity(calib: nn.Module) -> bool:
     """Whether L changes nothing: every parameter 0 (how every L starts, and what a kept epoch 0 saves)."""
     return all(not bool(p.detach().any()) for p in calib.parameters())
@@ -505,13 +522,22 @@ def fit_affine(
                 continue
             mean = float(running / max(1, count))
             bar.set_postfix(batch=f"{(at - 1) // cfg.batch_size + 1}/{n_batches}", loss=f"{mean:.4g}", refresh=False)
+            if not math.isfinite(mean) or not sane(calib, tables):
+                # diverged: such a check is never kept (its utilities would be noise or NaN); the best check
+                # before it stands, and the history says where it stopped
+                history["diverged"] = {"step": step, "epoch": epoch, "loss": mean}
+                output(progress).warn(f"calibration L diverged at step {step} (loss {mean:g}, corrections beyond "
+                                      f"{MAX_CORRECTION:g} or not finite): stopped; the best check before it is "
+                                      "kept (a lower learning rate, --l-lr, trains further)")
+                break
             val, deltas = score()
             check = len(history["epochs"])
             history["epochs"][str(check)] = {"loss": mean, "valid": val, "step": step, "epoch": epoch,
                                              **({"deltas": deltas} if deltas else {})}
             running.zero_()
             count = 0
-            # Without a valid set, the last check is kept; with one, the best (ties: the earlier check).
+            # Without a valid set, the last check is kept; with one, the best (ties: the earlier check; a
+            # NaN score never wins)
             if valid_score is None or val > best_score:
                 best_score, best_check = val, check
                 best_state = {k: v.detach().clone() for k, v in calib.state_dict().items()}
@@ -524,6 +550,9 @@ def fit_affine(
 
 
 # ------------------------------------------------------------------------------------- saved calibrations
+
+
+FIT_AGAIN = "answer again with calibration L to fit it (`pipeline answer ... --calibration L`)"
 
 
 def save_affine(calib: nn.Module, path: Path, info: dict[str, Any]) -> None:
@@ -539,7 +568,7 @@ def _read_state(f: Path) -> dict[str, torch.Tensor]:
         state = torch.load(f, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated zip, foreign file: torch raises several types
         raise ArtifactError(f"{f}: not a readable calibration ({type(exc).__name__}: {str(exc)[:120]})") from None
-    return checksums.verify_object(state, f)
+    return checksums.verify_object(state, f, FIT_AGAIN)
 
 
 def load_affine(
@@ -562,7 +591,12 @@ def saved_config(path: Path) -> LConfig:
     from pipeline.formats.meta import read_json
 
     doc = read_json(path / "L.json", "a saved calibration L")
-    rec = (doc.get("history") or {}).get("config") or {} if isinstance(doc, dict) else {}
+    if not isinstance(doc, dict) or "digest" not in doc:
+        raise checksums.missing(path / "L.json", "the digest of the saved calibration L", FIT_AGAIN)
+    if not is_sealed(doc):
+        raise ArtifactError(f"{path / 'L.json'}: the saved calibration L was edited after it was written (digest "
+                            f"mismatch); {FIT_AGAIN}")
+    rec = (doc.get("history") or {}).get("config") or {}
     known = {f.name for f in fields(LConfig)}
     values = {k: tuple(v) if k == "shapes" else v for k, v in rec.items() if k in known}
     return LConfig(**values)
@@ -583,4 +617,7 @@ def load_calibration(
         calib.load_state_dict(_read_state(f))
     except RuntimeError as exc:  # a state of another form or size
         raise ArtifactError(f"{f}: not a calibration L of this backbone ({str(exc)[:120]})") from None
+    if not sane(calib, tuple(t.to("cpu") for t in tables)):  # never answer with it: noise or NaN utilities
+        raise ArtifactError(f"{f}: calibration L with diverged weights (not finite, or corrections beyond "
+                            f"{MAX_CORRECTION:g}); {FIT_AGAIN}")
     return calib.to(device)

@@ -226,7 +226,11 @@ class SRC(Method):
         adj = self.adjacency
         tables = feature_tables(model, adj.device)
         threshold = self.manifest.get("threshold")
-        if load_calibration(folder, model, tables, adj.device, threshold) is None:
+        try:
+            saved = load_calibration(folder, model, tables, adj.device, threshold)
+        except ArtifactError:
+            saved = None  # an edited or damaged saved L (its seal says so): fitted again and replaced, as D is
+        if saved is None:
             cfg = l_config(fit)
             kg = fit.kg if fit.kg is not None else load(self.dataset)
             # the targets: utilities on the train graph, or on the valid graph (train + valid facts)
@@ -313,10 +317,7 @@ class SRC(Method):
         assert options.adjacency is not None
         calib = CALIBRATIONS[options.calibration]
         valid, train, score = inputs.valid, inputs.train, inputs.score
-        given = {k: v for k, v in options.l_settings().items() if k != "l_epochs"}  # l_epochs: every caller's
-        if given and not calib.uses_l:
-            raise PipelineError(f"{option(next(iter(given)), next(iter(given.values())))}: a setting of calibration L, "
-                                f"but {option('calibration', calib.name)} fits no L (use L or D+L)")
+        # L's settings given without L were refused when the options were made (pipeline.methods.options.USES_L)
         if calib.uses_delta and (valid is None or score is None):
             raise PipelineError(f"--calibration {calib.name} chooses delta on a valid query set: give --valid-queries")
         if calib.uses_l and train is None:
