@@ -4,6 +4,7 @@ worker count and pair-cache state, with the peak memory of the whole answering (
     PIPELINE_DATA=../shared/data python benchmarks/bench_cold_answer.py --adjacency EXPORT --queries TEST \
         [--valid VALID] [--train TRAIN] [--calibrations none,D,L,D+L] [--workers-list 1,2] \
         [--cache cold,warm] [--repeat 1] [--baseline-root ../other-checkout] [--device cpu] [--json OUT.json]
+        [--pair-cache DIR (with --cache warm: an existing cache shared by both codes)]
 
 Every cell runs ``python -c 'from pipeline.cli import main; main()' answer TEST --adjacency EXPORT
 --calibration C --workers W --json`` as a new process (imports, loading the export and fitting what the
@@ -239,6 +240,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None, help="--device of pipeline answer (cpu | cuda; default: its own)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write every figure here")
+    ap.add_argument("--pair-cache", default=None,
+                    help="cache state warm only: this existing pair cache for every code (CN15k's index and pairs "
+                         "are gigabytes; the codes write the same files), never removed")
     ap.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of every command")
     ap.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall",
@@ -256,6 +260,8 @@ def main() -> None:
     states = [s.strip() for s in args.cache.split(",") if s.strip()]
     if "export" in states and not args.export_from:
         ap.error("--cache export needs --export-from RUN_DIR")
+    if args.pair_cache and set(states) != {"warm"}:
+        ap.error("--pair-cache: an existing cache for the state warm alone")
     if states[0] != "export" and not args.adjacency:
         ap.error("--cache cold/warm need --adjacency EXPORT (or follow the state export: its fresh export)")
     roots = [("after", REPO)] + (
@@ -268,7 +274,7 @@ def main() -> None:
             for w in workers:
                 for state in states:
                     for label, root in roots:  # alternately, cell by cell
-                        cache = tmp / f"pairs-{label}"
+                        cache = Path(args.pair_cache).resolve() if args.pair_cache else tmp / f"pairs-{label}"
                         best: dict[str, Any] | None = None
                         for _ in range(args.repeat):
                             exported: dict[str, Any] = {}

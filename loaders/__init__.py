@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from loaders import cn15k, onet20k, ppi5k, user
-from loaders.base import GRAPHS, SPLITS, DatasetSpec, KGData, load_dataset, merge_mean
+from loaders.base import GRAPHS, SPLITS, DatasetSpec, KGData, merge_mean
+from loaders.parsed import load_dataset
 from pipeline.core.errors import PipelineError, unknown_name
 from pipeline.core.registry import Registry
 

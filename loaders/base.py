@@ -14,8 +14,10 @@ import hashlib
 import shutil
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,6 +87,14 @@ class KGData:
     softlogic: pd.DataFrame | None
     checksums: dict[str, str]
     _graphs: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    # arrays computed from the tables (derived), by name: kept here, and read from / written to the parsed
+    # cache when the tables came through it (loaders.parsed)
+    _derived: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False)
+    _read_derived: Callable[[str], tuple[np.ndarray, ...] | None] | None = field(default=None, repr=False)
+    _write_derived: Callable[[str, tuple[np.ndarray, ...]], None] | None = field(default=None, repr=False)
+    # objects built from this data set and kept while it stays loaded in the process (e.g. the engine's
+    # index of a graph, loaders.parsed): never a result that another version of the tables would change
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_entities(self) -> int:
@@ -120,6 +130,33 @@ class KGData:
             out = out.merge(other, on=["h", "r", "t"], how="left")
         return out[["h", "r", "t", "conf_train", "conf_valid", "conf_test"]]
 
+    def derived_arrays(self, name: str, compute: Callable[[], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+        """Arrays computed from the tables (``name`` says what, and its version): computed once per data
+        set version and kept, in this object and, for tables read through the parsed cache, beside them
+        for every later process (:mod:`loaders.parsed`). Treat them as read-only."""
+        if name not in self._derived:
+            got = self._read_derived(name) if self._read_derived is not None else None
+            if got is None:
+                got = tuple(compute())
+                if self._write_derived is not None:
+                    self._write_derived(name, got)
+            self._derived[name] = got
+        return self._derived[name]
+
+    def derived(self, name: str, compute: Callable[[], str]) -> str:
+        """A text computed from the tables, e.g. the data-version key, kept as :meth:`derived_arrays` keeps
+        arrays."""
+        (blob,) = self.derived_arrays(name, lambda: (np.frombuffer(compute().encode("utf-8"), dtype=np.uint8),))
+        return blob.tobytes().decode("utf-8")
+
+    def bind_derived(
+        self,
+        read: Callable[[str], tuple[np.ndarray, ...] | None],
+        write: Callable[[str, tuple[np.ndarray, ...]], None],
+    ) -> None:
+        """Where :meth:`derived_arrays` are kept beyond this object (the parsed cache's folder)."""
+        self._read_derived, self._write_derived = read, write
+
     def entity_names(self) -> list[str]:
         return self.entities["name"].tolist()
 
@@ -148,9 +185,9 @@ def md5sum(path: Path) -> str:
     return h.hexdigest()
 
 
-def verify_md5(path: Path, expected: str | None) -> str:
-    """md5 of path; raises ChecksumError naming the file when it differs from expected."""
-    got = md5sum(path)
+def verify_md5(path: Path, expected: str | None, md5: Callable[[Path], str] = md5sum) -> str:
+    """md5 of path (by ``md5``); raises ChecksumError naming the file when it differs from expected."""
+    got = md5(path)
     if expected is not None and got != expected:
         raise ChecksumError(
             f"{path}: md5 {got} does not match the published {expected} (corrupt or other version)"
@@ -328,21 +365,8 @@ def parse_triples(
     return pd.DataFrame({"h": h[keep], "r": r[keep], "t": t[keep], "conf": c[keep], "line": line_no[keep]})
 
 
-def load_dataset(spec: DatasetSpec, source: str | Path | None = None, verify: bool = True) -> KGData:
-    """Fetch (or find) and parse a data set into validated tables. verify=False skips the md5 check
-    (for small hand-written files in the upstream format)."""
-    folder = resolve_source(spec, source)
-    checksums: dict[str, str] = {}
-    paths: dict[str, Path] = {}
-    for f in spec.files:
-        p = folder / f.filename
-        if not p.exists():
-            if f.role == "softlogic":
-                continue  # optional: only UKGE+PSL needs it
-            raise PipelineError(f"{folder}: missing file {f.filename} of data set {spec.name}")
-        checksums[f.filename] = verify_md5(p, f.md5 if verify else None)
-        paths[f.role] = p
-
+def parse_dataset(spec: DatasetSpec, paths: dict[str, Path], checksums: dict[str, str]) -> KGData:
+    """The validated tables of a data set's files (``paths`` by role, their md5 ``checksums``)."""
     if spec.id_format == "ids":
         ents = parse_id_map(paths["entities"], spec.id_map_header)
         rels = parse_id_map(paths["relations"], spec.id_map_header)

@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from loaders.base import DatasetSpec, FileSpec, load_dataset, md5sum
+from loaders.base import DatasetSpec, FileSpec, md5sum
 from loaders.named_files import Columns, find_split_files, read_table, validate_rows
+from loaders.parsed import load_dataset
 from loaders.split import check_seen, parse_fractions, split_rows
 from pipeline.core import atomic, config
 from pipeline.core.errors import DataFormatError, PipelineError

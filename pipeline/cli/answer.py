@@ -28,6 +28,10 @@ def answer_cmd(queries: str | None, from_store: bool, set_name: str | None, as_j
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
+    if given.get("adjacency"):  # before the imports below: the export's young cache files checked meanwhile
+        from pipeline.formats.pair_cache import check_ahead
+
+        check_ahead(given["adjacency"])
     from pipeline.stages.answer import answer_queries
 
     method = from_command(given, MethodOptions)

@@ -48,10 +48,12 @@ def query_cmd(
     calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
+    from pipeline.engine import kernels
     from pipeline.stages.ask import ask
 
-    ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain,
-              calibration=tuple(calibration_paths))
+    with kernels.one_query():  # one query, then the process ends: no compiled form loaded for it
+        ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain,
+                  calibration=tuple(calibration_paths))
     if ans.approximate:
         click.echo("note: a cycle cap skipped candidates; utilities are lower bounds", err=True)
     if as_json:

@@ -75,14 +75,24 @@ def verify_mode() -> str:
 def pair_cache_root() -> Path | None:
     """PIPELINE_PAIR_CACHE: a folder (made when missing) or off; default PIPELINE_HOME/pairs. A path that is
     a file (or under one) is refused, not ignored."""
-    raw = os.environ.get("PIPELINE_PAIR_CACHE")
+    return _cache_root("PIPELINE_PAIR_CACHE", "pairs")
+
+
+def parsed_cache_root() -> Path | None:
+    """PIPELINE_PARSED_CACHE (the parsed data sets, :mod:`loaders.parsed`): a folder (made when missing) or
+    off; default PIPELINE_HOME/parsed. A path that is a file (or under one) is refused, not ignored."""
+    return _cache_root("PIPELINE_PARSED_CACHE", "parsed")
+
+
+def _cache_root(name: str, default: str) -> Path | None:
+    raw = os.environ.get(name)
     if raw is not None and raw.strip().lower() in (*_OFF, ""):
         return None
-    base = Path(raw).expanduser() if raw else home() / "pairs"
+    base = Path(raw).expanduser() if raw else home() / default
     if raw:
         there = next((p for p in (base, *base.parents) if p.exists()), None)
         if (there is base and not base.is_dir()) or (there is not None and not there.is_dir()):
-            raise _env_error("PIPELINE_PAIR_CACHE", raw, f"a folder or off ({there} is not a folder)")
+            raise _env_error(name, raw, f"a folder or off ({there} is not a folder)")
     return base
 
 
@@ -94,6 +104,7 @@ def check_environment() -> None:
     kernel_mode()
     verify_mode()
     pair_cache_root()
+    parsed_cache_root()
 
 
 def repo_root() -> Path:

@@ -106,5 +106,13 @@ class GraphTensors:
 
 
 def observed_graph(kg, which: str, device: str | torch.device = "cpu") -> GraphTensors:
-    """The observed graph train|valid|test of a loaded data set (loaders.KGData) as tensors."""
-    return GraphTensors.from_frame(kg.graph(which), kg.n_entities, kg.n_relations, kg.name, device)
+    """The observed graph train|valid|test of a loaded data set (loaders.KGData) as tensors; on the CPU one
+    per data set and graph while the data set stays loaded (its memo). Treat them as read-only."""
+    memo = getattr(kg, "memo", None)
+    cpu = torch.device(device).type == "cpu"
+    got = memo.get(f"graph-tensors-{which}") if memo is not None and cpu else None
+    if got is None:
+        got = GraphTensors.from_frame(kg.graph(which), kg.n_entities, kg.n_relations, kg.name, device)
+        if memo is not None and cpu:
+            memo[f"graph-tensors-{which}"] = got
+    return got

@@ -282,6 +282,51 @@ def rows_max(
             out[row, o] = _amax(out[row, o], x + v)
 
 
+@numba.njit(inline="always")
+def _value(c: Any, a: Any, w: Any, negated: Any) -> Any:  # pragma: no cover - compiled
+    """An atom's value of confidence c (AtomParams.value in float32): beta * cc if cc >= alpha else -inf."""
+    cc = np.float32(1.0) - c if negated else c
+    return w * cc if cc >= a else np.float32(-np.inf)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def rows_max_two(
+    state: Any, b: Any, s: Any,
+    rel_a: Any, alpha_a: Any, beta_a: Any, neg_a: Any, ptr_a: Any, dst_a: Any, conf_a: Any,
+    rel_b: Any, alpha_b: Any, beta_b: Any, neg_b: Any, ptr_b: Any, dst_b: Any, conf_b: Any,
+    n: int, out: Any,
+) -> None:  # pragma: no cover - compiled
+    """The stored part of a max-plus step for the sparse rows of a two-atom multi-edge whose rows need a
+    fact of both atoms (kernels.rows_max_two, SumMatrix.finite_rows): for each finite state entry (b[i],
+    s[i]), the columns o stored in row (rel_a[b], s) of the first orientation (ptr_a, dst_a, conf_a) and
+    in row (rel_b[b], s) of the second, each row sorted by o, met by one two-pointer pass; where both
+    values are finite, state[b, s] + (value_a + value_b) is maxed into out[b, o] (amax's rule). Each
+    operation in float32, in the order of the torch form."""
+    for i in range(b.shape[0]):
+        row, col = b[i], s[i]
+        x = state[row, col]
+        aa, wa, na_ = alpha_a[row], beta_a[row], neg_a[row]
+        ab, wb, nb_ = alpha_b[row], beta_b[row], neg_b[row]
+        ka, kb = rel_a[row] * n + col, rel_b[row] * n + col
+        p, pend = ptr_a[ka], ptr_a[ka + 1]
+        q, qend = ptr_b[kb], ptr_b[kb + 1]
+        while p < pend and q < qend:
+            oa, ob = dst_a[p], dst_b[q]
+            if oa < ob:
+                p += 1
+            elif ob < oa:
+                q += 1
+            else:
+                va = _value(conf_a[p], aa, wa, na_)
+                vb = _value(conf_b[q], ab, wb, nb_)
+                # finite values only, as the torch form keeps (a NaN or an infinity drops the entry)
+                if va > -np.inf and va < np.inf and vb > -np.inf and vb < np.inf:
+                    out[row, oa] = _amax(out[row, oa], x + (va + vb))
+                p += 1
+                q += 1
+
+
 stream = checked(stream)  # its disk cache sealed with CRC-32s: a damaged file means a fresh compilation
 merge_two = checked(merge_two)
 rows_max = checked(rows_max)
+rows_max_two = checked(rows_max_two)

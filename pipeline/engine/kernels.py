@@ -4,7 +4,8 @@
   ``out[o_i, b] = max(out[o_i, b], fma(cc[P-1, i], beta[P-1, b], ... fma(cc[0, i], beta[0, b], st[s_i, b])))``
   for every entry i = (s_i, o_i) and batch row b, each entry read once for up to 32 rows
   (:mod:`._stream_numba`; :func:`rows_cost` tells the engine what a stream of so many rows costs);
-- the sparse rows of one atom (:func:`rows_max`, ``maxplus._values``);
+- the sparse rows of one atom (:func:`rows_max`, ``maxplus._values``) and of a two-atom multi-edge
+  (:func:`rows_max_two`);
 - the two-pointer merge of a relation pair's shared entries (``shared_two``).
 
 Exact: fused multiply-adds in atom order (the rounding of torch's ``addcmul_`` on a CPU with FMA) and a
@@ -18,8 +19,11 @@ threshold is where it is, and the measured costs: docs/benchmarks.md ("Answering
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -88,13 +92,32 @@ def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Threa
     done, key = ("gpu", "gpu_thread") if gpu else ("kernel", "thread")
     if done in _state or key in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
         return None
+    if m == "auto" and _state.get("one_query"):
+        return None
     thread = threading.Thread(target=load_gpu if gpu else load, name="pipeline-kernels", daemon=True)
     _state[key] = thread
     if hasattr(os, "register_at_fork") and not _state.get("fork_hook"):  # a fork waits for the loads first
         os.register_at_fork(before=settle)
+        # a process that ends while the loader compiles (LLVM's threads and statics torn down under it)
+        # aborted with "terminate called without an active exception": its end waits for the load too
+        atexit.register(settle)
         _state["fork_hook"] = True
     thread.start()
     return thread
+
+
+@contextlib.contextmanager
+def one_query() -> Iterator[None]:
+    """Within the block the process answers one query and then ends (``pipeline query``): :func:`prepare`
+    starts no load in mode auto. A single query never waits for the compiled form (its steps run the
+    torch form while it loads), so loading it would only cost a core ~0.8 s and hold the process' end
+    (:func:`settle`)."""
+    before = _state.get("one_query")
+    _state["one_query"] = True
+    try:
+        yield
+    finally:
+        _state["one_query"] = before
 
 
 def settle() -> None:
@@ -120,10 +143,12 @@ def load() -> bool:
                 if not _trusted(kernel):
                     # code read from numba's disk cache that computes wrong values (a flipped byte in the
                     # machine code: numba checks none): compiled afresh (recompile() empties the cache)
-                    from pipeline.engine._stream_numba import merge_two
+                    from pipeline.engine._stream_numba import merge_two, rows_max, rows_max_two
 
                     kernel.recompile()
                     merge_two.recompile()
+                    rows_max.recompile()
+                    rows_max_two.recompile()
                     if not _trusted(kernel):  # a miscompilation here: the torch form
                         raise RuntimeError("the compiled stream fails its known answers")
                 _state["kernel"] = kernel
@@ -217,7 +242,29 @@ def _trusted(kernel: Any) -> bool:
         rows_max(state, b, s, params, ptr, dst, conf, out)
         if out.tolist() != [[2.5, 2.0, float("-inf")], [2.5, float("-inf"), 2.0]]:
             return False
+        state, b, s, parts = _known_rows_two(dtype)
+        out = torch.full(state.shape, float("-inf"))
+        rows_max_two(state, b, s, parts, out)
+        if out.tolist() != [[3.5, 2.5, 1.75], [3.0, float("-inf"), 4.0]]:
+            return False
     return True
+
+
+def _known_rows_two(dtype: torch.dtype) -> tuple:
+    """A two-atom multi-edge step with answers by hand, on the facts of :func:`_known_rows` read by both
+    atoms (alphas 0.1 and 0.2, betas 2 and 1 in row 0, 1 and 1 in row 1). Row 0: (s 0: o 1 at 0.5 -> 1 +
+    (1 + 0.5), o 2 at 0.25 -> 1 + (0.5 + 0.25); s 2: o 0 at 1.0 -> 0.5 + (2 + 1)). Row 1: (s 0: o 2 at
+    0.75 -> 0 + 1.5; s 1: o 0 at 0.5 -> 2 + 1, o 2 at 1.0 -> 2 + 2)."""
+    from types import SimpleNamespace
+
+    state, b, s, _, ptr, dst, conf = _known_rows(dtype)
+    ori = SimpleNamespace(ptr=ptr, dst=dst, conf=conf)
+    parts = [
+        SimpleNamespace(ori=ori, params=SimpleNamespace(rel=torch.tensor([0, 1]), alpha=torch.tensor([a, a]),
+                                                       beta=torch.tensor(w), neg=torch.tensor([False, False])))
+        for a, w in ((0.1, [2.0, 1.0]), (0.2, [1.0, 1.0]))
+    ]
+    return state, b, s, parts
 
 
 def _known_rows(dtype: torch.dtype) -> tuple:
@@ -328,6 +375,29 @@ def rows_max(
         out.numpy(),
     )
     _dispatch(kernel, args)
+
+
+def rows_max_two(state: torch.Tensor, b: torch.Tensor, s: torch.Tensor, parts: Any, out: torch.Tensor) -> None:
+    """The sparse rows of a max-plus step of a two-atom multi-edge, compiled, for rows that need a fact of
+    both atoms (``SumMatrix.intersecting``): out[b, o] = max(out[b, o], state[b, s] + (value_a + value_b))
+    over the columns o stored in both atoms' rows (b[i], s[i]) with both values finite: the values of
+    ``SumMatrix.finite_rows`` and the torch form's scatter-max, without their keys, merges and
+    temporaries. parts: the two RelationMatrix. CPU tensors; call only where :func:`ready`."""
+    from pipeline.engine._stream_numba import rows_max_two as kernel
+
+    st = state.detach().contiguous()
+    args: list[Any] = [st.numpy(), _np(b), _np(s)]
+    for p in parts:
+        args += [
+            _np(p.params.rel),
+            p.params.alpha.detach().to(torch.float32).contiguous().numpy(),
+            p.params.beta.detach().to(torch.float32).contiguous().numpy(),
+            p.params.neg.contiguous().numpy(),
+            _np(p.ori.ptr),
+            _np(p.ori.dst),
+            p.ori.conf.detach().to(torch.float32).contiguous().numpy(),
+        ]
+    _dispatch(kernel, (*args, st.shape[1], out.numpy()))
 
 
 def rows_cost(device: torch.device, rows: int, entries: int) -> float:

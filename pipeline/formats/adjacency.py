@@ -24,17 +24,19 @@ import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.fs as pafs
 import torch
 
 from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError, option
 from pipeline.core.kg import GraphTensors
 from pipeline.core.provenance import is_sealed, seal
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 FORMAT = "soft-queries/neural-adjacency/1"
 MANIFEST = "manifest.json"
@@ -57,6 +59,8 @@ def shard_file(r: int, start: int, stop: int) -> str:
 def shard_filesystem(location: str | Path) -> tuple[pafs.FileSystem, str]:
     """(filesystem, base path) of a shard location: a local folder, a URI pyarrow knows (file://, s3://,
     gs://, hdfs://, mock://) or, failing that, one fsspec knows (wrapped for pyarrow)."""
+    import pyarrow.fs as pafs  # here: a distributed export alone needs it (its import costs a query)
+
     text = str(location)
     if "://" not in text:
         return pafs.LocalFileSystem(), str(Path(text).resolve())

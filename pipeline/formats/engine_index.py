@@ -15,11 +15,15 @@ export's identity, so another or a rewritten export never reads it.
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from pipeline.core import sealed_arrays
 from pipeline.engine import Adjacency, as_adjacency, kernels
 from pipeline.engine.adjacency import Oriented
 from pipeline.formats import pair_cache
@@ -37,12 +41,74 @@ def load_engine_index(
 ) -> tuple[Adjacency, dict[str, Any]]:
     """The export at ``folder`` indexed for the engine, and its manifest (checked as load_adjacency
     checks it). On the CPU with the pair cache on (PIPELINE_PAIR_CACHE not ``off``): the index file of
-    the cache, written by the first process that needs it."""
+    the cache, written by the first process that needs it.
+
+    Kept in this process (:data:`KEEP`, the last used): a later call on the same export returns the same
+    index, with the relation-pair work it has memoised (a notebook's next ``pl.query``), as long as the
+    export is unchanged (its identity: the manifest's bytes, each relation file's size and mtime,
+    :func:`~pipeline.formats.pair_cache.export_identity`) and so is the index file it maps (its stamp)."""
     manifest = checked_manifest(folder, dataset, n_entities, n_relations)
+    from pipeline.core import config
+
+    key = (str(Path(folder).resolve()), pair_cache.export_identity(folder), str(config.pair_cache_root()),
+           str(torch.device(device)), dataset, n_entities, n_relations)
+    hit = _kept(key)
+    if hit is not None:
+        return hit, dict(manifest)
     # a large export: the compiled stream loads in the background from now on, beside the index's load
     # and check, so that it is ready (or nearly) when the first large step comes
     kernels.prepare(sum(int(rel["nnz"]) for rel in manifest["relations"]), device)
-    return _load(folder, manifest, dataset, device, n_entities, n_relations)
+    adj, manifest = _load(folder, manifest, dataset, device, n_entities, n_relations)
+    _keep(key, adj)
+    return adj, manifest
+
+
+KEEP = 2  # exports whose index this process keeps (mapped pages: the page cache's, not the heap's)
+_KEPT: OrderedDict[tuple, tuple[Adjacency, sealed_arrays.Stamp | None]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def _index_stamp(adj: Adjacency) -> sealed_arrays.Stamp | None:
+    """The stamp of the index file ``adj`` maps (None: an index in memory, or no such file now)."""
+    cache = adj.pair_cache
+    if not isinstance(cache, pair_cache.PairCache):
+        return None
+    try:
+        return sealed_arrays.file_stamp(os.stat(cache.path("index", ())))
+    except OSError:
+        return None
+
+
+def _kept(key: tuple) -> Adjacency | None:
+    with _KEPT_LOCK:
+        got = _KEPT.get(key)
+    if got is None:
+        return None
+    adj, stamp = got
+    # a rewritten index file would change the pages this process maps (a private map reads the file
+    # until a page is written): never reuse it then
+    if stamp is not None and _index_stamp(adj) != stamp:
+        with _KEPT_LOCK:
+            _KEPT.pop(key, None)
+        return None
+    with _KEPT_LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+    return adj
+
+
+def _keep(key: tuple, adj: Adjacency) -> None:
+    with _KEPT_LOCK:
+        _KEPT[key] = (adj, _index_stamp(adj))
+        _KEPT.move_to_end(key)
+        while len(_KEPT) > KEEP:
+            _KEPT.popitem(last=False)
+
+
+def forget_kept() -> None:
+    """Drop every index this process keeps (tests; a notebook that wants the memory back)."""
+    with _KEPT_LOCK:
+        _KEPT.clear()
 
 
 def _load(
@@ -113,3 +179,25 @@ def _sizes_match(arrays: tuple[torch.Tensor, ...], manifest: dict[str, Any]) -> 
 def _from_arrays(a: tuple[torch.Tensor, ...], dataset: str) -> Adjacency:
     n, r = a[-1].tolist()
     return Adjacency(n, r, Oriented(*a[0:4]), Oriented(*a[4:8]), a[8], a[9], a[10], dataset)
+
+
+# bump when the index's arrays change (Oriented, the diagonal): the files kept with a data set's tables
+OBSERVED_INDEX = "engine-index-{graph}-v1"
+
+
+def observed_index(kg: Any, graph: str, device: str | torch.device = "cpu") -> Adjacency:
+    """The engine's index of the observed graph train|valid|test of a loaded data set
+    (:class:`loaders.KGData`): on the CPU, built once per version of the data set's files and kept with
+    its parsed tables (:mod:`loaders.parsed`: the same arrays, mapped by every later process), and the
+    same object for every call of this process while the data set stays loaded."""
+    from pipeline.core.kg import observed_graph
+
+    if torch.device(device).type != "cpu":
+        return as_adjacency(observed_graph(kg, graph, device))
+    name = OBSERVED_INDEX.format(graph=graph)
+    adj = kg.memo.get(name)
+    if adj is None:
+        arrays = kg.derived_arrays(name, lambda: tuple(a.numpy() for a in _arrays(as_adjacency(observed_graph(kg, graph)))))
+        adj = _from_arrays(tuple(torch.from_numpy(a) for a in arrays), kg.name)
+        kg.memo[name] = adj
+    return adj

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.core import atomic, checksums
 from pipeline.core.errors import ArtifactError
@@ -57,6 +56,8 @@ def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[s
 def write_parquet(table: pa.Table, path: Path) -> Path:
     """Write a table atomically, with the checksum of the whole file in its footer
     (:func:`pipeline.core.checksums.seal_file`, filled in before the file is renamed into place)."""
+    import pyarrow.parquet as pq  # here: `pipeline query` imports this module and writes no Parquet
+
     sealed = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), checksums.META_KEY: checksums.PLACEHOLDER}
     )
@@ -72,6 +73,8 @@ def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...],
                  remedy: str = "re-create it") -> tuple[pa.Table, dict[str, Any]]:
     """A Parquet artifact and its checked metadata; ArtifactError when missing, unreadable, foreign, or
     without its checksum (``remedy``: the command that writes it again, for the message)."""
+    import pyarrow.parquet as pq
+
     if not path.is_file():
         raise ArtifactError(f"{path}: no such {kind}")
     # the checksum first: a damaged file is reported as damaged, whatever the Parquet reader makes of it
@@ -94,6 +97,8 @@ def peek_format(path: Path) -> str | None:
     """The format a Parquet file's metadata names, read without its rows: None when it has no ``pipeline``
     metadata (or is not Parquet), "" when the metadata is there but unreadable (a damaged artifact, which a
     reader should report rather than skip)."""
+    import pyarrow.parquet as pq
+
     try:
         raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
     except (pa.ArrowInvalid, OSError):

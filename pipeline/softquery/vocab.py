@@ -55,8 +55,14 @@ class Vocabulary:
 
     @classmethod
     def from_kg(cls, kg) -> Vocabulary:
-        """From a loaded data set (loaders.KGData)."""
-        return cls(tuple(kg.entity_names()), tuple(kg.relation_names()))
+        """From a loaded data set (loaders.KGData); one per data set while it stays loaded (its memo)."""
+        memo = getattr(kg, "memo", None)
+        got = memo.get("vocabulary") if memo is not None else None
+        if not isinstance(got, cls):
+            got = cls(tuple(kg.entity_names()), tuple(kg.relation_names()))
+            if memo is not None:
+                memo["vocabulary"] = got
+        return got
 
     def entity_id(self, name: str, column: int | None = None) -> int:
         return self._lookup("entity", name, self._entity_ids, self.entities, column)

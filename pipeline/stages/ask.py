@@ -67,6 +67,7 @@ def ask(
     from loaders import load
     from pipeline.core.checks import check_int, check_text
     from pipeline.core.kg import observed_graph
+    from pipeline.formats.engine_index import observed_index
     from pipeline.methods.src.method import SRC
     from pipeline.methods.src.saved import saved_label, saved_paths
 
@@ -89,10 +90,8 @@ def ask(
     kg = load(dataset)
     vocab = Vocabulary.from_kg(kg)
     query = parse(text, vocab)  # syntax and names fail fast, before any tensor work
-    tensors = None
     if graph is not None:
-        tensors = observed_graph(kg, graph, device)
-        src = SRC.over(tensors, kg.name)
+        src = SRC.over(observed_index(kg, graph, device), kg.name)
         source, where = f"graph {graph}", f"on graph {graph}"
     else:
         from pipeline.core.versions import KEY, check_versions
@@ -141,7 +140,9 @@ def ask(
         from pipeline.engine.empty import empty_reason_text
         from pipeline.formats.adjacency import load_adjacency
 
-        if tensors is None:  # the facts as stored: a calibration's lowered alphas are in `answered`, L is not
+        if graph is not None:
+            tensors = observed_graph(kg, graph, device)
+        else:  # the facts as stored: a calibration's lowered alphas are in `answered`, L is not
             tensors, _ = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
         reason = empty_reason_text(answered, tensors, vocab, where + (" before calibration L" if calibration else ""))
     frame = pd.DataFrame(rows, columns=["eid", "name", "utility"])

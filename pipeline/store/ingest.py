@@ -83,7 +83,15 @@ class IngestReport:
 
 def content_key(kg) -> str:
     """A hash of exactly what ingest stores (format version, names, facts with their nested-graph
-    confidences): equal keys mean an identical graph, whatever files it came from."""
+    confidences): equal keys mean an identical graph, whatever files it came from. Computed once per
+    version of the data set's files and kept with its parsed tables (:meth:`loaders.KGData.derived`)."""
+    derived = getattr(kg, "derived", None)
+    if derived is None:
+        return _content_key(kg)
+    return str(derived(f"content_key/v{FORMAT_VERSION}", lambda: _content_key(kg)))
+
+
+def _content_key(kg) -> str:
     h = hashlib.sha256(f"v{FORMAT_VERSION}\0{kg.name}\0".encode())
     for frame in (kg.entities[["eid", "name"]], kg.relations[["rid", "name"]], kg.facts_with_splits()):
         h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())

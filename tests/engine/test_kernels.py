@@ -392,6 +392,62 @@ def test_compiled_sparse_rows_equal_the_torch_form(data):
     assert same(got, want)
 
 
+def test_sparse_rows_of_a_multi_edge_by_hand():
+    """kernels.rows_max_two on a step with answers by hand (kernels._known_rows_two)."""
+    for dtype in (torch.int32, torch.int64):
+        state, b, s, parts = kernels._known_rows_two(dtype)
+        out = torch.full(state.shape, NEG)
+        kernels.rows_max_two(state, b, s, parts, out)
+        assert out.tolist() == [[3.5, 2.5, 1.75], [3.0, NEG, 4.0]]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_compiled_sparse_rows_of_a_multi_edge_equal_the_torch_form(data):
+    """maxplus._values' sparse rows of a two-atom multi-edge whose rows need both facts, compiled
+    (kernels.rows_max_two) and in torch (SumMatrix.finite_rows: the parts' rows, their finite values, the
+    shared keys, the sums, a scatter-max): the same values bit for bit, on random graphs, states with
+    -inf and NaN, alphas > 0, betas zero, negative and large, the two atoms in either orientation."""
+    from pipeline.engine.atoms import AtomParams, RelationMatrix, SumMatrix
+
+    n, r, facts = data.draw(graphs())
+    adj = Adjacency.from_graph(graph_of(n, r, facts))
+    rows = data.draw(st.integers(1, 6))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31 - 1)))
+    state = torch.tensor([0.0, 0.25, 0.5, 1.0, -0.5, 3e38])[torch.randint(0, 6, (rows, n), generator=g)]
+    state[torch.rand(rows, n, generator=g) < data.draw(st.sampled_from([0.2, 0.6, 0.95]))] = NEG
+    if data.draw(st.booleans()):
+        state[0, 0] = float("nan")
+    pick = lambda pool: torch.tensor(pool)[torch.randint(0, len(pool), (rows,), generator=g)]  # noqa: E731
+    parts = [
+        RelationMatrix(adj, AtomParams(torch.randint(0, r, (rows,), generator=g), pick([0.1, 0.3, 0.5, 0.7093, 1.0]),
+                                       pick([1.0, 0.5, 0.0, -0.0, -1.5, 3e38]), torch.zeros(rows, dtype=torch.bool)),
+                       from_head=data.draw(st.booleans()))
+        for _ in range(2)
+    ]
+    m = SumMatrix(parts)
+    b, s = torch.nonzero(torch.isfinite(state) | torch.isnan(state), as_tuple=True)
+    assert bool(m.intersecting(b).all())
+    want = torch.full((rows, n), NEG)
+    pair, o, val = m.finite_rows(b, s)
+    cand = state.reshape(-1).index_select(0, (b * n + s).index_select(0, pair)) + val
+    want.view(-1).scatter_reduce_(0, b[pair] * n + o, cand, reduce="amax", include_self=True)
+    got = torch.full((rows, n), NEG)
+    kernels.rows_max_two(state, b, s, m.parts, got)
+    assert same(got, want)
+
+
+def test_one_query_starts_no_background_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pipeline query` answers one query and ends: no compiled form is loaded for it (a process ending
+    while the loader compiles aborted in LLVM's teardown); the block leaves the rule as it found it."""
+    monkeypatch.setenv("PIPELINE_KERNELS", "auto")
+    monkeypatch.setattr(kernels, "_state", {})
+    with kernels.one_query():
+        assert kernels.prepare(kernels.KERNEL_FACTS * 4) is None
+        assert "thread" not in kernels._state
+    assert not kernels._state.get("one_query")
+
+
 def test_the_padding_matches_the_compiled_vectors():
     """kernels pads rows to _LANES without importing numba; the compiled loop's vectors hold LANES rows."""
     from pipeline.engine import _stream_numba

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import pipeline.engine.maxplus as mp
 import tests.engine.reference.adjacency as ref_adj
 import tests.engine.reference.evaluate as ref_eval
+from pipeline.core import sealed_arrays
 from pipeline.engine import Adjacency, search_batch
 from pipeline.formats import pair_cache
 from pipeline.formats.pair_cache import PairCache, export_identity, for_export, pair_name
@@ -194,8 +195,8 @@ def test_bad_files_are_never_believed(tmp_path: Path, damage: str) -> None:
 
 
 def _settled_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PairCache, Path, tuple]:
-    """A pair file whose times are settled (pair_cache._SETTLED shortened to 50 ms, then waited for)."""
-    monkeypatch.setattr(pair_cache, "_SETTLED", 0.05)
+    """A pair file whose times are settled (sealed_arrays._SETTLED shortened to 50 ms, then waited for)."""
+    monkeypatch.setattr(sealed_arrays, "_SETTLED", 0.05)
     monkeypatch.delenv("PIPELINE_VERIFY", raising=False)
     arrays = (torch.arange(5000, dtype=torch.int32), torch.rand(2, 5000))
     PairCache(tmp_path, "export-a").store("shared", PAIR, arrays)
@@ -249,10 +250,70 @@ def test_a_record_vouches_for_its_own_file_only(tmp_path: Path, monkeypatch: pyt
         damaged = PairCache(tmp_path, "export-a")
         assert damaged.load("shared", PAIR) is not None and damaged.summed == 1
         assert json.loads(record.read_bytes())["ino"] == f.stat().st_ino  # and is replaced by a true one
-    monkeypatch.setattr(pair_cache, "_SETTLED", 3600.0)  # a file younger than that: never recorded
+    monkeypatch.setattr(sealed_arrays, "_SETTLED", 3600.0)  # a file younger than that: never recorded
     record.unlink()
     young = PairCache(tmp_path, "export-a")
     assert young.load("shared", PAIR) is not None and young.summed == 1 and not record.exists()
+
+
+def _young_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, tuple]:
+    """A pair file just written (younger than a record needs: every open checks it in full)."""
+    monkeypatch.setattr(sealed_arrays, "_SETTLED", 3600.0)
+    monkeypatch.delenv("PIPELINE_VERIFY", raising=False)
+    arrays = (torch.arange(5000, dtype=torch.int32), torch.rand(2, 5000))
+    PairCache(tmp_path, "export-a").store("shared", PAIR, arrays)
+    return PairCache(tmp_path, "export-a").path("shared", PAIR), arrays
+
+
+def test_a_young_file_checked_ahead_is_opened_on_that_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first answer after an export: the files it will read are checked in a background thread before
+    it needs them; the open then uses that check (it waits for it, never sums again) and its map."""
+    f, arrays = _young_file(tmp_path, monkeypatch)
+    sums: list[int] = []
+    real = sealed_arrays._crcs
+    monkeypatch.setattr(sealed_arrays, "_crcs", lambda *a, **k: sums.append(1) or real(*a, **k))
+    thread = sealed_arrays.check_ahead([f], pair_cache.MAGIC)
+    assert thread is not None
+    thread.join()
+    assert sums == [1]
+    cache = PairCache(tmp_path, "export-a")
+    got = cache.load("shared", PAIR)
+    assert got is not None and sums == [1] and cache.summed == 1  # summed once, by the check ahead
+    assert all(torch.equal(a, b) for a, b in zip(got, arrays, strict=True))
+    again = PairCache(tmp_path, "export-a")  # a later open of the same young file: checked again, in full
+    assert again.load("shared", PAIR) is not None and sums == [1, 1]
+    assert sealed_arrays.check_ahead([tmp_path / "none.bin", f.with_name("x.bin")], pair_cache.MAGIC) is None
+
+
+def test_a_damaged_file_checked_ahead_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f, _ = _young_file(tmp_path, monkeypatch)
+    flip_byte(f, f.stat().st_size - 3)
+    assert sealed_arrays.check_ahead([f], pair_cache.MAGIC) is not None
+    cache = PairCache(tmp_path, "export-a")
+    assert cache.load("shared", PAIR) is None and cache.rebuilt == 1 and not f.exists()
+
+
+def test_a_fork_during_a_check_ahead_waits_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker forked while the check runs would otherwise wait forever for a thread it does not have."""
+    f, arrays = _young_file(tmp_path, monkeypatch)
+    real = sealed_arrays._crcs
+
+    def slow(*a: Any, **k: Any) -> list[int]:
+        time.sleep(0.5)
+        return real(*a, **k)
+
+    monkeypatch.setattr(sealed_arrays, "_crcs", slow)
+    sealed_arrays.check_ahead([f], pair_cache.MAGIC)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_load_sum, (str(tmp_path),)).get(timeout=60)
+    assert got == pytest.approx(float(arrays[1].sum()), rel=1e-5)
+
+
+def _load_sum(folder: str) -> float:
+    got = PairCache(folder, "export-a").load("shared", PAIR)
+    assert got is not None
+    return float(got[1].sum())
 
 
 def test_identity_keys_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

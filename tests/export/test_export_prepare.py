@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 import torch
 
+from pipeline.core import sealed_arrays
 from pipeline.engine import search_batch
+from pipeline.formats import pair_cache
 from pipeline.formats.engine_index import load_engine_index
 from pipeline.formats.pair_cache import for_export
 from pipeline.softquery import Atom, Conjunction, Const, Query, Var
@@ -79,6 +81,10 @@ def test_export_builds_the_files_a_first_answer_would_and_the_same_answers(
     assert folder.parent == prepared
     built = _files(folder)
     assert {"index.bin", "shared-h0-h1.bin", "shared-h1-h0.bin", "front-h0-h1.bin", "front-h1-h0.bin"} == set(built)
+    # the next `pipeline answer` checks these young files in a background thread from its start
+    ahead = pair_cache.check_ahead(tmp_path / "exp")
+    assert ahead is not None and {p.name for p in sealed_arrays._AHEAD} >= set(built)
+    ahead.join()
 
     # the first answer on a copy of the export (same identity: same manifest, sizes and mtimes) with an
     # empty cache builds the same files, byte for byte, through answering alone

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loaders import get_spec
-from loaders.base import load_dataset
+from loaders.parsed import load_dataset
 from pipeline.core.errors import ChecksumError, PipelineError
 from tests.conftest import require_data
 
