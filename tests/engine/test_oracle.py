@@ -110,7 +110,9 @@ def assert_same(engine: torch.Tensor, expected: np.ndarray) -> None:
     got = engine.double().numpy()
     assert np.array_equal(np.isneginf(got), np.isneginf(expected)), (got, expected)
     fin = np.isfinite(expected)
-    assert np.allclose(got[fin], expected[fin], atol=1e-6, rtol=0), (got, expected)
+    # the engine sums in float32: a utility near 8.45 is off by up to a few of its ulps (~1e-6), so the
+    # tolerance grows with the value (rtol 1e-6: about eight float32 ulps); the oracle sums in float64
+    assert np.allclose(got[fin], expected[fin], atol=1e-6, rtol=1e-6), (got, expected)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
