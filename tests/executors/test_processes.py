@@ -234,4 +234,7 @@ def test_workers_keep_the_heap_they_free() -> None:
         for mode in ("default", "keep")
     }
     assert runs["default"] > 40_000  # the premise: each temporary faulted in afresh
-    assert runs["keep"] < 12_000  # ~20 MiB: 5,120 pages, and the interpreter's own
+    # ~20 MiB: 5,120 pages and the interpreter's own, 5,400-7,700 faults; on some runs (the same code, one
+    # thread or two) twice that, ~15,400-20,300: the largest temporaries' pages once more. Either is far
+    # from the default's ~54,000, which is what a heap that gives back what it frees would cost
+    assert runs["keep"] < 0.4 * runs["default"]
