@@ -52,7 +52,7 @@ def test_a_bar_is_closed_when_its_stage_fails():
 
 
 def test_the_export_bar_is_closed_when_the_export_is_refused(tmp_path):
-    """The stale `export: 0%` of the issue: an export refused mid-way left its bar open."""
+    """A stale `export: 0%`: an export refused mid-way left its bar open."""
     from pipeline.core.errors import PipelineError
     from pipeline.models import default_config, train
     from pipeline.stages.export import export_adjacency

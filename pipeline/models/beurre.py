@@ -7,7 +7,7 @@ With Gumbel boxes of scale beta, the intersection's corners are smooth maxima/mi
 and the (Bessel-approximated) volume of a box is prod_k softplus(width_k - 2 * gamma * beta)
 (gamma = Euler's constant). The confidence of (h, r, t) is a conditional probability,
     P = vol(head' ∩ tail') / vol(condition box),
-with the condition box the transformed head box (the issue's definition, default) or the tail box (as in
+with the condition box the transformed head box (the design's definition, default) or the tail box (as in
 the BEUrRE code: condition="tail"). The intersection is never wider than either box, so P is in [0, 1].
 """
 

@@ -32,7 +32,7 @@ from pipeline.softquery.types import QUERY_TYPES, ordered_types
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
 TYPE_ORDER = tuple(QUERY_TYPES)
 
-# The paper's averages x100 (the issue's targets), for the comparison beside our tables; a metric the
+# The paper's averages x100 (the targets), for the comparison beside our tables; a metric the
 # project has no source for is left out (PPI5k SRC / SRC(L): tau and MAP as the calibration-L issue quotes them).
 PAPER: dict[str, dict[str, dict[str, float]]] = {
     "cn15k": {

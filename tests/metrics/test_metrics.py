@@ -322,7 +322,7 @@ def test_cut_keeps_the_whole_tie_group() -> None:
 
 
 def test_paper_protocol_hand_example() -> None:
-    """The id bias the issue measured: a constant predictor against a truth whose ties were kept by id
+    """The id bias once measured: a constant predictor against a truth whose ties were kept by id
     scores every pair discordant when the truth is read in our stored order reversed (the rule before)."""
     t = np.array([1.0, 1.0, 1.0, 0.0, 0.0])
     q = Ranked.from_utilities(t, np.zeros(5), np.array([0, 1, 2]))

@@ -44,7 +44,7 @@ def test_the_evaluator_knows_numbers_parameters_and_bound_names_only(expr, value
 @pytest.mark.parametrize(
     "statement",
     [
-        "UNWIND range(1, 10000000000) AS x WITH x WHERE x < 0 RETURN count(x)",  # the runaway
+        "UNWIND range(1, 10000000000) AS x WITH x WHERE x < 0 RETURN count(x)",  # the runaway that ended the server
         "WITH 10000000000 AS n UNWIND range(1, n) AS x RETURN count(x)",
         "WITH 5 AS a, 7 * 1000000000 AS b UNWIND range(a, b) AS x RETURN count(x)",
         "RETURN RANGE ( -10000000000 , 0 )",
