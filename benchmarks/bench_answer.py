@@ -1,4 +1,4 @@
-"""Answering throughput (issue 6): queries/s per query type for SRC with calibration off and on.
+"""Answering throughput: queries/s per query type for SRC with calibration off and on.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_answer.py QUERIES --adjacency EXPORT_DIR \
         [--l-dir RUN_DIR/calibration/L-<key>] [--delta 0.1] [--repeat 2] [--device cpu] [--threads 1]

@@ -1,4 +1,4 @@
-"""Training and answering speed of the query-embedding baselines (issue 13): LogicE+NE and ConE+NE.
+"""Training and answering speed of the query-embedding baselines: LogicE+NE and ConE+NE.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_baselines.py \
         --train-queries q/train_big/ppi5k_train_hybrid_random.parquet \

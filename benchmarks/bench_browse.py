@@ -1,4 +1,4 @@
-"""Answers browsed where the graph lives (issue 12 part 3): the stages of `pipeline answer --from-store
+"""Answers browsed where the graph lives: the stages of `pipeline answer --from-store
 --write-back --explain K` on a set of (:Query) nodes, what they write per query, and `pipeline browse`.
 
     PIPELINE_HOME=... PIPELINE_DATA=../shared/data python benchmarks/bench_browse.py --set NAME

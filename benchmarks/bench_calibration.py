@@ -1,5 +1,5 @@
 """Seconds of fitting SRC's calibrations (L, D+L, D) as `pipeline answer` builds them, with the answers
-of the test set written, so two code bases can be timed and compared on the same files (issues 43, 46):
+of the test set written, so two code bases can be timed and compared on the same files:
 
     PIPELINE_DATA=../shared/data nice -n 5 python benchmarks/bench_calibration.py \\
         --queries RUN/queries --export RUN/exports/EXPORT --run RUN_DIR --calibrations L,D+L \\

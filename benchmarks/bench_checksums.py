@@ -1,4 +1,4 @@
-"""What checking an export's checksums costs on load (issue 29): `load_adjacency` with and without
+"""What checking an export's checksums costs on load: `load_adjacency` with and without
 verifying every relation file's checksum (pipeline.core.checksums).
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_checksums.py EXPORT_DIR [--repeat 3]

@@ -1,4 +1,4 @@
-"""Cold answering (issue 31): `pipeline answer` as a user meets it, in FRESH processes, per calibration,
+"""Cold answering: `pipeline answer` as a user meets it, in FRESH processes, per calibration,
 worker count and pair-cache state, with the peak memory of the whole answering (all workers).
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_cold_answer.py --adjacency EXPORT --queries TEST \
@@ -12,13 +12,13 @@ calibration needs included, as for a user; D and L reuse their saved fits after 
 user's second command does). q/s per type is read from the command's --json throughput: the engine's time
 per type with one worker (``queries_per_s``), the type's wall-clock span over all workers with more
 (``wall_queries_per_s``). ``cold`` removes the pair cache (PIPELINE_PAIR_CACHE, a folder of this run)
-before the command; ``warm`` keeps what the previous command wrote; ``export`` (issue 43: the first answer
+before the command; ``warm`` keeps what the previous command wrote; ``export`` (the first answer
 after ``pipeline export``) removes it, then runs ``pipeline export RUN --threshold T`` (--export-from,
 --threshold) into a fresh folder as its own process with the same cache folder, and answers on that
 export (the export's seconds and what it prepared are reported beside); without --adjacency, the states
 after it (e.g. ``--cache export,warm``) answer on that fresh export too. The OS page cache is not dropped.
 --threads N sets OMP_NUM_THREADS of every command; --clock cpu reads q/s from the answering process' CPU
-time instead of the wall clock (with one worker and one thread: what one quiet core gives; issue 31 made
+time instead of the wall clock (with one worker and one thread: what one quiet core gives; the compiled stream made
 its figures so). Peak memory: the largest sum, over the command's process tree, of each process' proportional set size
 (/proc/PID/smaps_rollup, sampled every 100 ms; pages shared by the workers counted once), Linux only.
 --baseline-root: another checkout (e.g. the code before) run alternately with this one, cell by cell; the
@@ -147,7 +147,7 @@ def _error_line(stderr: str, rc: int) -> str:
 
 def run_export(root: Path, args: argparse.Namespace, cache: Path, out: Path) -> dict[str, Any]:
     """A fresh `pipeline export` of --export-from into out (removed first); its wall seconds and what it
-    prepared for answering (the code's "prepared" report; absent before issue 43)."""
+    prepared for answering (the code's "prepared" report; absent in older code)."""
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-c", _CLI, "export", args.export_from, "--threshold", str(args.threshold),
            "--out", str(out), "--json", *(["--device", args.device] if args.device else [])]

@@ -1,4 +1,4 @@
-"""Engine benchmarks (issue 3): queries/s per query type at batch sizes 1 and 256, one max-plus step
+"""Engine benchmarks: queries/s per query type at batch sizes 1 and 256, one max-plus step
 against the memory-bandwidth bound, and the memory of the KG tensors.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_engine.py [--datasets ppi5k,cn15k] [--n 256] [--seed 0]

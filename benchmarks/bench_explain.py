@@ -1,4 +1,4 @@
-"""Cost of explanations (issue 12 part 2): time to find the witnesses of the top 10 answers of one query,
+"""Cost of explanations: time to find the witnesses of the top 10 answers of one query,
 against the time to answer that query again, per query type, on one graph.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_explain.py [--dataset ppi5k] [--graph test]

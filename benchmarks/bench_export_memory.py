@@ -1,4 +1,4 @@
-"""Peak resident memory of answering on a neural export (issue 14): after loading the export, after
+"""Peak resident memory of answering on a neural export: after loading the export, after
 indexing it for the engine, after answering a query set, with seconds per stage.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_export_memory.py QUERIES --adjacency EXPORT_DIR \

@@ -1,4 +1,4 @@
-"""SRC on a model's export (issue 14): queries/s per type before/after, the max-plus step against the
+"""SRC on a model's export: queries/s per type before/after, the max-plus step against the
 memory bound, one calibration-L batch, peak RSS; and the exactness check of the fast engine.
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_exports.py QUERIES --adjacency EXPORT_DIR \
@@ -69,7 +69,7 @@ def engines() -> dict[str, tuple[Callable, Callable]]:
         wide = {k: getattr(graph, k).long() for k in ("head", "rel", "tail")}
         return ref_adj.Adjacency.from_graph(dataclasses.replace(graph, **wide))
 
-    def unsplit_evaluate(queries, adj):  # this engine with multi-edges through the union (issue 14, round 4)
+    def unsplit_evaluate(queries, adj):  # this engine with multi-edges through the union
         import pipeline.engine.maxplus as mp
 
         old, mp._SPLIT_MULTI_EDGES = mp._SPLIT_MULTI_EDGES, False
@@ -241,7 +241,7 @@ L_PATHS = {"autograd": calibrated_adjacency, "spliced": training_adjacency}
 
 def l_paths(adj, graph, train: list[Query], seed: int, repeat: int) -> dict:
     """One L training step of the current engine with the batch's relations calibrated by autograd over
-    every fact (calibrated_adjacency, the code before issue 14's third round) and by training_adjacency
+    every fact (calibrated_adjacency, the earlier code) and by training_adjacency
     (no autograd, gradients spliced in at the facts the engine reads), the latter also with ConfBuffers kept
 across its steps (as fit_affine does), alternating, `repeat` times each:
     seconds per phase (index, forward, backward), the losses and the largest gradient difference."""

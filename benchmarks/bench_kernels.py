@@ -1,4 +1,4 @@
-"""The compiled stream (pipeline/engine/kernels.py, issue 31) against the torch form of the same step.
+"""The compiled stream (pipeline/engine/kernels.py) against the torch form of the same step.
 
     python benchmarks/bench_kernels.py [--entities 15000] [--entries 3000000] [--rows 1,2,4,8,36] \
         [--atoms 1,2,3] [--threads 1] [--repeat 3] \

@@ -1,4 +1,4 @@
-"""Issue 14, eighth round: how fast can the multi-edge types (2m, im) go on a model's export?
+"""How fast can the multi-edge types (2m, im) go on a model's export?
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_multiedge_bound.py QUERIES --adjacency EXPORT_DIR \
         [--pairs 4] [--threads 1]

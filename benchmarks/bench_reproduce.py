@@ -1,4 +1,4 @@
-"""Each stage's seconds of `pipeline reproduce`, from its ledger (issue 43): one column per work folder, so
+"""Each stage's seconds of `pipeline reproduce`, from its ledger: one column per work folder, so
 a CPU and a GPU reproduction (or code before and after) read side by side, with the ratio of the first to
 each other.
 

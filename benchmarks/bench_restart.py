@@ -1,6 +1,6 @@
-"""A store that comes back (issue 45, item 0): how long the embedded store takes to start again after a
+"""A store that comes back: how long the embedded store takes to start again after a
 kill -9 that follows N write-backs of a CN15k test set's answers, with the append-only file compacted at
-each writer's checkpoint (the default since issue 45) and without (the log part only grows, as before).
+each writer's checkpoint (the default) and without (the log part only grows, as before).
 
     PIPELINE_DATA=../shared/data python benchmarks/bench_restart.py [--per-type 100] [--explain 3]
         [--rounds 10] [--work DIR]
@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--work", default=None, help="Folder for the homes and files (default: a temporary one).")
     ap.add_argument("--configs", default="compact,mid,grow",
                     help="compact: kill after the last write-back; mid: kill in the middle of one more "
-                         "write-back; grow: never compacted, as before issue 45 (its restart is long).")
+                         "write-back; grow: never compacted, as before compaction existed (its restart is long).")
     args = ap.parse_args()
     import torch
 
@@ -93,7 +93,7 @@ def main() -> None:
     rows = []
     configs = {"compact": ("compacted (default), killed after the last write-back", True, False),
                "mid": ("compacted (default), killed in the middle of one more write-back", True, True),
-               "grow": ("never compacted (before issue 45), killed after the last write-back", False, False)}
+               "grow": ("never compacted (as before compaction existed), killed after the last write-back", False, False)}
     for key in args.configs.split(","):
         label, compact, mid = configs[key]
         home = work / f"home-{key}"
@@ -104,7 +104,7 @@ def main() -> None:
             embedded.COMPACT_BYTES = 1 << 62
         try:
             info = embedded.start()
-            if not compact:  # the server's own rule off too, as before issue 45
+            if not compact:  # the server's own rule off too, as before compaction existed
                 creds = embedded.credentials(info)
                 embedded._client(info.host, info.port, creds.admin_user, creds.admin_password, 10).config_set(
                     "auto-aof-rewrite-percentage", 0)

@@ -35,7 +35,7 @@ import os
 import sys
 from pathlib import Path
 
-# test MSE on positives reported by the soft-query literature's reproductions (issue 4)
+# test MSE on positives reported by the soft-query literature's reproductions
 PUBLISHED_MSE = {
     ("cn15k", "beurre", False): 0.117,
     ("cn15k", "ukge_rect", True): 0.200,

@@ -1,4 +1,4 @@
-"""What calibration L learns (issue 46): fit L for a few steps with no valid selection (the last state
+"""What calibration L learns: fit L for a few steps with no valid selection (the last state
 kept) and report how it moves the stored confidences, by what the fact is in the data set: a train fact,
 a valid or test fact the backbone generalised to (true, unseen by L's targets), or a fact of no split.
 

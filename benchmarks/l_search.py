@@ -1,4 +1,4 @@
-"""Calibration L's search (issue 46): fit L under several settings on one backbone, score every check on
+"""Calibration L's search: fit L under several settings on one backbone, score every check on
 the valid queries (the selection score, and per type), keep the best check as `pipeline answer` does
 (the identity included) and answer the test set with it.
 

@@ -1,4 +1,4 @@
-"""What a researcher's notebook cell prints (issue 44, friction 8): runs a small flow (ingest, train 60
+"""What a researcher's notebook cell prints: runs a small flow (ingest, train 60
 epochs, export, sample, answer; then the same cells again) on the Southern Women graph in a real Jupyter
 kernel through nbclient and prints each cell's output chunks, its "epoch" lines and the notebook's size.
 

@@ -1,4 +1,4 @@
-"""How much code one `pipeline answer` crosses, and how many files each "how to add X" touches (issue 30).
+"""How much code one `pipeline answer` crosses, and how many files each "how to add X" touches.
 
 Prints a table: the lines of ``pipeline/cli.py``; for one ``pipeline answer`` on a toy export (calibration
 none and D) a run-time trace (``sys.setprofile``) of the distinct ``pipeline`` modules entered while the
@@ -127,7 +127,7 @@ def main() -> None:
     doc: dict[str, Any] = {"cli_lines": len((ROOT / "pipeline" / "cli.py").read_text().splitlines())}
     with tempfile.TemporaryDirectory() as tmp:
         toy = _toy(Path(tmp))
-        # --workers 1: the default answers in forked workers (issue 31), where this process's profiler sees no search
+        # --workers 1: the default answers in forked workers, where this process's profiler sees no search
         base = [str(toy["test"]), "--adjacency", str(toy["export"]), "--device", "cpu", "--out", f"{tmp}/a", "--workers", "1"]
         doc["answer none"] = _fresh(base)
         doc["answer D"] = _fresh([*base, "--calibration", "D", "--valid-queries", str(toy["valid"])])

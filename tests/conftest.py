@@ -89,7 +89,7 @@ def launch_bolt_server(folder: Path):
     """A throw-away FalkorDB server with its experimental Bolt listener: the one Bolt server this machine
     can run (no Neo4j 5 here: neither its server nor a JVM build of it is on the reachable registries).
     Returns (ServerInfo with ``bolt_port``, process). Its Bolt has no authentication and listens on every
-    interface (why the embedded store has none, issue 29): tests only, data thrown away, stopped with the
+    interface (why the embedded store has none: docs/store.md): tests only, data thrown away, stopped with the
     session. Its native port requires the password like every server the project launches; its Bolt
     port must be below 32768 (FalkorDB's limit)."""
     import random
@@ -189,7 +189,7 @@ def bolt_and_native(bolt_server, bolt_store):
         native.close()
 
 
-# ------------------------------------------------------------- the notebook's small real graph (issue 44)
+# ------------------------------------------------------------- the notebook's small real graph
 
 
 @pytest.fixture(scope="session")

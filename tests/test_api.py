@@ -1,4 +1,4 @@
-"""The Python API (issue 30, section 1): every public name's doctest runs, the API's answers are the
+"""The Python API: every public name's doctest runs, the API's answers are the
 CLI's on the same inputs (query, answer + evaluate), errors are PipelineError subclasses with the CLI's
 one-line messages, and every line of the README's "From Python" example runs."""
 

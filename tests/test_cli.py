@@ -66,7 +66,7 @@ def test_errors_name_options_as_the_front_end_spells_them():
     ],
 )
 def test_each_option_is_declared_once(command: str, api: str, classes: tuple[str, ...], own: set[str]) -> None:
-    """The command's options and the API function's keywords are the declared fields (issue 47: one
+    """The command's options and the API function's keywords are the declared fields (one
     declaration, two doors); a field added to the class appears in both, with its help."""
     import inspect
     from importlib import import_module

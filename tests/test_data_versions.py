@@ -1,4 +1,4 @@
-"""Files bound to their data (issue 45, item 5): a query set, a run and its export record the content key of
+"""Files bound to their data: a query set, a run and its export record the content key of
 the data set version they came from, and work that brings two versions together is refused in one line
 naming both keys: a user KG re-ingested with two entity names swapped (the same counts, the same ids,
 other meanings) makes its old export and its old query sets unusable against it."""

@@ -1,4 +1,4 @@
-"""Every input checked at the door (issue 45, items 12, 13, 14, 16): CLI options, environment variables and
+"""Every input checked at the door: CLI options, environment variables and
 the Python API's arguments out of range are one line (one pl.PipelineError naming the argument), never a
 traceback and never silently clamped or ignored; names from the data never reach the terminal raw."""
 

@@ -1,4 +1,4 @@
-"""The first hour with your own KG (issue 32), end to end from the CLI on a small real graph that a package
+"""The first hour with your own KG, end to end from the CLI on a small real graph that a package
 ships: networkx's Les Miserables co-occurrences (77 characters, 254 weighted edges, both directions, weights
 over the largest), through ingest, query by name, train with the defaults, export and query the export.
 Every expectation is computed independently from networkx's graph."""
@@ -132,7 +132,7 @@ def test_lesmis_page_reads_at_the_default_zoom(fresh_store, tmp_path: Path) -> N
 
 
 def test_lesmis_from_python_equals_the_cli(fresh_store, tmp_path: Path) -> None:
-    """The same first hour through `import pipeline as pl` (issue 32 with issue 30's API): ingest, a query
+    """The same first hour through `import pipeline as pl` (with the Python API): ingest, a query
     by name with its explanation, train with the defaults, export, a query over the export; the answers
     equal the CLI's and the explanation's atom values sum to each utility."""
     import pipeline as pl

@@ -1,4 +1,4 @@
-"""A pandas DataFrame in (issue 44): `pl.ingest(name, frame)` goes through the same validation, recording and
+"""A pandas DataFrame in: `pl.ingest(name, frame)` goes through the same validation, recording and
 store load as a file of the same rows; errors name the row (by its index label, as pandas does) and the column; a split column decides the split."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Messages name options as the caller wrote them (issue 44, friction 3): keywords from Python
+"""Messages name options as the caller wrote them: keywords from Python
 (``threshold=``), flags from the command line (``--threshold``), for the stage messages a notebook meets."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No tracebacks for paths the user gives (issue 29): ``--out`` under a regular file or in a folder without
+"""No tracebacks for paths the user gives: ``--out`` under a regular file or in a folder without
 write permission, for every command that writes (export, answer, train, sample, evaluate --plot), is one
 line and exit code 2, before any work; an OSError about a path that slips past the early checks is one
 line too (the CLI's handler); a run's config.json that is not a JSON object is one line."""

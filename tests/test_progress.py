@@ -1,4 +1,4 @@
-"""Progress output, one policy (issue 44, friction 8): pipeline/core/progress.py decides bars, summaries and
+"""Progress output, one policy: pipeline/core/progress.py decides bars, summaries and
 warnings for every stage; bars close on every path; a notebook gets one bar per stage and no per-step
 lines; progress=False keeps the summary, quiet drops it; no module but that one imports tqdm."""
 

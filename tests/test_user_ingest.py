@@ -1,4 +1,4 @@
-"""Concurrent writers (issue 29): a temporary of a live writer is never removed by another writer of the
+"""Concurrent writers: a temporary of a live writer is never removed by another writer of the
 same destination (only a dead writer's are), and two `pipeline ingest NAME --from FILE` of one user KG at
 the same time both end cleanly: one records it, the other waits and finds it done."""
 

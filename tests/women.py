@@ -1,4 +1,4 @@
-"""A small real graph for the notebook-friction tests (issue 44): Davis's Southern Women (18 women, 14 events,
+"""A small real graph for the notebook-friction tests: Davis's Southern Women (18 women, 14 events,
 89 attendances; Davis, Gardner & Gardner 1941, as in networkx's ``davis_southern_women_graph``) as an
 uncertain KG of 32 entities, 3 relations and 499 facts whose confidences come from the data:
 

@@ -1,4 +1,4 @@
-"""Inputs checked at the door (issue 45, items 12 and 13): the checks that the CLI, config files, the
+"""Inputs checked at the door: the checks that the CLI, config files, the
 environment and the Python API all pass through, so a value out of range is one PipelineError naming it,
 never a traceback from deep inside and never a value silently clamped or ignored.
 

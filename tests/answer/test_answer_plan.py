@@ -1,4 +1,4 @@
-"""Cutting a query type across workers (issue 31, answer_plan): the queries that share their streamed
+"""Cutting a query type across workers: the queries that share their streamed
 relations go to one part, the parts are balanced by the streams' sizes, every query lands in exactly one
 part, and the answers file is that of one process whatever the parts."""
 

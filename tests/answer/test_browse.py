@@ -55,7 +55,7 @@ def test_page_graph_by_hand(store, tmp_path: Path) -> None:
     answers = [e for e in g.edges if e["id"].startswith("answer:")]
     assert [e["caption"] for e in answers[:2]] == ["#1 u=1.5", "#2 u=1.3"] and answers[0]["width"] == 4.0
     assert [e["target"] for e in g.edges if e["id"].startswith("anchor:")] == ["e:0"]
-    # the anchor e0 is also answer #3: drawn as an anchor (issue 32), placed among the answers by its rank
+    # the anchor e0 is also answer #3: drawn as an anchor, placed among the answers by its rank
     assert by_id["e:0"]["color"] == ANCHOR and by_id["e:0"]["properties"]["rank"] == 3
     # fixed places: the query in the middle, the answers on the right arc (stretched sideways), rank 1 on top
     xy = {n["id"]: (n["x"], n["y"]) for n in g.nodes}
@@ -179,7 +179,7 @@ def html_unescape(text: str) -> str:
 
 
 def assert_readable(sizes: dict[str, float], names: list[str], edge_labels: list[str]) -> None:
-    """Node names at 12 px or more, edge labels at 10 px or more (issue 32 measured 5-7 px and 4.5 px). NVL
+    """Node names at 12 px or more, edge labels at 10 px or more (5-7 px and 4.5 px were measured). NVL
     leaves out the label of an edge too short to hold it (two neighbouring answers): every answer edge's
     label ("#1 u=...") and most of the others must be drawn."""
     for name in names:
@@ -222,7 +222,7 @@ def test_a_query_that_did_not_parse_says_so(store, tmp_path: Path) -> None:
 
 
 def test_a_query_the_method_did_not_answer_is_said_so(store, tmp_path: Path) -> None:
-    """Issue 44, friction 6: right after a write-back, browsing a query the method found no answer to said
+    """Right after a write-back, browsing a query the method found no answer to said
     'has answers of 0 methods; write answers back first'."""
     from pipeline.formats.answers import UTILITY, read_answers, write_answers
 

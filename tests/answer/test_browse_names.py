@@ -1,4 +1,4 @@
-"""The browse page shows whole names (issue 44, friction 12: "Evelyn Jefferso…" on a Southern Women page):
+"""The browse page shows whole names ("Evelyn Jefferso…" on a Southern Women page):
 a node whose name has a word too wide for NVL's default caption gets a smaller caption size and a node
 wide enough to keep the font; checked on the page graph and, as a person sees it, in headless Chromium."""
 

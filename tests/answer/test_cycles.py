@@ -1,4 +1,4 @@
-"""Queries with cycles are bounded by default (issue 45, item 9): an exact answer enumerates, nested, the
+"""Queries with cycles are bounded by default: an exact answer enumerates, nested, the
 candidates of one variable per cycle; above a bound of that work a query without --cycle-cap is refused in
 one line that names the option (which `pipeline answer` has now, as `pipeline query` had), instead of
 running for hours, also when it comes from a (:Query) node of the store."""

@@ -54,7 +54,7 @@ def test_typed_queries_answered_written_back_and_errors_marked(tiny_flow: dict, 
     assert "2 queries of set typed (browsekg) answered" in res.stdout
     nodes = store.run("MATCH (q:Query {dataset: $d, set: 'typed'}) RETURN q.qid AS qid, q.text AS text, "
                       "q.error AS error, q.type AS type, q.query AS query ORDER BY qid", {"d": name})
-    # ids in creation order (issue 32: the first typed node is t0); the typed text is kept, the error is on
+    # ids in creation order (the first typed node is t0); the typed text is kept, the error is on
     # the broken node only
     assert [(n["qid"], n["text"], n["type"]) for n in nodes] == [
         ("t0", TYPED[0], "1p"), ("t1", TYPED[1], "2p"), ("t2", TYPED[2], None)]

@@ -1,4 +1,4 @@
-"""A full disk (issue 45, item 7): answer, export, sample, ingest --from and synth gave `OSError: [Errno 28]`
+"""A full disk: answer, export, sample, ingest --from and synth gave `OSError: [Errno 28]`
 tracebacks (pyarrow's and Python's writes raise it without a file name). Now one line, and nothing stored
 is lost: every writer writes a temporary and renames it last, so what was there stays as it was. Tried on a
 real 256 KiB tmpfs filled to the last byte (root, where mounting works) and, everywhere, with the write

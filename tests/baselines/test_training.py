@@ -242,7 +242,7 @@ def test_training_with_batch_negatives_and_resuming_an_older_run(
 
 
 def test_training_targets_cap_a_crossing_tie_group_at_random_not_by_id() -> None:
-    """A truth holds the whole tie group at its cut (issue 35); training keeps at most 100 targets: every
+    """A truth holds the whole tie group at its cut; training keeps at most 100 targets: every
     answer above the cut value, then a seeded random choice within the group (same every run, not the
     lowest ids), best first."""
     from pipeline.stages.train_qe import cap_answers
@@ -260,7 +260,7 @@ def test_training_targets_cap_a_crossing_tie_group_at_random_not_by_id() -> None
 
 # ------------------------------------------------------------------- the loop without host round trips
 def _old_batch_negatives(data: Any, k: int, gen: torch.Generator) -> torch.Tensor:
-    """batch_negatives as written before issue 43: a boolean selection of the batch's answers."""
+    """batch_negatives as written before the GPU work: a boolean selection of the batch's answers."""
     pool = data.answers[data.mask]
     if pool.numel() == 0:
         pool = data.answers.reshape(-1)
@@ -309,7 +309,7 @@ def _epoch_inputs(toy: tuple[Path, Path], batch_size: int) -> tuple[Any, Any, An
 
 def test_a_cpu_qe_epoch_draws_what_the_earlier_loop_drew(toy: tuple[Path, Path]) -> None:
     """On the CPU the epoch's device generator is the CPU generator: the same batches, answer subsamples,
-    uniform and in-batch negatives in the same order as the loop before issue 43, so the same loss sum
+    uniform and in-batch negatives in the same order as the loop before the GPU work, so the same loss sum
     and weights bit for bit (seeded CPU runs made before it are reproduced)."""
     from pipeline.stages.train_qe import epoch_batches, step_loss, subsample_answers, train_epoch
 

@@ -1,4 +1,4 @@
-"""Calibration L's settings (issue 46): declared once (LOptions) and offered by `pipeline answer`, `pipeline
+"""Calibration L's settings: declared once (LOptions) and offered by `pipeline answer`, `pipeline
 reproduce` and pl.answer; resolved per variant (recipe.l_config); what each changes, checked by hand
 (the authors' schedule and weighting, the pull to the identity, the score form at the identity) and
 recorded in the saved calibration (its key and L.json) on the toy pipeline."""

@@ -1,4 +1,4 @@
-"""A slow cycle enumeration says how to bound it (issue 29: a 12-variable cycle query ran 99 s with no
+"""A slow cycle enumeration says how to bound it (a 12-variable cycle query ran 99 s with no
 word about ``--cycle-cap``): the progress line of a nested enumeration names the option, and a capped run
 says it is capped and approximate."""
 

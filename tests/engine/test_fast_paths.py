@@ -1,4 +1,4 @@
-"""The engine's fast paths (issue 3 speed work) change no result: mixed batches merged row by row, the
+"""The engine's fast paths change no result: mixed batches merged row by row, the
 sorted merge of a multi-edge's rows, 32-bit key merges, and max-plus steps that reuse their buffers."""
 
 from __future__ import annotations

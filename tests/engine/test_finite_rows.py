@@ -1,4 +1,4 @@
-"""The sparse rows of a multi-edge where every atom needs a fact (issue 14, ninth round): where each
+"""The sparse rows of a multi-edge where every atom needs a fact: where each
 part's default is -inf (a positive atom with alpha > 0), SumMatrix.finite_rows intersects the parts'
 gathered rows after the alpha tests instead of merging their union. Checked against rows() (the union
 path) entry for entry and bit for bit, by hand, and end to end against the brute-force oracle; and the

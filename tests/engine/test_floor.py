@@ -1,4 +1,4 @@
-"""Floor states and dominated defaults (issue 14, sixth round): a max-plus step whose matrix never stores
+"""Floor states and dominated defaults: a max-plus step whose matrix never stores
 a value below its default skips the default's walk, and a state that is a constant floor with few
 entries above it (alpha 0 upstream) reads its relations' column fronts instead of streaming them
 (maxplus._floor_rows). Bit for bit the values of the same engine with both off and of the frozen engine,

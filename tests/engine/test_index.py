@@ -1,4 +1,4 @@
-"""The engine's index with 32-bit ids (issue 14): the same facts, rows and point lookups as the frozen
+"""The engine's index with 32-bit ids: the same facts, rows and point lookups as the frozen
 index of tests/engine/reference (int64, a sorted key per fact), whatever order the graph's facts come in;
 an export loads with int32 ids; the byte-bounded memo keeps each relation pair's union for the whole run."""
 

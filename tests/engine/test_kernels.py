@@ -1,4 +1,4 @@
-"""The compiled stream (pipeline.engine.kernels, issue 31) against the torch form of the same step
+"""The compiled stream (pipeline.engine.kernels) against the torch form of the same step
 (maxplus._stream, narrow and wide): value for value on random inputs (ties, -inf states, zero and negative
 betas, unsorted and sorted columns, one to three atoms, NaN from inf * 0), and the engine's answers with
 every stream compiled equal to the frozen engine and the brute force (tests/engine/test_multi_edges.py

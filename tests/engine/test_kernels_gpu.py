@@ -1,4 +1,4 @@
-"""The fused CUDA stream (pipeline/engine/_stream_triton.py, issue 31) against the CPU's forms of the same
+"""The fused CUDA stream (pipeline/engine/_stream_triton.py) against the CPU's forms of the same
 step, value for value: on a GPU (marked gpu) on random steps (ties, -inf states, signed and infinite
 betas, NaN from inf * 0, sorted and unsorted columns, one to three atoms, int32 and int64 indices), the
 rounding of one fused multiply-add, and the engine's answers on CUDA with every stream fused equal to

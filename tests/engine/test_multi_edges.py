@@ -1,4 +1,4 @@
-"""Multi-edges without the union of supports (issue 14, fourth round): for atoms that are all positive at
+"""Multi-edges without the union of supports: for atoms that are all positive at
 alpha <= 0 with betas >= 0, the max-plus step over a multi-edge is the max of each relation's own stream
 and of the full sum on the entries stored in several relations (maxplus._split_multi_edges). Bit for bit
 the union path's values (the frozen engine and the same engine with the split off), the brute-force

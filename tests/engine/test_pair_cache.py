@@ -1,4 +1,4 @@
-"""The pair cache (issue 31): relation-pair arrays (shared entries, column fronts) written once per export
+"""The pair cache: relation-pair arrays (shared entries, column fronts) written once per export
 and memory-mapped by later processes. Answers bit for bit those of the engine without the cache and of the
 frozen engine, with the cache cold, warm and corrupted; a damaged, truncated or stale file is rebuilt,
 never believed; another export's identity never reads it; two processes building the same pair at once

@@ -1,4 +1,4 @@
-"""The export speed work (issue 14) changes no result: pipeline.engine gives bit-for-bit the utilities of
+"""The export speed work changes no result: pipeline.engine gives bit-for-bit the utilities of
 the frozen engine in tests/engine/reference (commit e09fd49), on random tiny KGs (every query graph), on
 a dense export-like graph (every query type, hybrid alphas mixed in one batch, the wide and the narrow
 streaming paths, calibrated confidences) and on the observed PPI5k/CN15k test graphs (slow)."""

@@ -287,7 +287,7 @@ def test_answer_rows_equal_a_row_by_row_construction(seed: int, b: int, n: int, 
 def test_random_level_equals_an_answered_constant_predictor(tmp_path: Path) -> None:
     """The report's chance level (metrics.chance: one tie group of n_entities) equals what an answers file
     of constant predictions scores through the whole path (answer rows, tie groups, metrics), and leaves
-    tau/rho undefined on every query (issue 35: a model that knows nothing scores the chance level)."""
+    tau/rho undefined on every query (a model that knows nothing scores the chance level)."""
     from pipeline.stages.evaluate import evaluate_file
 
     rng = np.random.default_rng(5)
@@ -329,7 +329,7 @@ def test_an_answers_file_of_format_1_says_what_to_rerun(tmp_path: Path) -> None:
 
 
 def test_queries_without_a_predicted_answer_are_counted_and_said(tmp_path: Path, capsys) -> None:
-    """Issue 44, friction 5: 21 of 50 test queries had no answer over the predicted facts and the table
+    """21 of 50 test queries had no answer over the predicted facts and the table
     averaged them in without a word. The math stays (all entities tied: the chance level); the report counts
     them per type, the markdown says so, and a warning line goes to stderr (CLI and Python alike)."""
     from click.testing import CliRunner

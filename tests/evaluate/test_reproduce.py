@@ -109,7 +109,7 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     assert ran[:4] == ["ingest", "sample train", "sample valid", "sample test"]
     assert "train ukge_logi" not in ran and "export ukge_logi" not in ran
 
-    # An L setting (issue 46) re-runs exactly the stages that fit L; the note names it, says what L's
+    # An L setting re-runs exactly the stages that fit L; the note names it, says what L's
     # selection did and shows every check's valid score
     logs.clear()
     sixth = reproduce(

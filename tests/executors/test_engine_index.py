@@ -1,4 +1,4 @@
-"""The export's engine index in the pair cache (issue 31): built once from the relation files, then
+"""The export's engine index in the pair cache: built once from the relation files, then
 memory-mapped by every later process; the same arrays as indexing the export anew; a flipped byte or a
 changed export means a rebuild, never a different answer."""
 

@@ -1,4 +1,4 @@
-"""The processes executor (issue 31): the executor contract on forked workers; `pipeline answer` on every
+"""The processes executor: the executor contract on forked workers; `pipeline answer` on every
 core by default, with answers row for row those of one process, for calibrations none, D and D+L, with
 the export's pair cache cold and warm; --workers 1 is today's in-process path."""
 

@@ -102,7 +102,7 @@ def test_cache_reused_for_same_model_and_threshold_only(tmp_path: Path) -> None:
     assert (
         not other["cached"] and other["model_hash"] != first["model_hash"] and other["path"] != first["path"]
     )
-    # an explicit --out holding another model's export is neither reused nor replaced unless asked (issue 44)
+    # an explicit --out holding another model's export is neither reused nor replaced unless asked
     out = tmp_path / "fixed"
     export_adjacency(tmp_path / "run", threshold=THRESHOLD, out=out, progress=False)
     held = load_adjacency(out)[1]["model_hash"]
@@ -258,11 +258,11 @@ def test_a_killed_export_leaves_nothing_behind_for_the_next_run(runs, tmp_path: 
 
 
 def test_size_guard_is_bytes_against_the_machine(runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 44: a 32-entity graph's export was refused at 37% of its pairs ("limit 33%"), though its dense
+    """A 32-entity graph's export was refused at 37% of its pairs ("limit 33%"), though its dense
     matrix is 12 KB. The guard is now the export's size against what the machine has: a small graph's
     unselective export is kept (with the CLI's warning that it says little); one larger than its budget is
     refused with both sizes and what to do; --allow-dense keeps it and the cache does not hand it out
-    without the flag. Issue 12 still holds: the CLI reports facts over pairs, never header bytes over dense
+    without the flag. The CLI still reports facts over pairs, never header bytes over dense
     bytes ("134%")."""
     import pipeline.stages.export as export_mod
     from pipeline.cli import cli

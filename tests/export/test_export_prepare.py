@@ -1,4 +1,4 @@
-"""`pipeline export` builds what the first `pipeline answer` would (issue 43): the engine index and the
+"""`pipeline export` builds what the first `pipeline answer` would: the engine index and the
 multi-edge relation pairs, as the very files answering writes (byte for byte), so answers are bit for bit
 those of a first answer that built them itself; within a time budget; nothing with the cache off."""
 

@@ -1,4 +1,4 @@
-"""Checksums on every artifact that crosses a stage (issue 29): one flipped byte in the middle of an
+"""Checksums on every artifact that crosses a stage: one flipped byte in the middle of an
 export file, a model, a checkpoint, a run's JSON documents, a query set, an answers or a witnesses file
 is one CorruptArtifactError naming that file (one line and exit code 2 from the CLI), never a silently
 different result. A file whose checksum was removed (or that was written before checksums) is refused the

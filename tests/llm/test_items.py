@@ -271,7 +271,7 @@ def test_llm_items_command_errors_are_one_line(tmp_path):
 
 def test_src_ties_are_credited_as_a_random_choice() -> None:
     """SRC's tie among candidates is never broken by entity id for accuracy: a tie of k letters holding the
-    right one earns 1/k (issue 35)."""
+    right one earns 1/k."""
     from pipeline.llm.eval import accuracy_table, credit, src_picks
     from pipeline.llm.items import src_choice
 

@@ -1,4 +1,4 @@
-"""Input files (issue 29): a UTF-8 byte-order mark at the start of any input file is dropped (never glued to
+"""Input files: a UTF-8 byte-order mark at the start of any input file is dropped (never glued to
 the first name or header); a name holding a line break or a NUL is refused with file, line and field,
 whether the break comes from a quoted CSV field spanning lines or the NUL from any format."""
 

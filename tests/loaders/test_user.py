@@ -273,7 +273,7 @@ def test_parquet_name_with_a_line_break_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("damage", ["flip", "[]", "null", "counts", "files", "name", "lines"])
 def test_a_damaged_record_is_one_line_naming_it_and_ls_goes_on(home: Path, tmp_path: Path, damage: str) -> None:
-    """Issue 45, item 8: one flipped bit, `[]`, `null` or a field of the wrong type in datasets/NAME/spec.json
+    """One flipped bit, `[]`, `null` or a field of the wrong type in datasets/NAME/spec.json
     gave KeyError/AttributeError/TypeError tracebacks and broke `pipeline ls datasets` whole."""
     import json
 

@@ -1,4 +1,4 @@
-"""Training settings checked at the door (issue 45, items 6, 12, 13): every source of a TrainConfig (flags, a
+"""Training settings checked at the door: every source of a TrainConfig (flags, a
 replayed config.json, the Python API) passes one check, so a value out of range is one line naming the
 setting, never clamped and never a traceback; a run's sealed config.json, edited, is refused by `train
 --config` as by export and --resume."""
@@ -74,7 +74,7 @@ def test_cuda_on_a_build_without_it_is_one_line():
 
 
 def test_an_edited_sealed_config_is_refused_by_train_config(tmp_path: Path):
-    """Issue 45, item 6: `pipeline train --config RUN/config.json` replayed an edited sealed config (dim 16 ->
+    """`pipeline train --config RUN/config.json` replayed an edited sealed config (dim 16 ->
     17) while export and --resume refused it."""
     run = tmp_path / "run"
     run.mkdir()

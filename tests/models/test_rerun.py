@@ -1,4 +1,4 @@
-"""Running the same training again (issue 44, friction 2: a notebook cell re-run): a finished run of the same
+"""Running the same training again (a notebook cell re-run): a finished run of the same
 config and data is reused (nothing trained or written), an unfinished one resumed to the uninterrupted run's
 model, another config or changed data refused naming what differs, in the caller's spelling."""
 

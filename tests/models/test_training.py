@@ -236,7 +236,7 @@ def test_cli_train_twice_gives_the_same_run(ppi5k, tmp_path: Path) -> None:
     assert docs[0]["model_hash"] == docs[1]["model_hash"]
     assert docs[0]["test"] == docs[1]["test"] and docs[0]["test"]["n"] == len(ppi5k.split_facts("test"))
     assert (tmp_path / "a" / "model.pt").exists() and (tmp_path / "a" / "checkpoint.pt").exists()
-    # the same command again into a finished run reuses it (issue 44: a re-run cell); another setting is
+    # the same command again into a finished run reuses it (a re-run cell); another setting is
     # refused naming it; --overwrite starts over to the same model
     stamp = (tmp_path / "a" / "model.pt").stat().st_mtime_ns
     again = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a")])
@@ -324,7 +324,7 @@ def test_train_config_replays_a_saved_config(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------- the loop without host round trips
 def _earlier_epoch(model, opt, facts, psl, cfg, epoch: int) -> float:
-    """The training loop as it was before issue 43, written out: draws on a CPU generator copied to the
+    """The training loop as it was before the GPU work, written out: draws on a CPU generator copied to the
     device each step, the loss read on the host each step. The reference the device-drawn loop must equal
     on the CPU, draw for draw."""
     g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch + 1)
@@ -366,7 +366,7 @@ def _epoch_setup(model_name: str, psl: bool, **kw):
 @pytest.mark.parametrize(("model_name", "psl"), [("ukge_logi", False), ("ukge_rect", True), ("beurre", True)])
 def test_a_cpu_epoch_draws_what_the_earlier_loop_drew(model_name: str, psl: bool) -> None:
     """On the CPU the device generator is the CPU generator: the same permutation, negatives and soft-logic
-    batches in the same order, so the same losses and weights, bit for bit, as the loop before issue 43
+    batches in the same order, so the same losses and weights, bit for bit, as the loop before the GPU work
     (seeded CPU runs made before it are reproduced)."""
     from pipeline.models.training import run_epoch
 

@@ -1,4 +1,4 @@
-"""Query types a graph cannot hold (issue 44, friction 1): the shapes each type needs, checked before any
+"""Query types a graph cannot hold: the shapes each type needs, checked before any
 walk; the default types skip them with a note and a warning; types named by the caller fail with the reason.
 """
 

@@ -12,7 +12,7 @@ from pipeline.sampling.levels import kg_alpha_table, store_alpha_table
 from pipeline.store.ingest import ingest
 from pipeline.store.stats import dataset_stats
 
-# SQUK's published PPI5k percentile_25_50_75.json, relation id: [p25, p50, p75] (quoted in issue 16)
+# SQUK's published PPI5k percentile_25_50_75.json, relation id: [p25, p50, p75] (as published in the SQUK repository)
 PPI5K_PUBLISHED = {
     0: (0.258, 0.388, 0.558),
     1: (0.169, 0.24, 0.311),
@@ -29,8 +29,7 @@ def test_ppi5k_levels_equal_the_published_file(ppi5k):
 
 
 def test_merged_facts_would_not_reproduce_it(ppi5k):
-    # the old definition (percentiles of the merged test-graph facts) misses 9 of the 21 values (issue 16
-    # counted 8), e.g. expression's median 0.237 instead of 0.24: the duplicate rows matter
+    # the old definition (percentiles of the merged test-graph facts) misses 9 of the 21 values, e.g. expression's median 0.237 instead of 0.24: the duplicate rows matter
     g = ppi5k.graph("test")
     merged = {
         r: tuple(np.round(np.percentile(g.loc[g["r"] == r, "conf"], [25, 50, 75]), 4)) for r in range(7)

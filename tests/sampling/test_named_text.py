@@ -1,4 +1,4 @@
-"""Sampled query sets carry their text with names (issue 44, friction 10: a notebook showed
+"""Sampled query sets carry their text with names (a notebook showed
 ``#0(#25, ?y, 1, 0.1)`` only)."""
 
 from __future__ import annotations

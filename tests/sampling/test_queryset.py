@@ -83,7 +83,7 @@ def test_bad_files_name_the_problem(tmp_path):
 
 @pytest.mark.parametrize("beta", [1e39, float("inf"), float("nan"), -0.5, 1e6 * 1.5])
 def test_a_beta_the_query_text_refuses_is_refused_in_a_file_too(tmp_path, beta):
-    """Issue 45, item 11: beta 1e39 written by the project's own writer was answered (every utility inf) while
+    """Beta 1e39 written by the project's own writer was answered (every utility inf) while
     a typed query refuses it; reading the file now checks every atom as the parser does, naming the query."""
     from pipeline.softquery import parse
 

@@ -103,7 +103,7 @@ def test_sampled_queries_are_typed_useful_and_grounded(ppi_slice, sampled):
         assert type_of(q) == r["type"]
         assert is_useful(r["answers_easy"], r["utilities_easy"], r["answers_hard"], r["utilities_hard"])
         for ids, vals in ((r["answers_easy"], r["utilities_easy"]), (r["answers_hard"], r["utilities_hard"])):
-            # the top 100, past it only the rest of the tie group crossing the cut (issue 35)
+            # the top 100, past it only the rest of the tie group crossing the cut
             assert (len(ids) <= 100 or len(set(vals[99:])) == 1) and all(v > 0 for v in vals)
             assert all(
                 (a > b) or (a == b and i < j)

@@ -1,4 +1,4 @@
-"""Unknown names in a query (issue 44, friction 7): an unquoted name with spaces gets the quoted form to
+"""Unknown names in a query: an unquoted name with spaces gets the quoted form to
 write; a long vocabulary is never printed whole (the closest few and a count)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The parser's numeric and nesting limits (issue 29): numbers the float32 engine cannot represent and texts
+"""The parser's numeric and nesting limits: numbers the float32 engine cannot represent and texts
 nested deeper than MAX_DEPTH are one QuerySyntaxError at the column, never a RecursionError or a silent
 overflow to no answers."""
 

@@ -1,4 +1,4 @@
-"""Bounded statements (issue 45, items 4 and 10): every statement runs under the server's time and memory
+"""Bounded statements: every statement runs under the server's time and memory
 limits (the embedded FalkorDB's TIMEOUT_DEFAULT / TIMEOUT_MAX / QUERY_MEM_CAPACITY, a cap on the server's
 data segment; Neo4j's transaction timeout), a stopped write is not applied, a write reports its counters,
 and a store URI at the wrong kind of server is one line instead of a hang or a traceback."""

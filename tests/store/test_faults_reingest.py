@@ -1,5 +1,5 @@
-"""A replacing ingest is all or nothing as readers see it (design section 4, "What the store promises";
-issue 29): the embedded server is killed (SIGKILL) or stopped (`pipeline store stop`) after each round trip
+"""A replacing ingest is all or nothing as readers see it (design section 4, "What the store promises"):
+the embedded server is killed (SIGKILL) or stopped (`pipeline store stop`) after each round trip
 of a re-ingest with changed content, and after the restart the data set reads, through the project's own
 readers, exactly as the previous complete version or the new one; the next ingest then leaves no leftover.
 Also: what a replacing `pipeline ingest NAME --from PATH` made stale is said."""

@@ -1,4 +1,4 @@
-"""Issue 45, item 15: "the copy of 'sig' does not match its load marker" after interrupted ingests and a
+"""An ingest once failed with "the copy of 'sig' does not match its load marker" after interrupted ingests and a
 kill -9. A bulk load names nodes by their internal ids; facts wired to other nodes than the staged ones
 (ids read in another life of the server, or a replay that came out different) left a marker that said
 complete over a copy that was not. The commit now checks what it commits (counts and a checksum of the

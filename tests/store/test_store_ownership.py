@@ -1,4 +1,4 @@
-"""Ownership before trust (issue 45, items 1-3 and 16): a store folder or file of another OS user, a symlink
+"""Ownership before trust: a store folder or file of another OS user, a symlink
 where the store keeps its folder or a file, and a pid in server.json that is not the server are refused or
 left alone: no password goes to them, nothing of theirs is used, nothing of a victim's is written, no decoy
 process is signalled. Real servers; files of another owner made with os.chown where the test runs as root."""

@@ -1,4 +1,4 @@
-"""A store that comes back (issue 45, item 0): after a crash the embedded server replays its append-only
+"""A store that comes back: after a crash the embedded server replays its append-only
 file before it answers; starting waits for that with a progress line, never signals the loading server,
 and a writer's checkpoint compacts the log so the next replay is short. Real servers under throw-away
 homes."""
@@ -47,7 +47,7 @@ def slow_log(n: int = 12) -> None:
 def test_a_store_replaying_a_long_log_is_waited_for_and_never_signalled(home, monkeypatch, capfd):
     slow_log()
     dead = kill_server()
-    # the old start gave a new server 30 s to answer PING, then signalled it (issue 45: a 20 MB log took
+    # the old start gave a new server 30 s to answer PING, then signalled it (a 20 MB log took
     # 31 s): here a server that does not answer within 0.3 s while it replays seconds of statements
     monkeypatch.setattr(embedded, "START_WAIT_S", 0.3)
     info, started = embedded.ensure_running()
@@ -112,7 +112,7 @@ def test_the_server_compacts_by_itself_and_snapshots_as_rdb(home):
 
 
 def test_of_four_simultaneous_starts_one_says_started(home):
-    """Issue 45, item 16: four `store start` at once all printed `started:`; one server is started, and the
+    """Four `store start` at once all printed `started:`; one server is started, and the
     others say it was running already."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = "from pipeline.cli import main; import sys; sys.argv = ['pipeline', 'store', 'start']; main()"

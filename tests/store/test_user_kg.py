@@ -146,7 +146,7 @@ def test_sixteen_entities_sample_train_export_query_answer(home: Path, fresh_sto
     run_dir = tmp_path / "run"
     _run("train", "tiny", "--model", "ukge_logi", "--epochs", "3", "--dim", "8", "--out", str(run_dir),
          "--device", "cpu", "--json")
-    # threshold 0.01 keeps nearly every pair: a 16-entity export is 9 KB, kept with a warning (issue 44: the
+    # threshold 0.01 keeps nearly every pair: a 16-entity export is 9 KB, kept with a warning (the
     # guard is the export's size against the machine, not its share of pairs)
     kept = CliRunner().invoke(cli, ["export", str(run_dir), "--threshold", "0.01", "--out", str(tmp_path / "adj")])
     assert kept.exit_code == 0 and "the model calls most pairs true" in kept.stderr

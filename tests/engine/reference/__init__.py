@@ -1,4 +1,4 @@
-"""A frozen copy of the SRC engine as of commit e09fd49 (before the export speed work of issue 14).
+"""A frozen copy of the SRC engine as of commit e09fd49 (before the speed work on exports).
 
 The fast engine in pipeline/engine/ must give the same utilities: tests/engine/test_reference.py and
 `benchmarks/bench_exports.py --check` compare the two on random queries of every type. Do not "improve"
