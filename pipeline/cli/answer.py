@@ -32,6 +32,12 @@ def answer_cmd(queries: str | None, from_store: bool, set_name: str | None, as_j
         from pipeline.formats.pair_cache import check_ahead
 
         check_ahead(given["adjacency"])
+        if given.get("executor") in (None, "processes", "local") and not given.get("address"):
+            # the compiled steps load beside the query set's read and the method's build (workers forked
+            # from this process inherit them; a Ray cluster's actors load their own)
+            from pipeline.formats.engine_index import load_kernels_ahead
+
+            load_kernels_ahead(given["adjacency"], given.get("device"))
     from pipeline.stages.answer import answer_queries
 
     method = from_command(given, MethodOptions)

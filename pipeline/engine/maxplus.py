@@ -28,6 +28,7 @@ import torch
 from pipeline.engine.adjacency import Adjacency
 from pipeline.engine.atoms import NEG_INF, RelationMatrix, SumMatrix
 from pipeline.engine.kernels import applies as compiled_applies
+from pipeline.engine.kernels import expect as compiled_expect
 from pipeline.engine.kernels import mode as kernel_mode
 from pipeline.engine.kernels import ready as compiled_ready
 from pipeline.engine.kernels import rows_cost, torch_stream
@@ -416,7 +417,10 @@ def _floor_pays(state: torch.Tensor, m: Matrix, low: torch.Tensor, ready: torch.
     cost = (gathered * _FLOOR_COST).tolist()
     full = streamed.tolist()
     ids = rows.tolist()
-    for key, at in _relation_groups(parts, rows).items():
+    groups = _relation_groups(parts, rows)
+    # streams that would wait for the compiled form's background load: wait now, the costs below are then its
+    compiled_expect(state.device, sum(full[ids[at[0]]] * len(at) for at in groups.values()))
+    for key, at in groups.items():
         members = sorted((ids[i] for i in at), key=lambda i: -cost[i])  # the costliest gathers first
         facts = full[members[0]]
         front = 0.0 if len(parts) < 2 or adj.has_front(key) else _FRONT_COST * facts

@@ -328,6 +328,33 @@ def test_steps_rent_the_torch_form_while_loading_then_wait():
     assert child(_RENT, timeout=120, PIPELINE_KERNELS="auto") == "[False, False, False] True True"
 
 
+_EXPECT = """
+import time, torch
+from pipeline.engine import kernels
+slow = kernels.load
+def load():
+    time.sleep(1.0)  # a load still under way when the batch chooses its path
+    return slow()
+kernels.load = load
+cpu = torch.device("cpu")
+kernels.prepare(kernels.KERNEL_FACTS)
+kernels.expect(cpu, kernels.MIN_WORK)  # streams that would rent the torch form: no wait
+small = ("kernel" in kernels._state, kernels.rows_cost(cpu, 8, kernels.MIN_WORK))
+t = time.perf_counter()
+kernels.expect(cpu, kernels.WAIT_AFTER)  # streams that would wait for the load: wait now
+waited = time.perf_counter() - t > 0.3
+print(small, waited, kernels.ready(), kernels.rows_cost(cpu, 8, kernels.MIN_WORK), kernels._state.get("rented", 0))
+"""
+
+
+def test_a_path_choice_waits_for_the_load_its_streams_would_wait_for():
+    """kernels.expect (maxplus._floor_pays' first step): while the compiled form loads in the background,
+    streams adding up to WAIT_AFTER entry-rows would wait for it and run compiled, so the choice between
+    paths waits first and prices them with the compiled form (rows_cost: 0.6 for 8 rows, not 8). Fewer
+    entry-rows neither wait nor rent (the streams rent what they run)."""
+    assert child(_EXPECT, timeout=120, PIPELINE_KERNELS="auto") == "(False, 8.0) True True 0.6 0"
+
+
 _MISCOMPILED = """
 import numba, torch
 from pipeline.engine import kernels
