@@ -16,6 +16,9 @@ from pipeline.core import imports
 
 def test_outside_the_command_line_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(imports, "_COMMAND_LINE", {})
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    imports.waiting_threads_sleep()
+    assert "OMP_WAIT_POLICY" not in __import__("os").environ
     frozen = gc.get_freeze_count()
     imports.importing()
     assert gc.isenabled()
@@ -35,13 +38,23 @@ print(paused, gc.isenabled(), gc.get_freeze_count() > 0, "decimal" in sys.module
 gc.disable()  # a process that had collection off keeps it off
 imports.importing(); imports.imports_settled()
 print(gc.isenabled())
+import os
+os.environ.pop("OMP_WAIT_POLICY", None)
+imports.waiting_threads_sleep()  # before torch: OpenMP's idle threads sleep
+print(os.environ.get("OMP_WAIT_POLICY"))
+os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
+imports.waiting_threads_sleep()  # a value the person set is kept
+import torch
+os.environ.pop("OMP_WAIT_POLICY")
+imports.waiting_threads_sleep()  # torch already imported: too late to matter, nothing set
+print(os.environ.get("OMP_WAIT_POLICY"))
 """
 
 
 def test_the_command_line_pauses_collection_while_importing_and_freezes_what_it_imported() -> None:
     done = subprocess.run([sys.executable, "-c", _COMMAND], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True", "True", "True", "False"]
+    assert done.stdout.split() == ["True", "True", "True", "True", "False", "PASSIVE", "None"]
 
 
 def test_pipeline_query_ends_with_collection_on(tmp_path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -75,3 +76,14 @@ def imports_settled() -> None:
         gc.freeze()
         if _COMMAND_LINE.pop("paused", False):
             gc.enable()
+
+
+def waiting_threads_sleep() -> None:
+    """In the command line's process of a command that answers queries, before torch is imported: OpenMP's
+    threads that wait for work sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, unless the variable
+    is set). Between torch's parallel operations a spinning worker held the second of two cores while
+    the engine's compiled stream ran there: CN15k's whole test set with torch's two threads answered im at
+    195-275 q/s and 2m at 171-229 spinning, 268-346 and 259-285 sleeping (the engine's seconds 1.4-2.0 ->
+    1.2-1.4); PPI5k's light types 900-1,500 -> 2,500-4,000 q/s (docs/benchmarks.md, "Speed at the door")."""
+    if _COMMAND_LINE.get("on") and "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
