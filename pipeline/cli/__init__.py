@@ -19,6 +19,9 @@ from pipeline.cli.group import cli, echo_json, print_table
 
 
 def main() -> None:
+    from pipeline.core.imports import command_line
+
+    command_line()
     cli(prog_name="pipeline")
 
 

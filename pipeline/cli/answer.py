@@ -28,6 +28,10 @@ def answer_cmd(queries: str | None, from_store: bool, set_name: str | None, as_j
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
+    from pipeline.core.imports import importing, imports_settled, waiting_threads_sleep
+
+    importing()  # until imports_settled(): no garbage collection over the modules being imported
+    waiting_threads_sleep()  # before torch's import: OpenMP's idle threads sleep
     if given.get("adjacency"):  # before the imports below: the export's young cache files checked meanwhile
         from pipeline.formats.pair_cache import check_ahead
 
@@ -37,9 +41,10 @@ def answer_cmd(queries: str | None, from_store: bool, set_name: str | None, as_j
             # from this process inherit them; a Ray cluster's actors load their own)
             from pipeline.formats.engine_index import load_kernels_ahead
 
-            load_kernels_ahead(given["adjacency"], given.get("device"))
+            load_kernels_ahead(given["adjacency"], given.get("device"), None if from_store else queries)
     from pipeline.stages.answer import answer_queries
 
+    imports_settled()  # before the query set's parse: its collections need not traverse the modules
     method = from_command(given, MethodOptions)
     how = from_command({**given, "progress": not as_json, "keep_heap": True}, AnswerOptions)
     if from_store:

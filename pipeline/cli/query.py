@@ -48,9 +48,14 @@ def query_cmd(
     calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
+    from pipeline.core.imports import importing, imports_settled, waiting_threads_sleep
+
+    importing()  # until imports_settled(): no garbage collection over the modules being imported
+    waiting_threads_sleep()  # before torch's import: OpenMP's idle threads sleep
     from pipeline.engine import kernels
     from pipeline.stages.ask import ask
 
+    imports_settled()
     with kernels.one_query():  # one query, then the process ends: no compiled form loaded for it
         ans = ask(text, dataset, graph=graph, adjacency=adjacency, top=top, cycle_cap=cycle_cap, explain=explain,
                   calibration=tuple(calibration_paths))

@@ -64,11 +64,42 @@ class CheckedCacheFile(IndexDataCacheFile):
 
 
 def checked(dispatcher: Any) -> Any:
-    """The dispatcher (numba.njit(cache=True)) with its cache files sealed; unchanged where this numba
-    keeps its cache otherwise (its own unchecked files then, as before)."""
+    """The dispatcher (numba.njit(cache=True)) with its cache files sealed and read without a refresh of
+    numba's registries (:func:`quick_load`); unchanged where this numba keeps its cache otherwise (its own
+    unchecked files then, as before)."""
     cache = getattr(dispatcher, "_cache", None)
     plain = getattr(cache, "_cache_file", None)
     if isinstance(plain, IndexDataCacheFile) and not isinstance(plain, CheckedCacheFile):
         base = plain._index_name[: -len(".nbi")]
         cache._cache_file = CheckedCacheFile(plain._cache_path, base, plain._source_stamp)
+        quick_load(cache)
     return dispatcher
+
+
+_QUICK: dict[type, type] = {}
+
+
+def quick_load(cache: Any) -> None:
+    """Make ``cache`` (one dispatcher's) load its compiled code without numba's ``refresh()`` of the target
+    context: the code in the cache is already compiled and linked; rebuilding it needs the code generator
+    and numba's runtime (initialised here), not the registries of every implementation numba can compile
+    (``load_additional_registries`` imports numba.np.linalg, arraymath and the rest, and through them
+    scipy.linalg). A miss compiles as before, and numba's compiler refreshes the context first. The
+    engine checks the loaded code on known answers anyway (kernels._trusted). Only this cache's class
+    changes (other numba users in the process keep numba's own); a numba whose cache lacks the methods used
+    here keeps its own load."""
+    base = type(cache)
+    if not all(hasattr(base, name) for name in ("_load_overload", "_guard_against_spurious_io_errors")):
+        return
+    quick = _QUICK.get(base)
+    if quick is None:
+        quick = _QUICK[base] = type(f"Quick{base.__name__}", (base,), {"load_overload": _load_overload})
+    cache.__class__ = quick
+
+
+def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(target_context)  # what the compiled code calls (arrays in and out) needs it
+    with self._guard_against_spurious_io_errors():
+        return self._load_overload(sig, target_context)

@@ -33,6 +33,12 @@ import torch
 MIN_WORK = 1 << 17  # entries x rows from which a step runs compiled (~0.5 ms either way; a call costs ~0.2 ms)
 SPLIT_WORK = 1 << 21  # entries x rows per thread from which a step's entries are cut across threads
 KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compiled form (mode auto)
+# ... and on the CPU so do exports from SET_FACTS facts answering a query set of SET_QUERIES queries or
+# more: PPI5k's 1.3M-fact export answers its 100 im test queries in 0.03-0.04 s compiled against
+# 0.09-0.13 s in the torch form, and the load (0.2-0.35 s of CPU from numba's disk cache) runs beside the
+# query set's read and the method's build (docs/benchmarks.md, "Speed at the door")
+SET_FACTS = 1 << 19
+SET_QUERIES = 256
 WAIT_AFTER = 1 << 27  # entry-rows run in the torch form while loading (~0.4 s) before a step waits (CPU)
 GPU_MIN_WORK = 1 << 16  # entries x rows from which a CUDA step runs the fused kernel (triton)
 MODES = ("auto", "numba", "torch")  # = pipeline.core.config.KERNEL_MODES
@@ -95,9 +101,10 @@ def expect(device: torch.device, work: int) -> None:
         thread.join()
 
 
-def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Thread | None:
-    """For an export of n_facts facts being indexed on device: in mode auto from KERNEL_FACTS facts on
-    (mode numba: always), start loading the compiled form for that device in a background thread (CPU:
+def prepare(n_facts: int, device: str | torch.device = "cpu", queries: int = 0) -> threading.Thread | None:
+    """For an export of n_facts facts being indexed on device: in mode auto from KERNEL_FACTS facts on, or
+    on the CPU from SET_FACTS facts on for a query set of ``queries`` >= SET_QUERIES queries (mode numba:
+    always), start loading the compiled form for that device in a background thread (CPU:
     numba's import and its disk cache, ~0.8 s of CPU; CUDA: triton's import and the fused kernel's
     compiled shapes, ~0.6 s from triton's cache) and return at once. Until it is loaded every step runs
     the torch form (the same values), so a single query does not wait for it. A fork of this process
@@ -106,7 +113,8 @@ def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Threa
     m = mode()
     gpu = torch.device(device).type == "cuda"
     done, key = ("gpu", "gpu_thread") if gpu else ("kernel", "thread")
-    if done in _state or key in _state or m == "torch" or (m == "auto" and n_facts < KERNEL_FACTS):
+    large = n_facts >= KERNEL_FACTS or (not gpu and queries >= SET_QUERIES and n_facts >= SET_FACTS)
+    if done in _state or key in _state or m == "torch" or (m == "auto" and not large):
         return None
     if m == "auto" and _state.get("one_query"):
         return None
@@ -120,6 +128,15 @@ def prepare(n_facts: int, device: str | torch.device = "cpu") -> threading.Threa
         _state["fork_hook"] = True
     thread.start()
     return thread
+
+
+def loading() -> bool:
+    """Whether a load started by :func:`prepare` is still under way (the answering stage then runs its
+    light batches first, beside it)."""
+    return any(
+        _state.get(key) is not None and _state[key].is_alive() and done not in _state
+        for key, done in (("thread", "kernel"), ("gpu_thread", "gpu"))
+    )
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from pipeline.core.errors import PipelineError, option
 from pipeline.core.options import check
 from pipeline.core.versions import KEY as VERSION_KEY
 from pipeline.core.versions import check_versions
+from pipeline.engine import kernels
 from pipeline.formats.answers import (
     TOP_K,
     RankedRows,
@@ -132,6 +133,11 @@ def answer_query_set(
     # finish together, instead of one worker starting the set's slowest type when the others are done.
     # The rows are merged in task order, so the file does not depend on the order they ran in.
     order = sorted(range(len(tasks)), key=lambda j: -task_cost(tasks[j].args))
+    if workers == 1 and (executor is None or executor.in_process) and kernels.loading():
+        # one task at a time in this process while the compiled steps load beside it: the lightest first,
+        # so that this thread answers them while the load ends instead of waiting for it at the heaviest
+        # (the first batch, PPI5k's and CN15k's im, waited 0.1-0.3 s; docs/benchmarks.md, "Speed at the door")
+        order.reverse()
     run = (executor or LocalExecutor()).map_on_actors(
         answer_batch, [tasks[j] for j in order], state, desc="answer", unit="query", progress=progress
     )

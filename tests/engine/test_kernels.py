@@ -481,3 +481,44 @@ def test_the_padding_matches_the_compiled_vectors():
 
     assert kernels._LANES == _stream_numba.LANES
     assert [kernels.padded_width(r) for r in (1, 8, 9, 40)] == [8, 8, 16, 40]
+
+
+def test_a_query_set_loads_the_compiled_form_for_a_mid_sized_export(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mode auto: an export under KERNEL_FACTS facts loads the compiled form when it answers a query set of
+    SET_QUERIES queries or more (PPI5k's 1.3M facts, 1,200 test queries: im and 2m 2-3x faster), never for a
+    small export or a few queries, and on a GPU only by the export's size."""
+    monkeypatch.setenv("PIPELINE_KERNELS", "auto")
+    started: list = []
+
+    class Thread:  # records the start instead of loading
+        def __init__(self, target, args=(), name=None, daemon=None):
+            started.append(args)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(kernels.threading, "Thread", Thread)
+    mid = kernels.SET_FACTS
+    for facts, queries, device in ((mid, kernels.SET_QUERIES - 1, "cpu"), (mid - 1, 10_000, "cpu"),
+                                   (kernels.KERNEL_FACTS - 1, 10_000, "cuda")):
+        monkeypatch.setattr(kernels, "_state", {})
+        assert kernels.prepare(facts, device, queries) is None, (facts, queries, device)
+    monkeypatch.setattr(kernels, "_state", {"fork_hook": True})
+    assert kernels.prepare(mid, "cpu", kernels.SET_QUERIES) is not None and len(started) == 1
+
+
+_QUICK = """
+import sys, torch
+from pipeline.engine import kernels
+assert kernels.load()  # from numba's disk cache (the test before compiled and saved it)
+from pipeline.engine import _stream_numba as k
+print(type(k.stream._cache).__name__.startswith("Quick"), "numba.np.linalg" in sys.modules, kernels._trusted(k.stream))
+"""
+
+
+def test_the_compiled_form_loads_from_its_cache_without_numbas_registries():
+    """Loading the compiled steps from numba's disk cache skips numba's refresh of every registry it can
+    compile with (numba.np.linalg and the rest: 0.3-0.4 s of a 0.7 s load); the code loaded so still gives
+    the known answers. A second process, so that the first compiled and saved the cache."""
+    child(_QUICK, timeout=300)
+    assert child(_QUICK, timeout=300) == "True False True"
