@@ -28,10 +28,10 @@ def answer_cmd(queries: str | None, from_store: bool, set_name: str | None, as_j
     """Answer a query set with a method: SRC on a neural adjacency export (default), or a query-embedding
     baseline run (--model); the same answers file (Parquet) either way. --from-store answers the (:Query)
     nodes of a set in the graph store and, with --write-back, writes the answers back to them."""
-    from pipeline.core.imports import importing, imports_settled, waiting_threads_sleep
+    from pipeline.core.imports import importing, imports_settled
 
-    importing()  # until imports_settled(): no garbage collection over the modules being imported
-    waiting_threads_sleep()  # before torch's import: OpenMP's idle threads sleep
+    importing()  # until imports_settled(): no garbage collection over the modules being imported (and,
+    # before torch's import, OpenMP's idle threads set to sleep)
     if given.get("adjacency"):  # before the imports below: the export's young cache files checked meanwhile
         from pipeline.formats.pair_cache import check_ahead
 

@@ -48,10 +48,10 @@ def query_cmd(
     calibration_paths: tuple[str, ...] = (),
 ) -> None:
     """Answer one soft query TEXT exactly (max-plus search); deterministic, no graph store needed."""
-    from pipeline.core.imports import importing, imports_settled, waiting_threads_sleep
+    from pipeline.core.imports import importing, imports_settled
 
-    importing()  # until imports_settled(): no garbage collection over the modules being imported
-    waiting_threads_sleep()  # before torch's import: OpenMP's idle threads sleep
+    importing()  # until imports_settled(): no garbage collection over the modules being imported (and,
+    # before torch's import, OpenMP's idle threads set to sleep)
     from pipeline.engine import kernels
     from pipeline.stages.ask import ask
 

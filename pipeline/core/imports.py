@@ -55,11 +55,13 @@ def command_line() -> None:
 
 
 def importing() -> None:
-    """In the command line's process, at a command's start: no garbage collection until
-    :func:`imports_settled`. Imports make objects that live as long as the process, not garbage, and the
-    collector's full passes over them while torch, pandas and pyarrow import took 0.15-0.19 s of a
+    """In the command line's process, at the start of a command that answers queries, before its imports:
+    no garbage collection until :func:`imports_settled`, and OpenMP's idle threads set to sleep
+    (:func:`waiting_threads_sleep`). Imports make objects that live as long as the process, not garbage,
+    and the collector's full passes over them while torch, pandas and pyarrow import took 0.15-0.19 s of a
     command (PPI5k's ``pipeline answer``; the floor ``python -c "import torch, pandas, pyarrow"`` pays
     the same)."""
+    waiting_threads_sleep()
     if _COMMAND_LINE.get("on") and gc.isenabled():
         gc.disable()
         _COMMAND_LINE["paused"] = True
