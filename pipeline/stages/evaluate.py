@@ -22,7 +22,7 @@ import pandas as pd
 
 from pipeline.core import atomic
 from pipeline.core.errors import PipelineError
-from pipeline.core.metrics import METRICS, Ranked, chance, metric_columns
+from pipeline.core.metrics import METRICS, PAPER_DRAWS, Ranked, chance, metric_columns
 from pipeline.core.progress import output
 from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
@@ -68,14 +68,36 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
         for c, dt in ((col.TRUTH_UTILITY, np.float64), (col.UTILITY, np.float64), (col.RANK_FIRST, np.int64),
                       (col.TIES, np.int64), (col.RANK, np.int64))
     }
+    paper = _paper_ranks(frame)
     by_query = {
         qid: Ranked(cols[col.TRUTH_UTILITY][i], cols[col.UTILITY][i], cols[col.RANK_FIRST][i], cols[col.TIES][i],
-                    cols[col.RANK][i])
+                    cols[col.RANK][i], None if paper is None else paper.get(qid, np.zeros(0, dtype=np.int64)))
         for i, qid in enumerate(ids[starts])
     } if len(ids) else {}
     empty = Ranked(*(np.zeros(0),) * 2, *(np.zeros(0, dtype=np.int64),) * 3)
     per = [by_query.get(qid, empty) for qid in queries[col.QUERY_ID]]
     return queries[col.QUERY_ID].to_numpy(), queries[col.TYPE].to_numpy(), per
+
+
+def _paper_ranks(frame: pd.DataFrame) -> dict[object, np.ndarray] | None:
+    """Per query, the predicted ranks (ties by id) of the list the paper protocol reads, in its order; None
+    where the answers file has no paper_rank column (its query set predates that list)."""
+    if col.PAPER_RANK not in frame.columns:
+        return None
+    rows = frame[frame[col.PAPER_RANK] > 0].sort_values([col.QUERY_ID, col.PAPER_RANK])
+    ids = rows[col.QUERY_ID].to_numpy()
+    if not len(ids):
+        return {}
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ranks = np.split(rows[col.RANK].to_numpy(np.int64), starts[1:])
+    return dict(zip(ids[starts], ranks, strict=True))
+
+
+def paper_truth_source(frame: pd.DataFrame) -> str:
+    """How the paper protocol read this answers file's truth, in words for the reports."""
+    if col.PAPER_RANK in frame.columns:
+        return "the query file's own order (the SQUK generator's, or the published file's)"
+    return f"an estimate: each tie group in {PAPER_DRAWS} random orders, averaged (the query set predates the generator's order)"
 
 
 def query_key(query_id: object) -> int:
@@ -278,6 +300,7 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "unanswered": unanswered_counts(per_query),
         "undefined": undefined_counts(per_query),
         "paper_protocol": summarise(per_query, prefix="paper_"),
+        "paper_truth": paper_truth_source(ans.frame),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
         "every_entity": every_entity_counts(per_query, int(n_entities) if n_entities else None),
@@ -348,8 +371,9 @@ def protocol_notes(report: dict[str, Any]) -> str:
         )
     if report.get("paper_protocol"):
         lines.append(
-            "\nPaper protocol (the authors' released evaluation: truth ties in stored order reversed, predicted "
-            "ties by entity id, single-answer queries counted as 0; for comparison only):\n\n"
+            "\nPaper protocol (the authors' released evaluation, for comparison only: the truth's first 100 "
+            f"answers in {report.get('paper_truth') or 'stored order'}, predicted ties by entity id, "
+            "single-answer queries left out of tau and rho):\n\n"
             + markdown_table(report["paper_protocol"])
         )
     return "\n".join(lines) + "\n"
