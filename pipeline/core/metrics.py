@@ -508,13 +508,13 @@ def metric_columns(
 ) -> dict[str, np.ndarray]:
     """Every registered metric of many queries: {name: (Q,) float64, NaN where undefined}; with paper, also
     ``paper_<name>`` (:func:`paper_protocol`, each query's truth ties ordered by its key, default its
-    position; tie_order as there), ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs` over the first 100
+    position; tie_order as there), ``paper_n`` (how many answers the protocol read), ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs` over the first 100
     answers, the truth the paper's protocol reads) and ``tied_pairs_all`` / ``pairs_all`` (over every
     answer, whole tie groups included)."""
     if keys is not None and len(keys) != len(queries):
         raise ValueError(f"metric_columns: {len(keys)} keys for {len(queries)} queries")
     names = list(METRICS.names())
-    extra = [*(f"paper_{m}" for m in names), "tied_pairs", "pairs", "tied_pairs_all", "pairs_all"] if paper else []
+    extra = [*(f"paper_{m}" for m in names), "paper_n", "tied_pairs", "pairs", "tied_pairs_all", "pairs_all"] if paper else []
     out = {name: np.full(len(queries), math.nan) for name in [*names, *extra]}
     for i, q in enumerate(queries):
         if q.n == 0:
@@ -524,6 +524,7 @@ def metric_columns(
         if paper:
             for name, v in paper_protocol(q, i if keys is None else keys[i], tie_order).items():
                 out[f"paper_{name}"][i] = v
+            out["paper_n"][i] = min(PAPER_TOP, q.n if q.paper_ranks is None else len(q.paper_ranks))
             out["tied_pairs_all"][i], out["pairs_all"][i] = doubly_tied_pairs(q)
             top = Ranked(q.truth[:PAPER_TOP], q.predicted[:PAPER_TOP], q.first[:PAPER_TOP], q.ties[:PAPER_TOP])
             out["tied_pairs"][i], out["pairs"][i] = doubly_tied_pairs(top)

@@ -100,6 +100,16 @@ def paper_truth_source(frame: pd.DataFrame) -> str:
     return f"an estimate: each tie group in {PAPER_DRAWS} random orders, averaged (the query set predates the generator's order)"
 
 
+def single_as_zero(per_query: pd.DataFrame) -> Summary:
+    """The paper protocol's tau and rho read as the authors' fine-tuning code (QG_soft_train.py) reads them:
+    a single-answer query counted as 0 instead of left out (their solver, solve_soft_EFO1.py, leaves it
+    out: :func:`summarise` with prefix ``paper_``)."""
+    frame = per_query.copy()
+    single = frame["paper_n"] == 1
+    frame.loc[single, ["paper_tau", "paper_rho"]] = 0.0
+    return {m: v for m, v in summarise(frame, prefix="paper_").items() if m in ("tau", "rho")}
+
+
 def query_key(query_id: object) -> int:
     """The key that seeds one query's truth tie order under the paper protocol: its id, hashed (the same
     query gets the same order in every answers file and run)."""
@@ -300,6 +310,7 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "unanswered": unanswered_counts(per_query),
         "undefined": undefined_counts(per_query),
         "paper_protocol": summarise(per_query, prefix="paper_"),
+        "paper_single_as_zero": single_as_zero(per_query),
         "paper_truth": paper_truth_source(ans.frame),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
@@ -406,7 +417,8 @@ def update_results(
         results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
         counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
         protocol.setdefault(r["dataset"], {})[r["method"]] = {
-            k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")
+            k: r.get(k)
+            for k in ("paper_protocol", "paper_single_as_zero", "paper_truth", "undefined", "doubly_tied", "random")
         }
     atomic.write_json(js_path, results)
     atomic.write_json(counts_path, counts)

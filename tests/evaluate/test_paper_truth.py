@@ -77,3 +77,16 @@ def test_any_truth_and_prediction_agree_with_the_authors_code(levels: list[int],
     want = _authors_evaluation(pred[0].numpy(), paper[::-1].tolist())
     for name in ("tau", "rho", "map", "ndcg"):
         assert got[f"paper_{name}"] == pytest.approx(want[name], abs=1e-9, nan_ok=True), name
+
+
+def test_single_answer_queries_both_readings(tmp_path: Path) -> None:
+    """The authors' solver leaves a single-answer query out of tau and rho; their fine-tuning code counts it
+    as 0: the report holds both (q1: two answers predicted in order, tau 1; q2: one answer)."""
+    util = torch.tensor([[0.9, 0.5, 0.0], [0.1, 0.0, 0.7]])
+    truth = [(np.array([0, 1]), np.array([1.0, 0.5]), np.array([0, 1])), (np.array([2]), np.array([0.4]), np.array([2]))]
+    frame = answer_rows(["q1", "q2"], ["1p", "1p"], util, truth, k=2)
+    report = evaluate_file(write_answers(frame, tmp_path / "a.parquet", META))
+    assert report["paper_protocol"]["tau"]["1p"] == pytest.approx(100.0)
+    assert report["paper_single_as_zero"]["tau"]["1p"] == pytest.approx(50.0)
+    assert report["paper_single_as_zero"]["rho"]["1p"] == pytest.approx(50.0)
+    assert set(report["paper_single_as_zero"]) == {"tau", "rho"}
