@@ -9,6 +9,7 @@ type weighs the same, as in the paper's tables). Summaries are ``{metric: {type 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -133,6 +134,14 @@ def query_metrics(
     if n_entities:
         rnd = metric_columns([chance(q, n_entities) for q in per])
         cols.update({f"random_{k}": v for k, v in rnd.items()})
+    if paper and any(q.paper_ranks is not None for q in per):
+        # the readings used before the generator's order was known, kept beside it as labelled extras: how
+        # much the truth's tie order moves the paper protocol (random orders averaged; our id order reversed)
+        plain = [dataclasses.replace(q, paper_ranks=None) for q in per]
+        keys = [query_key(q) for q in qids]
+        for prefix, order in (("paper_random_", "shuffled"), ("paper_ids_", "reversed")):
+            other = metric_columns(plain, paper=True, keys=keys, tie_order=order)
+            cols.update({prefix + m: other[f"paper_{m}"] for m in METRICS.names()})
     return pd.DataFrame(
         {
             "query_id": qids,
@@ -312,6 +321,10 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "paper_protocol": summarise(per_query, prefix="paper_"),
         "paper_single_as_zero": single_as_zero(per_query),
         "paper_truth": paper_truth_source(ans.frame),
+        **({"paper_protocol_other_orders": {
+            "random ties (32 orders, averaged)": summarise(per_query, prefix="paper_random_"),
+            "our id order reversed": summarise(per_query, prefix="paper_ids_"),
+        }} if "paper_random_tau" in per_query.columns else {}),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
         "every_entity": every_entity_counts(per_query, int(n_entities) if n_entities else None),
@@ -418,7 +431,8 @@ def update_results(
         counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
         protocol.setdefault(r["dataset"], {})[r["method"]] = {
             k: r.get(k)
-            for k in ("paper_protocol", "paper_single_as_zero", "paper_truth", "undefined", "doubly_tied", "random")
+            for k in ("paper_protocol", "paper_single_as_zero", "paper_truth", "paper_protocol_other_orders",
+                      "undefined", "doubly_tied", "random")
         }
     atomic.write_json(js_path, results)
     atomic.write_json(counts_path, counts)

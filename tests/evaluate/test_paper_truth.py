@@ -90,3 +90,17 @@ def test_single_answer_queries_both_readings(tmp_path: Path) -> None:
     assert report["paper_single_as_zero"]["tau"]["1p"] == pytest.approx(50.0)
     assert report["paper_single_as_zero"]["rho"]["1p"] == pytest.approx(50.0)
     assert set(report["paper_single_as_zero"]) == {"tau", "rho"}
+
+
+def test_the_other_orders_stay_as_labelled_extras(tmp_path: Path) -> None:
+    """With the generator's list the report also holds the two earlier readings of the same answers: ties
+    in random orders (averaged) and our id order reversed, each as the protocol computes it without the list."""
+    true_u = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 0.0])
+    paper, ours = generator_answers(true_u), np.array([4, 0, 1, 2, 3])
+    pred = torch.tensor([[0.1, 0.2, 0.3, 0.4, 0.9, 0.0]])
+    report = evaluate_file(_write(tmp_path, pred, [(ours, true_u[ours], paper)]))
+    other = report["paper_protocol_other_orders"]
+    assert set(other) == {"random ties (32 orders, averaged)", "our id order reversed"}
+    # read by ids reversed, the tie (3, 2, 1, 0) is exactly the generator's order here: the same tau
+    assert other["our id order reversed"]["tau"]["1p"] == pytest.approx(report["paper_protocol"]["tau"]["1p"])
+    assert other["random ties (32 orders, averaged)"]["tau"]["1p"] < report["paper_protocol"]["tau"]["1p"]
