@@ -102,7 +102,8 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the reports).")
 @click.option("--plot", "plot_file", type=click.Path(path_type=str), default=None, help="Write a PNG comparing the methods per type.")
 @click.option("--update-docs", "docs_dir", type=click.Path(path_type=str), default=None,
-              help="Merge the tables into DIR/results.json and DIR/results.md (e.g. docs).")
+              help="Merge the tables into the results data in DIR (results.json, results_protocol.json, "
+                   "results_counts.json; e.g. docs); `python tools/pages.py` renders the pages from it.")
 @friendly
 def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: str | None) -> None:
     """Metrics x100 per query type and averaged for an answers file or a directory of them.
