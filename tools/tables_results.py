@@ -274,7 +274,7 @@ def confidence(docs: Path) -> str:
     groups: dict[tuple[str, str, str], list[int]] = {}
     for i, r in enumerate(runs):
         groups.setdefault((r.get("command", "?"), r.get("machine", "?"), r.get("date", "?")), []).append(i)
-    lines += ["", *(f"- Runs {_ranges(ix)}: `{c}`; {m}; {d}." for (c, m, d), ix in groups.items())]
+    lines += ["", *(f"- Run{'s' if len(ix) > 1 else ''} {_ranges(ix)}: `{c}`; {m}; {d}." for (c, m, d), ix in groups.items())]
     if doc.get("published"):
         lines.append(f"- Published: {doc['published'].get('source', '')}.")
     return "\n".join(lines)

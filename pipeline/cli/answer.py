@@ -130,7 +130,9 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     for r in reports:
         save_report(r, Path(r["file"]).with_suffix(""))
     if docs_dir:
-        update_results(reports, docs_dir)
+        from pipeline.stages.docs_data import recorded
+
+        click.echo(recorded(update_results(reports, docs_dir)), err=True)
     if plot_file:
         by_method = {r["method"]: r["summary"] for r in reports}
         plot_methods(by_method, plot_file, title=", ".join(sorted({r["dataset"] for r in reports})))

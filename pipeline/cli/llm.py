@@ -70,7 +70,10 @@ def llm_eval_cmd(items_path: str, endpoint: str | None, model_name: str | None, 
         from pipeline.stages.llm import record_in_docs
 
         asked = f" --endpoint {endpoint} --model {model_name}" if endpoint is not None else ""
-        record_in_docs(docs_dir, items_path, doc, f"pipeline llm-eval {Path(items_path).name}{asked}")
+        from pipeline.stages.docs_data import recorded
+
+        click.echo(recorded([record_in_docs(docs_dir, items_path, doc, f"pipeline llm-eval {Path(items_path).name}{asked}")]),
+                   err=True)
     if as_json:
         echo_json(doc)
         return

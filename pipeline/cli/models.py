@@ -33,9 +33,9 @@ def train_cmd(dataset: str, as_json: bool, docs_dir: str | None, **given: Any) -
     done = train_dataset(dataset, o)
     res, out = done.results, str(done.path)
     if docs_dir is not None:
-        from pipeline.stages.docs_data import record_backbone_run
+        from pipeline.stages.docs_data import record_backbone_run, recorded
 
-        record_backbone_run(docs_dir, done.docs_row(_train_command(dataset, o)))
+        click.echo(recorded([record_backbone_run(docs_dir, done.docs_row(_train_command(dataset, o)))]), err=True)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return

@@ -49,6 +49,11 @@ LLM = "results_llm.json"
 BACKBONE_KEY = ("dataset", "model", "lr", "selection", "epochs", "dim", "batch_size", "negative_weight")
 
 
+def recorded(paths: Iterable[str | Path]) -> str:
+    """The line a command says after recording: where, and how the pages follow."""
+    return f"recorded in {', '.join(str(p) for p in paths)}; `python tools/pages.py` regenerates the results pages"
+
+
 def read(path: str | Path) -> dict[str, Any]:
     """A docs data file as a dict ({} when absent); a file that is not a JSON object is one ArtifactError line
     naming it (never overwritten: nothing already recorded is lost)."""

@@ -458,7 +458,10 @@ def reproduce(
         from pipeline.stages.docs_data import record_reproduction
 
         methods = [r["method"] for r in reports]
-        record_reproduction(docs, cfg.dataset, reproduction_record(cfg, ctx.stages, runs, seconds, methods))
+        from pipeline.stages.docs_data import recorded
+
+        path = record_reproduction(docs, cfg.dataset, reproduction_record(cfg, ctx.stages, runs, seconds, methods))
+        log(recorded([Path(docs) / "results.json", path]))
     summary = {
         "dataset": cfg.dataset,
         "config": asdict(cfg),

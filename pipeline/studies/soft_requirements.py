@@ -267,7 +267,9 @@ def run_study(
             Path(docs) / f"soft_requirements_{kg.name}.png",
             f"{kg.name}: mean NDCG by soft requirements",
         )
-        record_ablation(docs, kg.name, ablation_record(doc))
+        from pipeline.stages.docs_data import recorded
+
+        log(recorded([record_ablation(docs, kg.name, ablation_record(doc))]))
     doc["table"] = table
     return doc
 

@@ -171,7 +171,8 @@ def test_train_records_the_row_the_confidence_table_shows(fresh_store, tmp_path:
     assert (f"| 1 | ringdocs | ukge_logi | 0.01 | 2 | {row['best']} | {row['seconds_per_epoch']:.1f} | cpu | "
             f"{row['valid_mse']:.4f} | {row['valid_neg_mse']:.4f} | {row['test_mse']:.4f} | {row['test_mae']:.4f} | - | - |"
             ) in table
-    assert f"- Runs 1: `{row['command']}`; {row['machine']}; {row['date']}." in table
+    assert f"- Run 1: `{row['command']}`; {row['machine']}; {row['date']}." in table
+    assert f"recorded in {docs / docs_data.BACKBONE_RUNS}; `python tools/pages.py` regenerates" in res.stderr
     # the same settings again (the run reused): one row, in its place
     assert runner.invoke(cli, args).exit_code == 0
     assert len(json.loads((docs / docs_data.BACKBONE_RUNS).read_text())["runs"]) == 1
