@@ -9,7 +9,7 @@ the valid queries (the selection score, and per type), keep the best check as `p
 A setting is NAME:KEY=VALUE,KEY=VALUE with the options of ``pipeline answer --l-*`` (LOptions fields;
 ``l_shapes=1p/2i`` for a list). Writes OUT/NAME.json (the history: every check's valid score, per type,
 and the loss; the test summaries of SRC and of the kept L under both protocols) and prints the tables
-that docs/results.md ("Calibration L") shows.
+that docs/studies/calibration-l.md shows.
 """
 
 from __future__ import annotations

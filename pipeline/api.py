@@ -408,7 +408,8 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
     set with SRC and each calibration (and the baselines), evaluate; returns an :class:`Experiment` (the
     table, each artifact's path, each stage's seconds). Resumable: the same call again skips every stage
     whose inputs are unchanged (``out``: the work folder, default PIPELINE_HOME/reproduce/DATASET-sSEED;
-    ``runs``: {backbone: run directory} already trained; ``docs``: a folder whose results.md gets the tables).
+    ``runs``: {backbone: run directory} already trained; ``docs``: a folder whose results data, ``results*.json``, gets the tables and this run; ``tools/pages.py``
+    renders the results pages from it).
     Options:
 
     {options}

@@ -102,7 +102,8 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the reports).")
 @click.option("--plot", "plot_file", type=click.Path(path_type=str), default=None, help="Write a PNG comparing the methods per type.")
 @click.option("--update-docs", "docs_dir", type=click.Path(path_type=str), default=None,
-              help="Merge the tables into DIR/results.json and DIR/results.md (e.g. docs).")
+              help="Merge the tables into the results data in DIR (results.json, results_protocol.json, "
+                   "results_counts.json; e.g. docs); `python tools/pages.py` renders the pages from it.")
 @friendly
 def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: str | None) -> None:
     """Metrics x100 per query type and averaged for an answers file or a directory of them.
@@ -129,7 +130,9 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     for r in reports:
         save_report(r, Path(r["file"]).with_suffix(""))
     if docs_dir:
-        update_results(reports, docs_dir)
+        from pipeline.stages.docs_data import recorded
+
+        click.echo(recorded(update_results(reports, docs_dir)), err=True)
     if plot_file:
         by_method = {r["method"]: r["summary"] for r in reports}
         plot_methods(by_method, plot_file, title=", ".join(sorted({r["dataset"] for r in reports})))

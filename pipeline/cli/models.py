@@ -16,9 +16,12 @@ from pipeline.stages.options import ExportOptions, TrainOptions
 @cli.command("train")
 @click.argument("dataset")
 @click_options(TrainOptions)
+@click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
+              help="Record the run's row in DIR/results_backbones.json (e.g. docs; `python tools/pages.py` "
+                   "renders the results pages from it).")
 @json_option("Print the results document.")
 @friendly
-def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
+def train_cmd(dataset: str, as_json: bool, docs_dir: str | None, **given: Any) -> None:
     """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE.
 
     A run directory that already holds a run is never started over silently: the same settings on the
@@ -29,6 +32,10 @@ def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     o = from_command(given, TrainOptions)
     done = train_dataset(dataset, o)
     res, out = done.results, str(done.path)
+    if docs_dir is not None:
+        from pipeline.stages.docs_data import record_backbone_run, recorded
+
+        click.echo(recorded([record_backbone_run(docs_dir, done.docs_row(_train_command(dataset, o)))]), err=True)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
@@ -42,6 +49,20 @@ def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     click.echo(lines[-1])
     for w in done.warnings():
         click.echo(f"warning: {w}")
+
+
+def _train_command(dataset: str, o: TrainOptions) -> str:
+    """The command line of a training, its given settings written out (the run directory and the flags that
+    only decide what happens to an existing one left out)."""
+    from pipeline.core.options import declared
+
+    parts = ["pipeline", "train", dataset]
+    for d in declared(TrainOptions):
+        value = getattr(o, d.name)
+        if not d.option.cli or d.name in ("out", "resume", "overwrite", "source") or value in (None, False):
+            continue
+        parts += [d.flag] if value is True else [d.flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return " ".join(parts)
 
 
 @cli.command("export")

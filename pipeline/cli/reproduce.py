@@ -22,7 +22,8 @@ from pipeline.stages.reproduce import ReproduceConfig
               help="Work directory (default PIPELINE_HOME/reproduce/DATASET-sSEED); re-running resumes there.")
 @click_options(ReproduceConfig)
 @click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
-              help="Update DIR/results.json and DIR/results.md (e.g. docs).")
+              help="Record the tables and this run in the results data in DIR (results*.json, e.g. docs); "
+                   "`python tools/pages.py` renders the pages from it.")
 @click.option("--store", "store_uri", default=None, help="Store URI (default: PIPELINE_STORE or embedded).")
 @click.option("--run", "runs", multiple=True, help="MODEL=RUN_DIR: use this trained run instead of training MODEL.")
 @click.option("--config", "config_file", type=click.Path(path_type=str), default=None,

@@ -26,9 +26,9 @@ def l_setting(default: Any, **how: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class LOptions:
-    """Calibration L's settings. None: the variant's value (``l_variant``; docs/results.md, "Calibration L").
+    """Calibration L's settings. None: the variant's value (``l_variant``; docs/studies/calibration-l.md).
     Every value L trains with is recorded in the saved calibration (its key and ``L.json``). The bounds are
-    far beyond any recipe that was tried (the authors' 5,000 steps at 5e-6; docs/results.md): a learning
+    far beyond any recipe that was tried (the authors' 5,000 steps at 5e-6; docs/studies/calibration-l.md): a learning
     rate of 1e30 or 10^12 steps is a typo, refused before any work; given without a calibration that uses L,
     each is refused (it would do nothing)."""
 

@@ -4,13 +4,13 @@ Per query: the ground-truth answers a_1..a_n (best first) and their predicted ra
 read from an answers file (:mod:`pipeline.formats.answers`), go through every metric of :data:`pipeline.core.metrics.METRICS`.
 Per type: the mean over the queries where the metric is defined. ``avg``: the mean over the types (every
 type weighs the same, as in the paper's tables). Summaries are ``{metric: {type or "avg": value x100}}``;
-``docs/results.json`` is ``{dataset: {method: summary}}`` and ``docs/results.md`` its tables.
+``docs/results.json`` is ``{dataset: {method: summary}}`` (:func:`update_results`); tools/pages.py renders
+``docs/results.md`` from it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 import zlib
@@ -405,89 +405,40 @@ def protocol_notes(report: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------------------- docs/results.*
 
-RESULTS_SECTION = "Query answering"
-COUNTS_SECTION = "Query counts"
-
 
 def update_results(
     reports: list[dict[str, Any]], docs: str | Path, backbones: dict[str, dict[str, Any]] | None = None
-) -> tuple[Path, Path]:
-    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}, and under ``"backbones"``
-    {dataset: the main table's backbone, :func:`pipeline.models.evaluation.backbone_summary`}: each data
-    set's entry replaced only by a reproduction of that data set) and regenerate the sections of
-    ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
+) -> list[Path]:
+    """Merge reports into the data of the results pages (:mod:`pipeline.stages.docs_data`): ``results.json``
+    ({dataset: {method: summary}}, and under ``"backbones"`` {dataset: the main table's backbone,
+    :func:`pipeline.models.evaluation.backbone_summary`}: each data set's entry replaced only by a
+    reproduction of that data set), ``results_protocol.json`` (the paper protocol, undefined counts, doubly
+    tied pairs, chance) and ``results_counts.json``. A method evaluated again replaces its own entry; the
+    others stay. ``python tools/pages.py`` renders docs/results.md from them. The paths written."""
+    from pipeline.stages import docs_data
+
     docs = Path(docs)
-    docs.mkdir(parents=True, exist_ok=True)
-    js_path, md_path = docs / "results.json", docs / "results.md"
-    results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
-    for dataset, entry in (backbones or {}).items():
-        results.setdefault(BACKBONES, {})[dataset] = entry
-    counts_path = docs / "results_counts.json"
-    counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
-    protocol_path = docs / "results_protocol.json"
-    protocol: dict[str, Any] = json.loads(protocol_path.read_text()) if protocol_path.exists() else {}
-    for r in reports:
-        results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
-        counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
-        protocol.setdefault(r["dataset"], {})[r["method"]] = {
-            k: r.get(k)
-            for k in ("paper_protocol", "paper_single_as_zero", "paper_truth", "paper_protocol_other_orders",
-                      "undefined", "doubly_tied", "random")
-        }
-    atomic.write_json(js_path, results)
-    atomic.write_json(counts_path, counts)
-    atomic.write_json(protocol_path, protocol)
 
-    body = [
-        "Metrics x100 per query type and averaged over types (design section 1: tie-aware, no metric reads an "
-        "entity id; tau/rho left out where undefined); paper figures are averages. The comparison tables add "
-        "the paper protocol (the authors' evaluation code, where entity ids break ties) beside ours.\n"
-    ]
-    for dataset in sorted(d for d in results if d != BACKBONES):
-        body.append(f"### {dataset}\n")
-        if bb := results.get(BACKBONES, {}).get(dataset):
-            body.append(backbone_line(bb) + "\n")
-        for method in method_order(results[dataset]):
-            body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
-        paper = PAPER.get(dataset, {})
-        if paper:
-            body.append(comparison_table(dataset, results[dataset], protocol.get(dataset, {})) + "\n")
-    count_lines = ["Evaluated queries (with at least one ground-truth answer) per type.\n"]
-    for dataset in sorted(counts):
-        for method in method_order(counts[dataset]):
-            c = counts[dataset][method]
-            count_lines.append(f"- {dataset} {method}: " + ", ".join(f"{t} {c[t]}" for t in ordered_types(c)))
-    sections = _read_sections(md_path)
-    sections[RESULTS_SECTION] = "\n".join(body)
-    sections[COUNTS_SECTION] = "\n".join(count_lines) + "\n"
-    _write_sections(md_path, sections)
-    return js_path, md_path
+    def results(doc: dict[str, Any]) -> None:
+        for dataset, entry in (backbones or {}).items():
+            doc.setdefault(BACKBONES, {})[dataset] = entry
+        for r in reports:
+            doc.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
 
+    def counts(doc: dict[str, Any]) -> None:
+        for r in reports:
+            doc.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
 
-def backbone_line(bb: dict[str, Any]) -> str:
-    """One sentence on a main table's backbone: its name and its valid MSE beside the mean predictor's (the
-    parts an older entry lacks are left out)."""
-    line = f"Backbone {bb['model']}"
-    if bb.get("valid_mse") is not None and bb.get("mean_valid_mse") is not None:
-        verdict = "below" if bb["valid_mse"] < bb["mean_valid_mse"] else "NOT below"
-        line += (f": valid MSE (positives) {bb['valid_mse']:.4f}, {verdict} the mean predictor's "
-                 f"{bb['mean_valid_mse']:.4f}")
-    if bb.get("test_mse") is not None:
-        line += f"; test MSE {bb['test_mse']:.4f} on the positives"
-        if bb.get("test_neg_mse") is not None:
-            source = "published" if bb.get("test_negatives") == "published" else "sampled"
-            line += f", {bb['test_neg_mse']:.4f} on the {source} negatives"
-    return line + "."
+    def protocol(doc: dict[str, Any]) -> None:
+        for r in reports:
+            doc.setdefault(r["dataset"], {})[r["method"]] = {
+                k: r.get(k)
+                for k in ("paper_protocol", "paper_single_as_zero", "paper_truth", "paper_protocol_other_orders",
+                          "undefined", "doubly_tied", "random")
+            }
 
-
-def set_section(docs: str | Path, name: str, text: str) -> Path:
-    """Replace (or add) the ``## name`` section of ``docs/results.md``, keeping every other section."""
-    md_path = Path(docs) / "results.md"
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    sections = _read_sections(md_path)
-    sections[name] = text
-    _write_sections(md_path, sections)
-    return md_path
+    return [docs_data.merge(docs, docs_data.RESULTS, results), docs_data.merge(docs, docs_data.COUNTS, counts),
+            docs_data.merge(docs, docs_data.PROTOCOL, protocol)]
 
 
 def _variant_key(variant: str) -> tuple[int, int, str]:
@@ -509,67 +460,6 @@ def method_order(methods: Iterable[str]) -> list[str]:
         return (backbone, _variant_key(variant))
 
     return sorted(methods, key=key)
-
-
-def comparison_table(dataset: str, methods: dict[str, Summary], protocol: dict[str, Any] | None = None) -> str:
-    """Averages of our methods beside the paper's figures (x100): the tie-aware metrics, then (when known)
-    the same answers under the paper protocol, the share of doubly tied answer pairs and how many queries
-    leave tau undefined."""
-    names = list(METRICS)
-    protocol = protocol or {}
-    extra = any(protocol.get(m) for m in methods)
-    head = [METRICS[m].label for m in names]
-    if extra:
-        head += [f"{METRICS[m].label} (paper protocol)" for m in names] + ["doubly tied % (top 100)", "tau undefined"]
-    lines = [
-        f"Averages beside the paper ({dataset}):\n",
-        "| method | " + " | ".join(head) + " |",
-        "|---|" + "---:|" * len(head),
-    ]
-    for method in method_order(methods):
-        cells = [_fmt(methods[method].get(m, {}).get("avg")) for m in names]
-        if extra:
-            p = protocol.get(method) or {}
-            pp = p.get("paper_protocol") or {}
-            cells += [_fmt(pp.get(m, {}).get("avg")) for m in names]
-            tied = p.get("doubly_tied") or {}
-            cells.append(_fmt(tied.get("share")))
-            cells.append(str((p.get("undefined") or {}).get("tau", {}).get("all", 0)) if p else "-")
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    rnd = next((p["random"] for m in method_order(methods) if (p := protocol.get(m)) and p.get("random")), None)
-    if rnd:  # the chance level of the (shared) test set: what a model that knows nothing scores
-        cells = [_fmt(rnd.get(m, {}).get("avg")) for m in names]
-        if extra:
-            cells += ["-"] * len(names) + ["-", "-"]
-        lines.append("| random ranking (constant predictions) | " + " | ".join(cells) + " |")
-    for method, figs in PAPER.get(dataset, {}).items():
-        cells = [_fmt(figs.get(m)) for m in names]
-        if extra:
-            cells += [_fmt(figs.get(m)) for m in names] + ["-", "-"]
-        lines.append(f"| paper {method} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _read_sections(path: Path) -> dict[str, str]:
-    """``## heading`` -> its text, in file order; text before the first heading is kept under ''."""
-    sections: dict[str, str] = {}
-    if not path.exists():
-        return {"": "# Results\n"}
-    current, buf = "", []
-    for line in path.read_text().splitlines():
-        if line.startswith("## "):
-            sections[current] = "\n".join(buf).strip("\n") + "\n"
-            current, buf = line[3:].strip(), []
-        else:
-            buf.append(line)
-    sections[current] = "\n".join(buf).strip("\n") + "\n"
-    return sections
-
-
-def _write_sections(path: Path, sections: dict[str, str]) -> None:
-    out = [sections.get("", "# Results\n").rstrip("\n") + "\n"]
-    out += [f"## {name}\n\n{text.strip(chr(10))}\n" for name, text in sections.items() if name]
-    atomic.write_text(path, "\n".join(out))
 
 
 # ------------------------------------------------------------------------------------------------ plots

@@ -2,7 +2,7 @@
 
 ingest -> sample (train set with alpha = 0; valid and test sets with the chosen alpha/beta modes) ->
 train each backbone -> export its neural adjacency -> answer the test set with SRC, SRC(D), SRC(L), SRC(D+L)
--> evaluate (docs/results.json, docs/results.md, a plot). Each stage writes ``OUT/stages.json`` entries
+-> evaluate (with --docs: the results pages' data, docs/results*.json, and a plot). Each stage writes ``OUT/stages.json`` entries
 ``{stage: {key, outputs, seconds}}``; a stage whose key (a hash of everything it depends on: settings, data
 checksums, the model's content hash, the query sets' contents) matches and whose outputs exist is skipped.
 Evaluation is cheap and always runs.
@@ -28,7 +28,7 @@ from pipeline.sampling import MAX_PER_TYPE, SAMPLING_VERSION
 STAGES_FILE = "stages.json"
 
 # What `pipeline reproduce DATASET` does with a setting left unset (None): the recipe each data set's main
-# table was selected with on its valid queries (docs/results.md), then GENERAL_DEFAULTS (then the backbone's
+# table was selected with on its valid queries (docs/studies/), then GENERAL_DEFAULTS (then the backbone's
 # own default). An explicit value always wins; stage keys and reproduce.json hold the values used, so a
 # replay is exact.
 # - PPI5k: UKGE logi trained 300 epochs and kept at the last (the best valid score of 100, 200, 300 and 400
@@ -455,9 +455,13 @@ def reproduce(
     reports = evaluate_stage(ctx, answer_files, docs, backbone)
     seconds = time.perf_counter() - t_start
     if docs is not None:
-        from pipeline.stages.evaluate import set_section
+        from pipeline.stages.docs_data import record_reproduction
 
-        set_section(docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, ctx.stages, runs, seconds))
+        methods = [r["method"] for r in reports]
+        from pipeline.stages.docs_data import recorded
+
+        path = record_reproduction(docs, cfg.dataset, reproduction_record(cfg, ctx.stages, runs, seconds, methods))
+        log(recorded([Path(docs) / "results.json", path]))
     summary = {
         "dataset": cfg.dataset,
         "config": asdict(cfg),
@@ -547,16 +551,10 @@ def _stage_order(name: str) -> tuple[int, str, int, str]:
     return order, rest, 0, ""
 
 
-def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path], seconds: float) -> str:
-    """Markdown for docs/results.md: the settings, each stage's time and the answering throughput per type."""
-    import platform
-
-    import torch
-
-    from pipeline.softquery.types import ordered_types
-
-    lines = [
-        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
+def reproduce_command(cfg: ReproduceConfig, runs: dict[str, Path]) -> str:
+    """The ``pipeline reproduce`` command line that replays cfg (every setting written out)."""
+    return (
+        f"pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
         f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
         f"--l-epochs {cfg.l_epochs}" + "".join(f" {_flag(k)} {_shown(v)}" for k, v in cfg.l_settings.items())
         + f" --seed {cfg.seed}"
@@ -566,48 +564,32 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
         + (f" --baselines {','.join(cfg.baselines)}" if cfg.baselines else "")
         + "".join(f" --qe {k}={v}" for k, v in _flat_qe(cfg.qe))
         + "".join(f" --run {m}={p}" for m, p in runs.items())
-        + "`",
-        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
-        f"device {cfg.device or 'auto'}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        f"Queries: {cfg.per_type} per type in valid and test (12 types), {cfg.train_per_type} per train type (alpha zero)"
-        + (f"; baselines trained on {_baseline_counts(cfg)}" if cfg.baselines else "") + ".",
-        "",
-        "| stage | seconds (when it last ran) |",
-        "|---|---:|",
-    ]
-    total = 0.0
-    for name, entry in sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0])):
-        lines.append(f"| {name} | {entry['seconds']:.1f} |")
-        total += entry["seconds"]
-    lines += [f"| **all stages** | **{total:.1f}** |", "", f"This invocation: {seconds:.1f} s.", ""]
-    answers = {
-        n: e["outputs"]
-        for n, e in sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0]))
-        if n.startswith("answer ") and "throughput" in e["outputs"]
+    )
+
+
+def reproduction_record(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path], seconds: float,
+                        methods: list[str]) -> dict[str, Any]:
+    """What ``docs/results_reproduce.json`` keeps of a reproduction (:mod:`pipeline.stages.docs_data`): its
+    command, machine and date, the query counts, the methods it evaluated, each stage's seconds (as it last
+    ran) in pipeline order, what calibration chose, every check of each L (:func:`l_checks`) and the
+    answering throughput per type (queries/s, engine time only)."""
+    from pipeline.stages.docs_data import provenance
+
+    ordered = sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0]))
+    answers = {n: e["outputs"] for n, e in ordered if n.startswith("answer ") and "throughput" in e["outputs"]}
+    return {
+        **provenance(reproduce_command(cfg, runs), cfg.device),
+        "queries": f"{cfg.per_type} per type in valid and test, {cfg.train_per_type} per train type (alpha zero)"
+        + (f"; baselines trained on {_baseline_counts(cfg)}" if cfg.baselines else ""),
+        "methods": list(methods),
+        "stages": [[name, round(float(entry["seconds"]), 3)] for name, entry in ordered],
+        "seconds": round(seconds, 3),
+        "calibration": {name: c for name, o in answers.items() if (c := calibration_choice(o["path"]))},
+        "l_checks": {name.removeprefix("answer "): l_checks(h) for name, o in answers.items()
+                     if (h := l_history(o["path"]))},
+        "throughput": {name: {t: round(float(v["queries_per_s"]), 1) for t, v in o["throughput"].items()}
+                       for name, o in answers.items()},
     }
-    choices = [f"- {name}: {c}" for name, o in answers.items() if (c := calibration_choice(o["path"]))]
-    if choices:
-        lines += ["Calibration chosen on the valid queries:", "", *choices, ""]
-    hists = {name.removeprefix("answer "): h for name, o in answers.items() if (h := l_history(o["path"]))}
-    if hists:
-        lines += ["Calibration L on the valid queries, check by check (the selection score: the mean over tau, "
-                  "rho, MAP, NDCG of their type averages x100; identity = no L; bold = kept):", "", *l_table(hists), ""]
-    if answers:
-        types = ordered_types({t for o in answers.values() for t in o["throughput"]})
-        lines += [
-            "Answering throughput (queries/s, engine time only, batches of one type):",
-            "",
-            "| answer stage | " + " | ".join(types) + " |",
-            "|---|" + "---:|" * len(types),
-        ]
-        for name, o in answers.items():
-            tp = o["throughput"]
-            lines.append(
-                f"| {name} | "
-                + " | ".join(f"{tp[t]['queries_per_s']:.1f}" if t in tp else "-" for t in types)
-                + " |"
-            )
-    return "\n".join(lines) + "\n"
 
 
 _EMPTY = '""'  # how a shell writes --models with no backbone (baselines only)
@@ -697,28 +679,21 @@ def calibration_choice(answers_path: str) -> str:
     return "; ".join(parts)
 
 
-def l_table(histories: dict[str, dict[str, Any]]) -> list[str]:
-    """Markdown: the valid selection score of the identity and of every check of each L (its train loss,
-    and under D+L the delta that scored best), one row per check."""
-    if not histories:
-        return []
-    names = list(histories)
-    rows = max(len(h["epochs"]) for h in histories.values())
-    head = "| check | " + " | ".join(f"{n}: valid | {n}: loss" for n in names) + " |"
-    lines = [head, "|---|" + "---:|---:|" * len(names)]
-    for i in range(rows):
-        cells = []
-        label = "identity" if i == 0 else str(i)
-        for n in names:
-            e = histories[n]["epochs"].get(str(i))
-            if e is None:
-                cells += ["", ""]
-                continue
-            if i and histories[n].get("config", {}).get("steps"):
-                label = f"{i} (step {e['step']})"
-            deltas = e.get("deltas")
-            at = f" (delta {max(deltas, key=lambda d: (deltas[d], -float(d)))})" if deltas else ""
-            mark = "**" if str(i) == str(histories[n].get("best", "")) else ""
-            cells += [f"{mark}{e['valid']:.2f}{mark}{at}", "" if e["loss"] is None else f"{e['loss']:.4f}"]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return lines
+def l_checks(hist: dict[str, Any]) -> dict[str, Any]:
+    """Every check of one L as data: ``{kept, checks: [{valid, loss, step, delta}]}``, check 0 the identity;
+    ``step`` only where L counts steps, ``delta`` (the best of D's grid) only under D+L."""
+    epochs = hist["epochs"]
+    by_steps = bool(hist.get("config", {}).get("steps"))
+    checks = []
+    for i in range(len(epochs)):
+        e = epochs.get(str(i))
+        if e is None:
+            break
+        check: dict[str, Any] = {"valid": round(float(e["valid"]), 4),
+                                 "loss": None if e["loss"] is None else round(float(e["loss"]), 6)}
+        if by_steps and i:
+            check["step"] = int(e["step"])
+        if deltas := e.get("deltas"):
+            check["delta"] = float(max(deltas, key=lambda d: (deltas[d], -float(d))))
+        checks.append(check)
+    return {"kept": int(hist.get("best", 0) or 0), "checks": checks}

@@ -63,6 +63,27 @@ class Trained:
                     f"or with more steps per epoch ({option('batch_size')})"]
         return []
 
+    def docs_row(self, command: str) -> dict[str, Any]:
+        """This run's row of the results pages' confidence-prediction table (``docs/results_backbones.json``,
+        :func:`pipeline.stages.docs_data.record_backbone_run`): the settings that identify it, the epochs run
+        and kept, seconds per epoch, the MSE/MAE on valid and test (negatives where measured), and the
+        command, machine and date."""
+        from pipeline.stages.docs_data import provenance
+
+        cfg, res = self.config, self.results
+        err = lambda part, key: None if (v := (res.get(part) or {}).get(key)) is None else round(float(v), 6)  # noqa: E731
+        return {
+            "dataset": cfg.dataset, "model": cfg.model + ("+psl" if cfg.psl else ""), "lr": cfg.lr,
+            "selection": cfg.select_on, "dim": cfg.dim, "batch_size": cfg.batch_size,
+            "negative_weight": cfg.negative_weight, "epochs": res["epochs_run"], "best": res["best_epoch"],
+            "seconds_per_epoch": None if res.get("seconds_per_epoch") is None else round(res["seconds_per_epoch"], 1),
+            "device": res.get("device"),
+            "valid_mse": err("valid", "mse"), "valid_neg_mse": err("valid_negatives", "mse"),
+            "test_mse": err("test", "mse"), "test_mae": err("test", "mae"),
+            "test_neg_mse": err("test_negatives", "mse"),
+            **provenance(command, res.get("device")),
+        }
+
     def _batch_note(self, asked: TrainOptions | None) -> str:
         """Why the batch size is what it is, when it is not the user's."""
         from pipeline.models.config import MIN_STEPS_PER_EPOCH, MODEL_DEFAULTS, steps_per_epoch

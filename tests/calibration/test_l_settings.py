@@ -264,7 +264,8 @@ def test_the_authors_variant_fits_saves_and_applies_its_relations(toy_pipeline: 
 
 
 def test_the_log_line_says_when_l_keeps_the_identity_and_what_each_check_lost() -> None:
-    from pipeline.stages.reproduce import l_table, l_verdict
+    from pipeline.stages.reproduce import l_checks, l_verdict
+    from tests.results_pages import tables
 
     hist = {"epochs": {"0": {"loss": None, "valid": 70.74, "step": 0}, "1": {"loss": 0.5, "valid": 70.21, "step": 16},
                        "2": {"loss": 0.4, "valid": 70.74, "step": 32}}, "best": 0, "config": {"steps": 0}}
@@ -278,7 +279,10 @@ def test_the_log_line_says_when_l_keeps_the_identity_and_what_each_check_lost() 
                         "1": {"loss": 0.1, "valid": 49.5, "step": 500, "deltas": {"0": 49.5, "0.05": 49.0}}},
              "best": 0, "config": {"steps": 5000}}
     assert l_verdict(steps).endswith("every one of its 1 steps scored lower or the same (500: -0.50)")
-    table = l_table({"ukge_logi L": hist, "ukge_logi D+L": steps})
+    # what the reproduction records of each L, and the table the Calibration L page renders from it
+    assert l_checks(steps) == {"kept": 0, "checks": [{"valid": 50.0, "loss": None},
+                                                     {"valid": 49.5, "loss": 0.1, "step": 500, "delta": 0.0}]}
+    table = tables().l_table({"ukge_logi D+L": l_checks(steps), "ukge_logi L": l_checks(hist)})
     assert table[0] == "| check | ukge_logi L: valid | ukge_logi L: loss | ukge_logi D+L: valid | ukge_logi D+L: loss |"
     assert table[2] == "| identity | 70.74 |  | **50.00** |  |"
     assert table[3] == "| 1 (step 500) | 70.21 | 0.5000 | 49.50 (delta 0) | 0.1000 |"

@@ -10,6 +10,7 @@ import torch
 
 from pipeline.stages.reproduce import ReproduceConfig, reproduce
 from tests.models.toy import toy_kg
+from tests.results_pages import render, tables
 
 
 @pytest.mark.slow
@@ -54,8 +55,20 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     assert backbone["valid_mse"] == pytest.approx(run["valid"]["mse"], abs=1e-6)
     assert backbone["mean_valid_mse"] == pytest.approx(run["mean_predictor"]["valid_mse"], abs=1e-6)
     assert (tmp_path / "docs" / "results_toy.png").exists()
-    md = (tmp_path / "docs" / "results.md").read_text()
-    assert "## Reproduction: toy" in md and "| answer ukge_logi D+L |" in md and "## Query answering" in md
+    # the reproduction's record: what the results page's tables read (no page is written)
+    assert not (tmp_path / "docs" / "results.md").exists()
+    (record,) = json.loads((tmp_path / "docs" / "results_reproduce.json").read_text())["toy"]
+    assert sorted(record["methods"]) == sorted(results["toy"])
+    assert sorted(n for n, _ in record["stages"]) == sorted(ran) and record["date"].endswith("UTC")
+    assert record["command"].startswith("pipeline reproduce toy --models ukge_logi ")
+    assert set(record["throughput"]) == {f"answer ukge_logi {c}" for c in ("none", "D", "L", "D+L")}
+    assert set(record["l_checks"]) == {"ukge_logi L", "ukge_logi D+L"}
+    ledger = json.loads((tmp_path / "work" / "stages.json").read_text())
+    assert dict(record["stages"]) == {n: round(e["seconds"], 3) for n, e in ledger.items()}
+    main = render("results.main", tmp_path / "docs")
+    assert f"- toy, ukge_logi SRC, SRC(D), SRC(L), SRC(D+L): `{record['command']}`; {record['machine']}; " in main
+    shown = tables().reproduction("toy")(tmp_path / "docs")
+    assert all(f"| {name} | {seconds:.1f} |" in shown for name, seconds in record["stages"])
 
     _check_metrics_independently(first, tmp_path / "work", kg)
     # the saved settings replay the same reproduction: every stage is found done
@@ -94,7 +107,9 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     assert "train ukge_logi" in [s["stage"] for s in fourth["stages"] if not s["skipped"]]
     run_cfg = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "config.json").read_text())
     assert run_cfg["select_on"] == "last" and run_cfg["epochs"] == 3
-    assert "--epochs 3 --select-on last" in (tmp_path / "docs" / "results.md").read_text()
+    records = json.loads((tmp_path / "docs" / "results_reproduce.json").read_text())["toy"]
+    assert len(records) == 1  # a re-run of the same rows replaces their record
+    assert "--epochs 3 --select-on last" in records[0]["command"]
 
     # Code that samples differently (a new SAMPLING_VERSION) re-ingests and re-samples, and keeps the trained
     # model (training does not read the store): a set written by older sampling code is never reused.
@@ -118,8 +133,11 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     )
     assert [s["stage"] for s in sixth["stages"] if not s["skipped"]] == ["answer ukge_logi L", "answer ukge_logi D+L"]
     assert any(line.strip().startswith("L kept ") for line in logs)
-    md = (tmp_path / "docs" / "results.md").read_text()
-    assert "--l-epochs 3 --l-lr 0.01" in md and "| check | ukge_logi L: valid | ukge_logi L: loss" in md and "| identity |" in md
+    (record,) = json.loads((tmp_path / "docs" / "results_reproduce.json").read_text())["toy"]
+    assert "--l-epochs 3 --l-lr 0.01" in record["command"]
+    checks = tables().l_checks("toy")(tmp_path / "docs")
+    assert checks.startswith("| check | ukge_logi L: valid | ukge_logi L: loss | ukge_logi D+L: valid |")
+    assert "| identity |" in checks and len(record["l_checks"]["ukge_logi L"]["checks"]) == 4  # identity + 3
 
 
 def _check_metrics_independently(summary: dict, work: Path, kg) -> None:

@@ -12,7 +12,7 @@ options override (:func:`l_config`). No torch here.
   ``sqrt(1/(n + 4))``; 5,000 steps of 64 queries at lr 5e-6, divided by 5 at step 2,500 and again each
   time 1.5x as many steps have passed (Adam restarted each time); only the shapes without an existential
   variable or a negation (1p, 2i). Checked on the valid queries every 500 steps (their evaluation period).
-- ``heldout``: designed to help (docs/results.md, "Calibration L"): fitted to the valid graph's utilities
+- ``heldout``: designed to help (docs/studies/calibration-l.md): fitted to the valid graph's utilities
   (train + valid facts, so a fact the backbone generalised to and the valid split holds is a target, not
   an error to erase), per-relation terms only (rho and lambda of the relation's features: an affine map
   with 1 + rho > 0 reorders no fact within its relation, so 1p's rankings stay and the entity terms,
