@@ -432,9 +432,8 @@ def update_results(
     def protocol(doc: dict[str, Any]) -> None:
         for r in reports:
             doc.setdefault(r["dataset"], {})[r["method"]] = {
-                k: r.get(k)
-                for k in ("paper_protocol", "paper_single_as_zero", "paper_truth", "paper_protocol_other_orders",
-                          "undefined", "doubly_tied", "random")
+                **{k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")},
+                **{k: r[k] for k in ("paper_single_as_zero", "paper_truth", "paper_protocol_other_orders") if k in r},
             }
 
     return [docs_data.merge(docs, docs_data.RESULTS, results), docs_data.merge(docs, docs_data.COUNTS, counts),
