@@ -53,6 +53,43 @@ def test_every_doc_page_is_in_the_site() -> None:
     assert missing == []
 
 
+def _commands(group, path: str = "pipeline"):
+    """Every (command path, command) under ``group``, groups included."""
+    for name, command in sorted(group.commands.items()):
+        yield f"{path} {name}", command
+        if hasattr(command, "commands"):
+            yield from _commands(command, f"{path} {name}")
+
+
+def test_every_command_summary_is_a_whole_sentence() -> None:
+    """The one-line summaries of `pipeline --help` and of the command-line reference (mkdocs-click takes
+    a command's short help, else its docstring's first line) are whole sentences, never cut mid-sentence
+    (click's "..." or a docstring wrapped after its first line), and fit `pipeline --help`'s column."""
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    commands = dict(_commands(cli))
+    assert len(commands) >= 20
+    cut = {}
+    for path, command in commands.items():
+        text = command.short_help or ""
+        if not (text[:1].isupper() and text.endswith(".") and "..." not in text and "\n" not in text):
+            cut[path] = text or (command.help or "").splitlines()[0]
+    assert cut == {}
+    # as the user reads them: each summary whole on its one line of `pipeline --help` / `pipeline store --help`
+    for group_args, group in (([], cli), (["store"], cli.commands["store"])):
+        shown = CliRunner().invoke(cli, [*group_args, "--help"]).output.splitlines()
+        for name, command in group.commands.items():
+            assert any(ln.split()[:1] == [name] and ln.endswith(command.short_help) for ln in shown), name
+    mkdocs_click = pytest.importorskip("mkdocs_click._docs")
+    page = "\n".join(mkdocs_click.make_command_docs("pipeline", cli, depth=1, list_subcommands=True))
+    listed = re.findall(r"^- \*(?:\[)?([\w-]+)(?:\]\(#[\w-]+\))?\*: (.*)$", page, re.M)
+    assert {name for name, _ in listed} >= set(cli.commands)
+    for name, summary in listed:
+        assert summary.endswith(".") and "..." not in summary, (name, summary)
+
+
 @pytest.mark.slow
 def test_the_site_builds_strict_and_shows_its_pages(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs")
