@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
@@ -105,30 +106,55 @@ def test_the_site_builds_strict_and_shows_its_pages(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=REPO,
                          env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
-    cli_page = (site / "reference" / "cli" / "index.html").read_text()
+    cli_page = (site / "reference" / "cli.html").read_text()
     for name in cli.commands:  # every command, from the code
         assert f'id="{name}"' in cli_page or f">{name}<" in cli_page, name
-    api_page = (site / "reference" / "api" / "index.html").read_text()
+    api_page = (site / "reference" / "api.html").read_text()
     for name in (n for n in pl.__all__ if n[0].islower()):  # every function of the API, from its docstring
         assert f'id="pipeline.api.{name}"' in api_page, name
     assert "{options}" not in api_page and ":class:`" not in api_page and "Sentinel" not in cli_page
     assert "train_per_type" in api_page  # the declared options, as the signature help() shows
     for html in site.rglob("*.html"):
         assert not ISSUE.search(re.sub(r"<[^>]+>", " ", html.read_text())), html
+    # opened from disk (file://, no server), as the README says: every link of every page names a file
+    assert _links_not_to_files(site) == []
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        pytest.skip("chromium is not installed: the pages were built, not drawn")
+        pytest.skip("chromium is not installed: the pages were built and their links checked, not drawn")
     from PIL import Image
 
-    for page in ("index.html", "getting-started/index.html", "reference/cli/index.html", "reference/api/index.html"):
-        shot = tmp_path / (page.replace("/", "_") + ".png")
-        subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        "--window-size=1280,900", f"--screenshot={shot}", (site / page).as_uri()],
-                       capture_output=True, timeout=120, check=False)
-        assert shot.exists(), page
+    # index.html from disk, then the pages its links lead to, as a click resolves them under file://
+    index = (site / "index.html").as_uri()
+    hrefs = re.findall(r'href="([^"#]+)"', (site / "index.html").read_text())
+    followed = [next(h for h in hrefs if h.startswith(page)) for page in ("getting-started", "reference/cli",
+                                                                          "reference/api")]
+    for url in (index, *(urljoin(index, h) for h in followed)):
+        shot = tmp_path / (url.rsplit("/", 1)[-1] + ".png")
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'chromium'}", "--hide-scrollbars", "--window-size=1280,900",
+                        f"--screenshot={shot}", url], capture_output=True, timeout=120, check=False)
+        assert shot.exists(), url
         img = Image.open(shot).convert("RGB")
         colours = img.getcolors(maxcolors=1 << 16) or []
-        # drawn: the theme's header bar (indigo) and text, not a blank or error page
-        assert len(colours) > 50, page
-        assert img.getpixel((10, 10))[2] > img.getpixel((10, 10))[0], page  # the header's indigo at the top left
+        # drawn: the theme's header bar (indigo) and text, not a blank page or a directory listing
+        assert len(colours) > 50, url
+        assert img.getpixel((10, 10))[2] > img.getpixel((10, 10))[0], url  # the header's indigo at the top left
+
+
+def _links_not_to_files(site: Path) -> list[str]:
+    """Every relative ``href``/``src`` of the built pages that does not name a file (a directory, a missing
+    path) under ``site``: what a reader opening the site from disk would meet as a listing or an error.
+    404.html is left out: only a server shows it, and its links are absolute by design."""
+    bad = []
+    for html in site.rglob("*.html"):
+        if html.name == "404.html":
+            continue
+        for url in re.findall(r'(?:href|src)="([^"]*)"', html.read_text()):
+            parts = urlsplit(url)
+            if parts.scheme or parts.netloc or not parts.path:
+                continue
+            if not (html.parent / unquote(parts.path)).resolve().is_file():
+                bad.append(f"{html.relative_to(site)}: {url}")
+    return bad
