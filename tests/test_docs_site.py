@@ -33,10 +33,37 @@ def test_the_readme_is_a_front_door() -> None:
     (ci_command,) = [ln.strip() for ln in ci.splitlines() if ln.strip().startswith("python -m pytest")]
     assert f"```bash\n{ci_command}\n```" in text
     # the install command installs the notebook extra, so that command runs the notebook test, and says so
-    install = next(ln for ln in text.splitlines() if ln.startswith("python3 -m venv"))
-    assert "[dev,notebook]" in install and "tests/test_notebook.py" in text
+    install = _bash_blocks(text)[0]
+    assert install.startswith("python3 -m venv") and "pip install -e '.[dev,notebook]'" in install
+    assert "tests/test_notebook.py" in text
     assert "examples/researcher_day.ipynb" in text and "mkdocs serve" in text
     assert "INSTALL_TIME" not in text and "TEST_TIME" not in text  # the measured times filled in
+    # what opens the notebook is what the notebook extra installs
+    (notebook,) = re.findall(r"^notebook = \[(.*)\]$", (REPO / "pyproject.toml").read_text(), re.M)
+    assert re.search(r'"jupyterlab\b', notebook), notebook
+    assert "jupyter lab examples/researcher_day.ipynb" in text
+    # the store a command starts keeps running: said, with how to stop it
+    assert "keeps running" in text and "`pipeline store stop`" in text
+
+
+def _bash_blocks(text: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", text, re.S)
+
+
+def test_the_commands_to_copy_fit_their_box() -> None:
+    """Every line of a command block of the README and of Getting started (what a newcomer copies) fits the
+    site's code box, about 80 characters, with no horizontal scroll: long commands are split with `\\`."""
+    wide = [f"{page.name}: {ln}" for page in (README, REPO / "docs" / "getting-started.md")
+            for block in _bash_blocks(page.read_text(encoding="utf-8")) for ln in block.splitlines() if len(ln) > 80]
+    assert wide == []
+
+
+def test_the_test_count_is_written_once() -> None:
+    """The suite's size is stated in Getting started only; the README points there (two counts drifted apart)."""
+    readme, started = README.read_text(encoding="utf-8"), (REPO / "docs" / "getting-started.md").read_text()
+    count = re.compile(r"\b\d[\d,]* tests\b")
+    assert count.findall(readme) == [] and len(count.findall(started)) == 1
+    assert "(docs/getting-started.md#run-the-tests)" in readme
 
 
 def test_no_page_names_an_issue_number() -> None:
