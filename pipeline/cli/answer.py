@@ -15,7 +15,7 @@ from pipeline.methods.options import MethodOptions
 from pipeline.stages.options import AnswerOptions
 
 
-@cli.command("answer")
+@cli.command("answer", short_help="Answer a query set with a method (SRC by default).")
 @click.argument("queries", type=click.Path(path_type=str), required=False)
 @click_options(MethodOptions, AnswerOptions)
 @click.option("--from-store", "from_store", is_flag=True,
@@ -97,7 +97,7 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
     _report_written(report, how.explain)
 
 
-@cli.command("evaluate")
+@cli.command("evaluate", short_help="Score answers files: metrics x100 per query type.")
 @click.argument("answers", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the reports).")
 @click.option("--plot", "plot_file", type=click.Path(path_type=str), default=None, help="Write a PNG comparing the methods per type.")

@@ -10,7 +10,7 @@ from pipeline.cli.group import cli, echo_json, friendly, print_table
 from pipeline.core.errors import PipelineError
 
 
-@cli.command("llm-items")
+@cli.command("llm-items", short_help="Make multiple-choice items for an LLM from a query set.")
 @click.argument("dataset")
 @click.option("--queries", "queries_path", required=True, multiple=True, type=click.Path(path_type=str),
               help="A query set (Parquet); repeat to take items from several, in order.")
@@ -39,7 +39,7 @@ def llm_items_cmd(dataset: str, queries_path: tuple[str, ...], out_path: str, ma
                + (", ".join(f"{n} {why}" for why, n in res["dropped"].items()) or "none"))
 
 
-@cli.command("llm-eval")
+@cli.command("llm-eval", short_help="Score a language model on multiple-choice items.")
 @click.argument("items_path", metavar="ITEMS", type=click.Path(path_type=str))
 @click.option("--endpoint", default=None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
 @click.option("--model", "model_name", default=None, help="Model name sent to the endpoint.")

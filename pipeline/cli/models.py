@@ -13,7 +13,7 @@ from pipeline.core.options import click_options, from_command
 from pipeline.stages.options import ExportOptions, TrainOptions
 
 
-@cli.command("train")
+@cli.command("train", short_help="Train an uncertain-KG embedding on a data set's facts.")
 @click.argument("dataset")
 @click_options(TrainOptions)
 @click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
@@ -65,7 +65,7 @@ def _train_command(dataset: str, o: TrainOptions) -> str:
     return " ".join(parts)
 
 
-@cli.command("export")
+@cli.command("export", short_help="Write a trained run's predicted facts as Arrow files.")
 @click.argument("run_dir", type=click.Path(path_type=str))
 @click_options(ExportOptions)
 @json_option("Print the manifest.")
@@ -97,7 +97,7 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
         )
 
 
-@cli.command("train-qe")
+@cli.command("train-qe", short_help="Train a query-embedding baseline on query sets.")
 @click.argument("dataset")
 @click.option("--model", "model_name", type=RegistryChoice("baselines"), required=True, help="`pipeline ls baselines`.")
 @click.option("--train-queries", multiple=True, required=True, type=click.Path(path_type=str),

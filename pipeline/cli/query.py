@@ -11,7 +11,7 @@ from pipeline.core.errors import printable
 EVERY_SHOWN = 2**31 - 1
 
 
-@cli.command("query")
+@cli.command("query", short_help="Answer one soft query exactly, with witnesses on request.")
 @click.argument("text")
 @click.option("--dataset", required=True, help="Data set whose names the query uses (e.g. cn15k, ppi5k).")
 @click.option(
@@ -77,7 +77,7 @@ def query_cmd(
     print_table([{"rank": i + 1, **r} for i, r in enumerate(ans.rows)], ["rank", "eid", "name", "utility"])
 
 
-@cli.command("browse")
+@cli.command("browse", short_help="Write a page of a stored query's answers and witnesses.")
 @click.argument("query_id")
 @click.option("--html", "html_path", required=True, type=click.Path(path_type=str), help="The page to write.")
 @click.option("--method", default=None, help="Whose answers (the method label, e.g. 'ukge_logi SRC'); needed when several.")

@@ -16,7 +16,7 @@ from pipeline.methods.options import LOptions
 from pipeline.stages.reproduce import ReproduceConfig
 
 
-@cli.command("reproduce")
+@cli.command("reproduce", short_help="Run every stage of the paper's experiment on a data set.")
 @click.argument("dataset")
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None,
               help="Work directory (default PIPELINE_HOME/reproduce/DATASET-sSEED); re-running resumes there.")

@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -168,6 +169,7 @@ def load() -> bool:
     input); False where numba cannot be imported or cannot compile here (the torch form runs). Idempotent."""
     with _lock:
         if "kernel" not in _state:
+            started = time.monotonic()
             try:
                 kernel = _compile()
                 one = np.zeros((1, 1), dtype=np.float32)
@@ -187,7 +189,23 @@ def load() -> bool:
                 _state["kernel"] = kernel
             except Exception:  # numba missing, incompatible with this numpy, unable to compile here:
                 _state["kernel"] = None  # the torch form, same values (an optimisation never fails a command)
+            else:
+                if compiled_now():
+                    # the first load after an install (or a change of numba, of the code, of the CPU)
+                    # compiles for 10-30 s where a cached load takes 0.2-0.35 s: say so, once
+                    from pipeline.core.progress import note
+
+                    note(f"compiling the engine's steps once ({time.monotonic() - started:.1f} s; later runs "
+                         "read them from numba's disk cache)")
         return _state["kernel"] is not None
+
+
+def compiled_now() -> bool:
+    """Whether this process compiled any of the engine's numba steps (a miss of numba's disk cache),
+    rather than reading them all from the cache."""
+    from pipeline.engine._stream_numba import merge_two, rows_max, rows_max_two, stream
+
+    return any(d.stats.cache_misses for d in (stream, merge_two, rows_max, rows_max_two))
 
 
 def load_gpu() -> bool:

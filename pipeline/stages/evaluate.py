@@ -236,6 +236,27 @@ def with_chance(report: dict[str, Any]) -> Summary:
     return out
 
 
+# the metrics' rows in a metrics frame, before the chance rows
+METRIC_ROWS = ("tau", "rho", "map", "ndcg")
+
+
+def metrics_frame(report: dict[str, Any]) -> pd.DataFrame:
+    """One report's metrics x100 as ``pl.evaluate`` shows them: index tau, rho, MAP, NDCG, then ``MAP chance``
+    and ``NDCG chance`` (:func:`with_chance`, when the answers file knows its entity count); columns the query
+    types in the paper's order, then avg; NaN where a metric is undefined on every query of a type. The one
+    table of ``pl.evaluate`` and of ``pl.run``'s ``Experiment`` (its ``per_type``, and ``table``'s rows)."""
+    summary = with_chance(report)
+    types = ordered_types({t for by in summary.values() for t in by if t != "avg"})
+    rows = [*METRIC_ROWS, *(m for m in summary if m not in METRIC_ROWS)]
+    frame = pd.DataFrame(
+        [[summary.get(m, {}).get(t, float("nan")) for t in [*types, "avg"]] for m in rows],
+        index=[METRICS[m].label if m in METRICS else m for m in rows],
+        columns=[*types, "avg"],
+    )
+    frame.index.name, frame.columns.name = "metric", "type"
+    return frame
+
+
 def tied_share(per_query: pd.DataFrame) -> dict[str, float]:
     """The pairs of answers tied in both true and predicted utility, summed over the queries: among each
     query's first 100 answers (the truth the paper's protocol reads, where such pairs counted as agreement)

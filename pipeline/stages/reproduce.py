@@ -478,8 +478,9 @@ def reproduce(
 @dataclass(frozen=True)
 class Experiment:
     """One experiment run end to end (``pl.run``, ``pipeline reproduce``): ``table`` (one row per method, the
-    metrics x100 averaged over the query types: tau, rho, MAP, NDCG), ``per_type`` (method label -> the
-    metrics per query type, ``pl.evaluate``'s table), ``paths`` (each artifact: the query sets, runs,
+    metrics x100 averaged over the query types: tau, rho, MAP, NDCG, then ``MAP chance`` and ``NDCG chance``,
+    what a random ranking of the same answers scores), ``per_type`` (method label -> the metrics per query
+    type, ``pl.evaluate``'s table, chance rows included), ``paths`` (each artifact: the query sets, runs,
     exports, answers files), ``stages`` (stage, skipped, seconds), ``seconds`` and the work folder ``out``;
     ``summary`` is ``reproduce.json``. Run it again with the same settings and every stage is skipped.
 
@@ -501,24 +502,15 @@ class Experiment:
         """The experiment a reproduction's summary (``reproduce``'s return, ``reproduce.json``) describes."""
         import pandas as pd
 
-        from pipeline.core.metrics import METRICS
-        from pipeline.softquery.types import ordered_types
-        from pipeline.stages.evaluate import method_order
+        from pipeline.stages.evaluate import method_order, metrics_frame
 
         reports = {r["method"]: r for r in summary["reports"]}
-        metrics = [m for m in ("tau", "rho", "map", "ndcg")]
-        labels = {m: METRICS[m].label if m in METRICS else m for m in metrics}
-        rows = []
-        per_type = {}
-        for method in method_order(reports):
-            summ = reports[method]["summary"]
-            rows.append({"method": method, **{labels[m]: summ.get(m, {}).get("avg", float("nan")) for m in metrics}})
-            types = ordered_types({t for by in summ.values() for t in by if t != "avg"})
-            per_type[method] = pd.DataFrame(
-                [[summ.get(m, {}).get(t, float("nan")) for t in [*types, "avg"]] for m in metrics],
-                index=[labels[m] for m in metrics], columns=[*types, "avg"],
-            )
-        table = pd.DataFrame(rows, columns=["method", *labels.values()]).set_index("method")
+        per_type = {method: metrics_frame(reports[method]) for method in method_order(reports)}
+        # one row per method: each frame's avg column (tau, rho, MAP, NDCG, then the chance of MAP and NDCG)
+        columns = list(dict.fromkeys(m for frame in per_type.values() for m in frame.index))
+        table = pd.DataFrame([frame["avg"].reindex(columns) for frame in per_type.values()],
+                             index=pd.Index(list(per_type), name="method"), columns=columns)
+        table.columns.name = None
         ledger = _read_ledger(Path(summary["out"]))
         paths = {
             "queries": {n.split(" ", 1)[1]: e["outputs"]["file"] for n, e in ledger.items() if n.startswith("sample ")},
