@@ -519,7 +519,14 @@ def launch(
         proc = _spawn(cmd, data_dir, memory_limit_bytes())
         info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
         if on_spawn is not None:
-            on_spawn(info)
+            try:
+                on_spawn(info)
+            except BaseException:
+                # not recorded (a full disk): a server nobody knows of must not run on the data folder,
+                # where the next start would put a second one beside it
+                proc.kill()
+                proc.wait()
+                raise
         outcome = _wait_ready(info, creds, proc, wait_s)
         if outcome == "up":
             if migrate:
@@ -871,6 +878,12 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
     try:
         return _ensure_running(home, port)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreUnavailable(
+                f"the disk that holds the store ({store_dir(home)}) is full: its server is not running and cannot "
+                "be started there (it records itself and its log in that folder); a running server answers reads "
+                "on a full disk, a stopped one cannot start: free some space there and run it again"
+            ) from None
         if exc.errno != errno.EROFS:
             raise
         raise StoreUnavailable(
