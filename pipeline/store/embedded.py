@@ -249,6 +249,62 @@ def _holds_listener(pid: int, port: int) -> bool:
     return False
 
 
+def stranger(info: ServerInfo) -> str | None:
+    """What runs under the recorded pid of ``info`` when it is not the store's server: its command line,
+    owner and start time, and why it is not the server (another program, another user's, a server of
+    another folder); None when no process runs there (it ended: a zombie too). Called only where
+    :func:`is_our_server` said no: a pid in server.json that the system gave to another program since, or
+    a file edited to name one, is told apart from a server that ended."""
+    if not isinstance(info.pid, int) or info.pid <= 0 or not pid_alive(info.pid) or _zombie(info.pid):
+        return None
+    proc = Path(f"/proc/{info.pid}")
+    if not proc.is_dir():
+        try:
+            out = subprocess.run(["ps", "-o", "user=,lstart=,command=", "-p", str(info.pid)], capture_output=True,
+                                 text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        return f"it is not the store's server ({_short_text(out) or 'a process ps does not show'})"
+    try:
+        command = proc.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        uid = proc.stat().st_uid
+    except OSError:
+        return None
+    command = _short_text(command) or f"[{_read_or(proc / 'comm', '?').strip()}]"  # a kernel thread has no cmdline
+    if uid != os.geteuid():
+        why = f"another user's (uid {uid})"
+    else:
+        try:
+            exe = Path(os.readlink(proc / "exe")).name.split(" ")[0]
+        except OSError:
+            exe = ""
+        why = "a server of another folder" if exe == "redis-server" else "another program"
+    return f"it is {why}: `{command}`{_started(info.pid)}"
+
+
+def _short_text(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _read_or(path: Path, default: str) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return default
+
+
+def _started(pid: int) -> str:
+    """", started 2026-11-29 05:31:16" from /proc (the process's start in clock ticks after boot)."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(int(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith("btime"))
+        when = boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return ""
+    return ", started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
 def _is_our_server_ps(info: ServerInfo) -> bool:
     try:
         out = subprocess.run(["ps", "-o", "uid=,command=", "-p", str(info.pid)], capture_output=True,
@@ -774,6 +830,10 @@ def server_state(home: Path | None = None) -> ServerState:
     if info is None:
         return ServerState("stopped", None)
     if not is_our_server(info, listening=False):
+        other = stranger(info)
+        if other:
+            return ServerState("stopped", None, f"its record names pid {info.pid}, which is not its server: {other} "
+                               "(the next command starts the server)")
         return ServerState("stopped", None, f"its last server (pid {info.pid}) ended: {why_ended(info)}")
     if not is_our_server(info):
         return ServerState("busy", info, "starting")
@@ -899,8 +959,12 @@ def _ensure_running(home: Path | None, port: int | None) -> tuple[ServerInfo, bo
         recorded = _recorded(folder)
         notice = ""  # a line on stderr once a server is started in place of one that ended or hung
         if recorded is not None and not is_our_server(recorded, listening=False):
-            # it ended without `pipeline store stop` (which forgets it): say why, from its log
-            notice = f"the store's server (pid {recorded.pid}) had ended: {why_ended(recorded)}; started it again"
+            # it ended without `pipeline store stop` (which forgets it): say why, from its log; a pid that
+            # another process holds now is never signalled, and the log of the last server says nothing of it
+            other = stranger(recorded)
+            notice = (f"the store's record ({folder / INFO_FILE}) names pid {recorded.pid}, which is not its "
+                      f"server: {other}; the record was stale, so the server was started again" if other else
+                      f"the store's server (pid {recorded.pid}) had ended: {why_ended(recorded)}; started it again")
         elif recorded is not None:
             if port is not None and recorded.port != port:
                 raise PipelineError(
