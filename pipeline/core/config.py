@@ -15,10 +15,27 @@ def home() -> Path:
     return Path(os.environ.get("PIPELINE_HOME", Path.home() / ".cache" / "pipeline")).expanduser()
 
 
+MIRROR_FIX = "fix the path, or unset PIPELINE_DATA to download the files from their upstream URLs"
+
+
 def data_mirror() -> Path | None:
-    """A local mirror root holding one folder per data set, or None."""
-    root = os.environ.get("PIPELINE_DATA")
-    return Path(root).expanduser() if root else None
+    """PIPELINE_DATA: a local mirror root holding one folder per data set, or None when unset (or blank).
+    A path that is missing or not a folder is one PipelineError naming the variable: never a silent
+    download in its place."""
+    raw = os.environ.get("PIPELINE_DATA")
+    if raw is None or not raw.strip():
+        return None
+    root = Path(raw).expanduser()
+    if not root.is_dir():
+        from pipeline.core.errors import PipelineError
+
+        if root.exists():
+            what = "is a file, not a folder (a local mirror holds one folder per data set)"
+        else:
+            what = "a symbolic link to nothing" if root.is_symlink() else "no such folder"
+            what += f" (a local mirror holds one folder per data set, e.g. {root / 'cn15k'})"
+        raise PipelineError(f"PIPELINE_DATA={raw}: {what}; {MIRROR_FIX}")
+    return root
 
 
 def default_store_uri() -> str:
