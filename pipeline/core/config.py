@@ -90,26 +90,42 @@ def verify_mode() -> str:
 
 
 def pair_cache_root() -> Path | None:
-    """PIPELINE_PAIR_CACHE: a folder (made when missing) or off; default PIPELINE_HOME/pairs. A path that is
-    a file (or under one) is refused, not ignored."""
+    """PIPELINE_PAIR_CACHE: a folder or off; default PIPELINE_HOME/pairs. See :func:`_cache_root` for what
+    is refused."""
     return _cache_root("PIPELINE_PAIR_CACHE", "pairs")
 
 
 def parsed_cache_root() -> Path | None:
-    """PIPELINE_PARSED_CACHE (the parsed data sets, :mod:`loaders.parsed`): a folder (made when missing) or
-    off; default PIPELINE_HOME/parsed. A path that is a file (or under one) is refused, not ignored."""
+    """PIPELINE_PARSED_CACHE (the parsed data sets, :mod:`loaders.parsed`): a folder or off; default
+    PIPELINE_HOME/parsed. See :func:`_cache_root` for what is refused."""
     return _cache_root("PIPELINE_PARSED_CACHE", "parsed")
 
 
 def _cache_root(name: str, default: str) -> Path | None:
+    """A cache folder named by environment variable ``name`` (None: off), else ``PIPELINE_HOME/default``.
+    A folder named by the variable is made when missing only as the last folder of its path: a path
+    whose parent does not exist (a mistyped root would be made folder by folder), a path that is a file
+    or under one, and the filesystem root (each cache file a folder of its own there) are refused in one
+    line naming the variable, not ignored."""
     raw = os.environ.get(name)
     if raw is not None and raw.strip().lower() in (*_OFF, ""):
         return None
-    base = Path(raw).expanduser() if raw else home() / default
-    if raw:
-        there = next((p for p in (base, *base.parents) if p.exists()), None)
-        if (there is base and not base.is_dir()) or (there is not None and not there.is_dir()):
+    if not raw:
+        return home() / default
+    base = Path(raw).expanduser()
+    if base.is_dir():
+        if base.resolve() == Path(base.resolve().anchor):
+            raise _env_error(name, raw, "a folder of its own or off, not the filesystem root")
+        return base
+    if base.exists():
+        raise _env_error(name, raw, f"a folder or off ({base} is not a folder)")
+    parent = base.absolute().parent
+    if not parent.is_dir():
+        there = next((p for p in (parent, *parent.parents) if p.exists()), None)
+        if there is not None and not there.is_dir():
             raise _env_error(name, raw, f"a folder or off ({there} is not a folder)")
+        raise _env_error(name, raw, f"a folder or off (its parent {parent} does not exist: only the last "
+                         "folder of the path is made)")
     return base
 
 

@@ -368,8 +368,9 @@ def update_results(
     {dataset: the main table's backbone, :func:`pipeline.models.evaluation.backbone_summary`}: each data
     set's entry replaced only by a reproduction of that data set) and regenerate the sections of
     ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
-    docs = Path(docs)
-    docs.mkdir(parents=True, exist_ok=True)
+    atomic.check_docs_folder(docs, "docs")  # (the doors check it before any work; this is the last word)
+    docs = Path(docs).expanduser()
+    docs.mkdir(exist_ok=True)  # only a checkout's docs/ is missing here: never a chain of folders
     js_path, md_path = docs / "results.json", docs / "results.md"
     results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
     for dataset, entry in (backbones or {}).items():
@@ -432,8 +433,9 @@ def backbone_line(bb: dict[str, Any]) -> str:
 
 def set_section(docs: str | Path, name: str, text: str) -> Path:
     """Replace (or add) the ``## name`` section of ``docs/results.md``, keeping every other section."""
-    md_path = Path(docs) / "results.md"
-    md_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.check_docs_folder(docs, "docs")
+    md_path = Path(docs).expanduser() / "results.md"
+    md_path.parent.mkdir(exist_ok=True)  # only a checkout's docs/ is missing here
     sections = _read_sections(md_path)
     sections[name] = text
     _write_sections(md_path, sections)
