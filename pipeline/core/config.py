@@ -133,11 +133,15 @@ def check_environment() -> None:
     """The project's environment variables that change what a command does, checked at the door (the CLI
     before any command, the Python API before any function): a typo is one line, never ignored.
     (PIPELINE_LOCK_TIMEOUT, PIPELINE_STORE_WAIT, PIPELINE_STORE_MEMORY and PIPELINE_CYCLE_WORK are checked
-    where they are read, with the same one line.)"""
+    where they are read, with the same one line.) The thread counts of the libraries underneath
+    (OMP_NUM_THREADS and its kin) are bounded by the machine (:mod:`pipeline.core.limits`)."""
+    from pipeline.core import limits
+
     kernel_mode()
     verify_mode()
     pair_cache_root()
     parsed_cache_root()
+    limits.check_thread_variables()
 
 
 def repo_root() -> Path:

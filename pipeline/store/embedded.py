@@ -632,21 +632,22 @@ def query_memory_bytes() -> int:
 
 
 def memory_limit_bytes() -> int:
-    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (>= MIN_MEMORY_GIB), else a quarter of the
-    machine's memory, at least 2 GiB."""
+    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (from MIN_MEMORY_GIB up to the machine's
+    memory: a cap above it caps nothing), else a quarter of the machine's memory, at least 2 GiB."""
+    from pipeline.core import limits
+
+    total = limits.memory_bytes()
     raw = os.environ.get(MEMORY_ENV)
     if raw is not None and raw.strip():
         try:
             gib = float(raw)
         except ValueError:
             gib = float("nan")
-        if not MIN_MEMORY_GIB <= gib < 1 << 20:
-            raise PipelineError(f"{MEMORY_ENV}={raw!r}: expected GiB of memory for the store, at least {MIN_MEMORY_GIB:g}")
+        most = max(MIN_MEMORY_GIB, total / (1 << 30))
+        if not MIN_MEMORY_GIB <= gib <= most:
+            raise PipelineError(f"{MEMORY_ENV}={raw!r}: expected GiB of memory for the store, from {MIN_MEMORY_GIB:g} "
+                                f"up to this machine's {most:.1f}")
         return int(gib * (1 << 30))
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
     return max(2 << 30, total // 4)
 
 
