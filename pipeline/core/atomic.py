@@ -179,6 +179,8 @@ def check_folder(path: str | Path | None, option: str = "out") -> None:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise ArtifactError(f"{_named(option, path)}: an existing file, not a folder")
+    if target.is_dir() and target.resolve() == Path(target.resolve().anchor):
+        raise ArtifactError(f"{_named(option, path)}: the filesystem root; give a folder of its own")
     _check_creatable(path, target, option)
 
 

@@ -11,8 +11,9 @@ N = TypeVar("N", int, float)
 
 
 def home() -> Path:
-    """Root of caches, models and the embedded store (default ~/.cache/pipeline)."""
-    return Path(os.environ.get("PIPELINE_HOME", Path.home() / ".cache" / "pipeline")).expanduser()
+    """Root of caches, models and the embedded store (PIPELINE_HOME; unset or blank: ~/.cache/pipeline)."""
+    raw = os.environ.get("PIPELINE_HOME")
+    return Path(raw if raw and raw.strip() else Path.home() / ".cache" / "pipeline").expanduser()
 
 
 MIRROR_FIX = "fix the path, or unset PIPELINE_DATA to download the files from their upstream URLs"
@@ -137,11 +138,27 @@ def check_environment() -> None:
     (OMP_NUM_THREADS and its kin) are bounded by the machine (:mod:`pipeline.core.limits`)."""
     from pipeline.core import limits
 
+    check_home()
     kernel_mode()
     verify_mode()
     pair_cache_root()
     parsed_cache_root()
     limits.check_thread_variables()
+
+
+def check_home() -> None:
+    """PIPELINE_HOME when set: a folder, or a path to make one at (its missing folders are made on first
+    use); a file, a path under a file and the filesystem root (the store, the runs and the caches would
+    be folders of their own there) are one line naming the variable."""
+    raw = os.environ.get("PIPELINE_HOME")
+    if raw is None or not raw.strip():
+        return
+    path = Path(raw).expanduser()
+    there = next((p for p in (path, *path.absolute().parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        raise _env_error("PIPELINE_HOME", raw, f"a folder ({there} is not a folder)")
+    if path.is_dir() and path.resolve() == Path(path.resolve().anchor):
+        raise _env_error("PIPELINE_HOME", raw, "a folder of its own, not the filesystem root")
 
 
 def repo_root() -> Path:

@@ -94,7 +94,7 @@ def check_count(name: str, value: Any, kind: str | None = "compute", shown: str 
 def check_thread_variables() -> None:
     """``OMP_NUM_THREADS`` and its kin (:data:`THREAD_VARIABLES`) at most the compute bound: torch, numpy's
     BLAS and numba start that many threads at their first parallel step. Each level of a nested OpenMP
-    list (``4,2``) is checked; a value that is no count is left to its library (which says so itself)."""
+    list (``4,2``) is checked, from 1; a value that is no integer is left to its library."""
     for name in THREAD_VARIABLES:
         raw = os.environ.get(name)
         if raw is None or not raw.strip():
@@ -104,5 +104,5 @@ def check_thread_variables() -> None:
                 number = int(part.strip())
             except ValueError:
                 continue
-            if number > compute_bound():
+            if not 1 <= number <= compute_bound():
                 check_count(name, number, "compute", shown=f"{name}={raw}")
