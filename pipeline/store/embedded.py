@@ -282,6 +282,37 @@ def stranger(info: ServerInfo) -> str | None:
     return f"it is {why}: `{command}`{_started(info.pid)}"
 
 
+def unrecorded(folder: Path) -> ServerInfo | None:
+    """The server of ``folder`` when one runs that server.json does not name (the record removed, or
+    edited to name another pid): a live ``redis-server`` of this user working in that folder (the same
+    inode) and listening where its process title says (``redis-server 127.0.0.1:PORT``). None where none
+    runs, or where the system has no /proc to tell."""
+    try:
+        want = os.stat(folder, follow_symlinks=False)
+        pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        proc = Path(f"/proc/{pid}")
+        try:
+            if proc.joinpath("comm").read_text().strip() != "redis-server" or proc.stat().st_uid != os.geteuid():
+                continue
+            cwd = os.stat(proc / "cwd")
+            title = proc.joinpath("cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if (cwd.st_dev, cwd.st_ino) != (want.st_dev, want.st_ino):
+            continue
+        address = title.split()[-1] if title.split() else ""
+        host, _, port = address.rpartition(":")
+        if not port.isdigit() or host not in LOOPBACK_NAMES:
+            continue
+        info = ServerInfo(pid, host, int(port), None, str(folder))
+        if is_our_server(info):
+            return info
+    return None
+
+
 def _short_text(text: str, n: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 3] + "..."
@@ -828,6 +859,10 @@ def server_state(home: Path | None = None) -> ServerState:
     outside (its main thread, its log: :mod:`pipeline.store.health`), one second."""
     folder = _existing_folder(home)
     info = _recorded(folder) if folder is not None else None
+    if folder is not None and (info is None or not is_our_server(info, listening=False)):
+        found = unrecorded(folder)
+        if found is not None:  # the folder's server runs unrecorded: the next command records it again
+            info = found
     if info is None:
         return ServerState("stopped", None)
     if not is_our_server(info, listening=False):
@@ -959,6 +994,19 @@ def _ensure_running(home: Path | None, port: int | None) -> tuple[ServerInfo, bo
     with _FolderLock(folder):
         recorded = _recorded(folder)
         notice = ""  # a line on stderr once a server is started in place of one that ended or hung
+        found = None if recorded is not None and is_our_server(recorded, listening=False) else unrecorded(folder)
+        if found is not None:
+            # the folder's server runs, but the record lost it (removed, or edited to name another pid): a
+            # second server beside it would append to the same file, so it is recorded again and used
+            other = stranger(recorded) if recorded is not None else None
+            was = ("is missing" if recorded is None else
+                   f"names pid {recorded.pid}, which is not its server: {other}" if other else
+                   f"names pid {recorded.pid}, which has ended")
+            _record(folder, found)
+            sys.stderr.write(f"the store's record ({folder / INFO_FILE}) {was}; its server runs as pid {found.pid} "
+                             f"(port {found.port}): recorded it again\n")
+            sys.stderr.flush()
+            recorded = found
         if recorded is not None and not is_our_server(recorded, listening=False):
             # it ended without `pipeline store stop` (which forgets it): say why, from its log; a pid that
             # another process holds now is never signalled, and the log of the last server says nothing of it
@@ -1023,11 +1071,14 @@ def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
         return False
     info = _recorded(folder)
     if info is None or not is_our_server(info, listening=False):
+        found = unrecorded(folder)  # the folder's server, its record lost or edited: stopped all the same
+        if found is not None:
+            shutdown(found, timeout_s)
         try:
             _forget(folder)
         except OSError:
             pass  # (a read-only home: the stale record stays, and names no server that runs)
-        return False
+        return found is not None
     shutdown(info, timeout_s)
     _forget(folder, info.pid)
     return True

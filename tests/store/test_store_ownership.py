@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -230,6 +231,46 @@ def test_a_record_naming_pid_1_says_what_runs_there_and_starts_the_server(home):
     assert f"names pid 1, which is not its server: {said}; the record was stale" in ran.stderr
     assert embedded.status().pid not in (1, info.pid)
     assert embedded.stranger(embedded.ServerInfo(**{**info.__dict__, "pid": info.pid})) is None  # it ended
+
+
+@pytest.mark.parametrize("record", ["pid 1", "removed"])
+def test_a_running_server_its_record_lost_is_recorded_again_never_doubled(home, record):
+    """The record edited to name pid 1, or removed, while the folder's server runs: the next command
+    finds that server (its working folder, its listening port), records it again and uses it; a second
+    server beside it would append to the same file. `store stop` stops it all the same."""
+    info = embedded.start()
+    path = home / "store" / "server.json"
+    if record == "removed":
+        path.unlink()
+    else:
+        path.write_text(json.dumps({**info.__dict__, "pid": 1}))
+    assert invoke("store", "status").stdout.startswith(f"running: {info.uri} (pid {info.pid}")
+    ran = invoke("cypher", "RETURN 1 AS one", "--json")
+    assert ran.exit_code == 0 and json.loads(ran.stdout) == [{"one": 1}], ran.output
+    said = "is missing" if record == "removed" else "names pid 1, which is not its server: it is "
+    assert said in ran.stderr and f"its server runs as pid {info.pid} (port {info.port}): recorded it again" in ran.stderr
+    assert embedded._recorded(home / "store") == info and embedded.status() == info
+    assert [pid for pid in _redis_pids() if os.readlink(f"/proc/{pid}/cwd") == str(home / "store")] == [info.pid]
+    path.unlink()
+    assert embedded.stop() is True  # the unrecorded server is stopped, not left running
+    for _ in range(300):  # (a child of this process: a zombie until reaped; SHUTDOWN ends it soon after)
+        embedded._reap(info.pid)
+        if not embedded.pid_alive(info.pid):
+            break
+        time.sleep(0.1)
+    assert not embedded.pid_alive(info.pid)
+
+
+def _redis_pids() -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == "redis-server":
+                    out.append(int(entry))
+            except OSError:
+                pass
+    return out
 
 
 # ------------------------------------------------------------------------------------------ as nobody
