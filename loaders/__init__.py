@@ -1,7 +1,7 @@
 """Data set loaders: one module per data set, and the registry that names them.
 
 >>> from loaders import load
->>> kg = load("ppi5k")            # PIPELINE_DATA/ppi5k, else the download cache, else the upstream URL
+>>> kg = load("ppi5k")            # PIPELINE_DATA/ppi5k if set (refused there when missing), else downloaded
 >>> kg.graph("valid")             # h, r, t, conf merged by mean over train ∪ val
 """
 

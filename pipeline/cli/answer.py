@@ -111,6 +111,7 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     Saves <answers>.metrics.json and .metrics.md beside each answers file."""
     from pathlib import Path
 
+    from pipeline.core.atomic import check_docs_folder
     from pipeline.stages.evaluate import (
         evaluate_answers,
         plot_methods,
@@ -120,6 +121,7 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
         with_chance,
     )
 
+    check_docs_folder(docs_dir, "update_docs")  # before any work: never a chain of folders made anywhere
     errors: list[str] = []
     # a folder goes on past a bad file (reported); a single file's error is the command's error
     reports = evaluate_answers(answers, errors if Path(answers).is_dir() else None)

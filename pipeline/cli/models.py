@@ -105,7 +105,8 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
 @click.option("--valid-queries", required=True, type=click.Path(path_type=str), help="Valid query set (epoch selection).")
 @click_options(QEConfig)
 @click.option("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when present).")
-@click.option("--threads", type=click.IntRange(1), default=None, help="torch CPU threads (default: torch's).")
+@click.option("--threads", type=int, default=None,
+              help="torch CPU threads (default: torch's; at most 4 per core this process may run on).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=str), help="Run directory (re-running resumes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results document.")
 @friendly
@@ -115,6 +116,10 @@ def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], 
     from pipeline.core.checks import check_device
 
     check_device(device, "--device")
+    if threads is not None:
+        from pipeline.core import limits
+
+        limits.check_count("threads", threads)  # 100,000 once started 32,212 threads and starved the machine
     cfg = from_command({**given, "dataset": dataset, "model": model_name, "train_queries": tuple(train_queries),
                         "valid_queries": valid_queries}, QEConfig)
     import torch

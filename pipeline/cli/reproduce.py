@@ -42,6 +42,9 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
                   study: str, as_json: bool, **given: Any) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
+    from pipeline.core.atomic import check_docs_folder
+
+    check_docs_folder(docs_dir, "docs")  # before the heavy imports and any stage
     from pipeline.core import config
     from pipeline.stages.evaluate import text_table
     from pipeline.stages.reproduce import PER_TYPE, reproduce

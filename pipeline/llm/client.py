@@ -233,10 +233,10 @@ def ask_all(
     """Ask the model every item not answered yet in ``responses`` (JSONL, appended as answers arrive, so a
     killed run resumes); returns one record per item, in item order:
     {id, model, prompt_hash, status ok|error, reply, letter (None = no clear letter), error}."""
+    from pipeline.core import limits
     from pipeline.core.progress import output
 
-    if concurrency < 1:
-        raise PipelineError(f"--concurrency must be at least 1, got {concurrency}")
+    concurrency = limits.check_count("concurrency", concurrency, "io")  # each request in flight is a thread
     path = Path(responses)
     path.parent.mkdir(parents=True, exist_ok=True)
     hashes = {it["id"]: prompt_hash(it["prompt"]) for it in items}

@@ -74,7 +74,7 @@ def merge(docs: str | Path, name: str, update: Callable[[dict[str, Any]], None])
     path = Path(docs) / name
     doc = read(path)
     update(doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(exist_ok=True)  # the doors checked the folder: at most a checkout's docs/ is made
     return atomic.write_json(path, doc)
 
 

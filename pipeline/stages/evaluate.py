@@ -438,7 +438,8 @@ def update_results(
     others stay. ``python tools/pages.py`` renders docs/results.md from them. The paths written."""
     from pipeline.stages import docs_data
 
-    docs = Path(docs)
+    atomic.check_docs_folder(docs, "docs")  # (the doors check it before any work; this is the last word)
+    docs = Path(docs).expanduser()
 
     def results(doc: dict[str, Any]) -> None:
         for dataset, entry in (backbones or {}).items():

@@ -107,8 +107,11 @@ def evaluate_items_file(
 ) -> dict[str, Any]:
     """Ask the model (if an endpoint is given) and tabulate: {tables: {method: accuracy table}, responses,
     unclear: [ids of replies without a clear letter], failed: [ids of requests that failed]}."""
+    from pipeline.core import limits
     from pipeline.llm.client import ChatClient, ask_all
 
+    if endpoint is not None:
+        limits.check_count("concurrency", concurrency, "io")  # before the items are read
     items = read_items(items_path)
     tables: dict[str, Any] = {}
     datasets = sorted({str(it["dataset"]) for it in items if it.get("dataset")})

@@ -41,6 +41,17 @@ class Shown:
         return output(self.progress, self.quiet)
 
 
+def check_workers(executor: Any, address: str | None, workers: int | None) -> None:
+    """``workers`` of the executor an answering or export option names, bounded as the executor will bound
+    it (:mod:`pipeline.core.limits`), checked when the options are made: before any file is read."""
+    if workers is None or not isinstance(executor, str):
+        return  # an open executor was bounded when it was built
+    from pipeline.core import limits
+    from pipeline.executors import EXECUTORS
+
+    limits.check_count("workers", workers, "compute" if EXECUTORS[executor].bounded_here and not address else None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class AnswerOptions(Shown):
     """How the answering stage (:func:`pipeline.stages.answer.answer_queries`) answers, besides the method:
@@ -64,12 +75,14 @@ class AnswerOptions(Shown):
                                             "in Python also an open executor (the caller closes it).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
     workers: int | None = setting(None, low=1,
-                                  help="processes: worker processes (default: every core; 1 = this process). Ray: tasks at once.")
+                                  help="processes: worker processes (default: every core; 1 = this process; at most 4 per core). "
+                                       "Ray: tasks at once.")
     # not an option: the command line's own process keeps the heap it frees (never a notebook's)
     keep_heap: bool = setting(False, cli=False, api=False, help="Answering in this process: keep freed heap (glibc).")
 
     def __post_init__(self) -> None:
         check(self)
+        check_workers(self.executor, self.address, self.workers)  # at the door, before any file is read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +98,7 @@ class ExportOptions(Shown):
     overwrite: bool = setting(False, help="Replace an export of another run, model or threshold in the out folder.")
     executor: str = setting("local", registry="executors", help="Where the scoring runs (`pipeline ls executors`).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
-    workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs).")
+    workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs; at most 4 per CPU).")
     shards: str | None = setting(None, help="Where the (relation, head block) shards go (folder or URI such as "
                                             "s3://b/p): non-local executors (default OUT.shards), or this process "
                                             "when given (a resumable export).")
@@ -104,6 +117,7 @@ class ExportOptions(Shown):
 
     def __post_init__(self) -> None:
         check(self)
+        check_workers(self.executor, self.address, self.workers)  # at the door, before any file is read
 
 
 @dataclass(frozen=True, kw_only=True)

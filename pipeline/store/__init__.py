@@ -80,7 +80,8 @@ def run_cypher(
     """:func:`query_store` with the write counters (nodes deleted, relationships created, ...); the server
     stops the statement after ``timeout_s`` (default ``statement.USER_TIMEOUT_S``). A ``range()`` the text
     bounds past what a statement may hold is refused before the store is opened (:mod:`pipeline.store.bounds`),
-    and so is a statement that ends a trial server at the store's memory cap (:mod:`pipeline.store.trial`)."""
+    and so is a statement that ends a trial server at the store's memory cap or does not finish there within
+    its time limit (:mod:`pipeline.store.trial`)."""
     from pipeline.store.bounds import check_ranges
     from pipeline.store.statement import check_params, check_statement, execute_statement
 

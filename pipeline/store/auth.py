@@ -81,7 +81,9 @@ def ensure(folder: Path) -> Credentials:
         doc = {"user": creds.user, "password": creds.password,
                "admin_user": creds.admin_user, "admin_password": creds.admin_password}
         private.write_file(folder, CREDENTIALS_FILE, (json.dumps(doc, indent=1) + "\n").encode())
-    private.write_file(folder, ACL_FILE, acl_text(creds).encode())
+    acl = acl_text(creds).encode()
+    if private.read_file(folder, ACL_FILE) != acl:  # unchanged: not written again (a start on a full disk)
+        private.write_file(folder, ACL_FILE, acl)
     return creds
 
 

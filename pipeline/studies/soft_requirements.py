@@ -157,9 +157,11 @@ def run_study(
     store_uri, docs, progress = st.store, st.docs, st.progress
 
     from loaders import load
+    from pipeline.core.atomic import check_docs_folder
     from pipeline.models import load_run
     from pipeline.stages.reproduce import Stages
 
+    check_docs_folder(docs, "docs")  # before any work
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run_dir = Path(run_dir)

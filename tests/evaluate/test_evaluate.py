@@ -152,6 +152,7 @@ def test_docs_results_merge_and_the_page_renders_them(tmp_path: Path) -> None:
 
 def test_backbones_are_recorded_beside_the_tables_and_are_not_a_data_set(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
+    docs.mkdir()
     a = _answers(tmp_path, "SRC")
     good = {"model": "ukge_logi", "valid_mse": 0.04, "mean_valid_mse": 0.053, "test_mse": 0.05,
             "test_neg_mse": 0.2, "test_negatives": "sampled: one corruption per test fact (seed 0)"}

@@ -38,6 +38,7 @@ def test_study_on_a_toy_kg(fresh_store, tmp_path: Path) -> None:
     train(kg, default_config("toy", "ukge_logi", epochs=3, dim=8, seed=0, device="cpu"), run, progress=False)
     uri = f"falkordb://{fresh_store.host}:{fresh_store.port}/{fresh_store.graph}"
     logs: list[str] = []
+    (tmp_path / "docs").mkdir()  # an existing folder (a missing one is made only as a checkout's docs/)
     doc = run_study(
         "toy",
         tmp_path / "study",
