@@ -9,7 +9,6 @@ type weighs the same, as in the paper's tables). Summaries are ``{metric: {type 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import zlib
@@ -27,6 +26,7 @@ from pipeline.core.progress import output
 from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
 from pipeline.formats.answers import find_answer_files, read_answers
+from pipeline.formats.meta import read_json_object
 from pipeline.softquery.types import QUERY_TYPES, ordered_types
 
 # The design's 12 types in the paper's column order (types not listed here follow, sorted).
@@ -371,13 +371,13 @@ def update_results(
     docs = Path(docs)
     docs.mkdir(parents=True, exist_ok=True)
     js_path, md_path = docs / "results.json", docs / "results.md"
-    results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
+    results = read_json_object(js_path)
     for dataset, entry in (backbones or {}).items():
         results.setdefault(BACKBONES, {})[dataset] = entry
     counts_path = docs / "results_counts.json"
-    counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
+    counts = read_json_object(counts_path)
     protocol_path = docs / "results_protocol.json"
-    protocol: dict[str, Any] = json.loads(protocol_path.read_text()) if protocol_path.exists() else {}
+    protocol = read_json_object(protocol_path)
     for r in reports:
         results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
         counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
