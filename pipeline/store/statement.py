@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.core.checks import lone_surrogate, unicode_problem
 from pipeline.core.errors import PipelineError
 from pipeline.store.base import COUNTER_NAMES, CypherError, Outcome
 
@@ -57,7 +58,10 @@ def check_params(params: Any, prefix: str = "") -> dict[str, Any]:
 def _check_value(value: Any, where: str, depth: int) -> None:
     if depth > 64:
         raise PipelineError(f"{where}: nested more than 64 levels deep")
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, str):
+        _valid_text(value, where)
+        return
+    if value is None or isinstance(value, bool):
         return
     if isinstance(value, int):
         if not _INT64[0] <= value <= _INT64[1]:
@@ -75,6 +79,7 @@ def _check_value(value: Any, where: str, depth: int) -> None:
         for k, v in value.items():
             if not isinstance(k, str) or not k or "`" in k:
                 raise PipelineError(f"{where}: map key {k!r} cannot be sent (empty, not text, or with a backtick)")
+            _valid_text(k, f"{where}: map key")
             _check_value(v, f"{where}.{k}", depth + 1)
         return
     raise PipelineError(f"{where}: a {type(value).__name__} cannot be a statement parameter")
@@ -84,9 +89,18 @@ def check_statement(statement: Any) -> str:
     """A statement to run: text with something besides comments, else PipelineError."""
     if not isinstance(statement, str):
         raise PipelineError(f"statement: expected Cypher text, got {type(statement).__name__}")
+    _valid_text(statement, "statement")
     if not strip_comments(statement).strip():
         raise PipelineError("empty Cypher statement" + (" (only comments)" if statement.strip() else ""))
     return statement
+
+
+def _valid_text(text: str, where: str) -> None:
+    """Text the store's protocol can carry (UTF-8): a lone surrogate, what Python makes of an undecodable
+    byte in an argument (``$'\\xff'``), is one line naming where, not an encoder's traceback."""
+    at = lone_surrogate(text)
+    if at is not None:
+        raise PipelineError(f"{where}: {unicode_problem(text, at)}")
 
 
 def strip_comments(text: str) -> str:
