@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 
 # the authors' schedule: lr / 5 at this step, then again each time the step passes 1.5x the last one
 AUTHORS_FIRST_DROP = 2500
@@ -120,7 +120,10 @@ def l_config(options: Any, seed: int) -> LConfig:
     cfg = replace(base, seed=int(seed), **given)
     bad = [s for s in cfg.shapes if s not in TRAIN_TYPES]
     if bad:
-        raise PipelineError(f"l_shapes: {', '.join(bad)} not a train query type ({', '.join(TRAIN_TYPES)})")
-    if cfg.steps == 0 and cfg.epochs == 0 and cfg.check_every:
-        raise PipelineError("l_check_every: L trains no step (l_epochs 0, l_steps 0)")
+        raise PipelineError(f"{option('l_shapes', ','.join(cfg.shapes))}: {', '.join(bad)} not a train query type "
+                            f"({', '.join(TRAIN_TYPES)})")
+    if cfg.steps == 0 and cfg.epochs == 0:
+        # an L never fitted would answer as the identity under the label SRC(L): a result from nothing
+        raise PipelineError(f"{option('l_epochs', 0)}: calibration L would train no step (and no steps are set); "
+                            f"give at least 1, or {option('l_steps')} N")
     return cfg
