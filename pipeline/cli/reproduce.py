@@ -4,12 +4,12 @@ soft-requirements study."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from pipeline.cli.group import cli, echo_json, friendly, print_table
+from pipeline.core import jsontext
 from pipeline.core.errors import PipelineError
 from pipeline.core.options import click_options, declared, from_command
 from pipeline.methods.options import LOptions
@@ -50,6 +50,12 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
 
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
+        from pipeline.models.registry import BACKBONES
+
+        try:  # the name says which backbone the run is: one that is none is a typo, not ignored
+            BACKBONES.canonical(runs[0].partition("=")[0].strip())
+        except PipelineError as exc:
+            raise PipelineError(f"--run {runs[0]}: {exc}") from None
         seed = given["seed"]
         from pipeline.stages.reproduce import dataset_defaults
 
@@ -89,6 +95,8 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
         model, sep, path = item.partition("=")
         if not sep or not path:
             raise PipelineError(f"--run {item!r}: expected MODEL=RUN_DIR")
+        if model.strip().lower() in (m.lower() for m in pretrained):
+            raise PipelineError(f"--run {item}: a second run for {model.strip()}")
         pretrained[model.strip()] = path
     out = out_dir or str(config.home() / "reproduce" / f"{dataset}-s{cfg.seed}")
     summary = reproduce(cfg, out, docs_dir, store_uri, log=lambda m: click.echo(m, err=True), progress=True,
@@ -114,7 +122,7 @@ def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise PipelineError(f"--qe {item!r}: expected KEY=VALUE or MODEL.KEY=VALUE")
         try:
-            value = json.loads(raw)
+            value = jsontext.loads(raw)
         except ValueError:
             try:
                 value = float(raw)

@@ -16,7 +16,7 @@ from pipeline.stages.options import IngestOptions
 
 
 @cli.command("ls")
-@click.argument("what", type=click.Choice(list(REGISTRIES)))
+@click.argument("what", type=click.Choice(list(REGISTRIES), case_sensitive=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @friendly
 def ls_cmd(what: str, as_json: bool) -> None:

@@ -101,7 +101,7 @@ _BARE = {"embedded", "embedded:", "embedded://"}
 
 def scheme_of(uri: str) -> str:
     """The scheme a URI is looked up by (``embedded`` for the bare word)."""
-    return "embedded" if uri in _BARE else urlsplit(uri).scheme.lower()
+    return "embedded" if uri.lower() in _BARE else urlsplit(uri).scheme.lower()  # EMBEDDED is embedded
 
 
 def backend_for(uri: str) -> StoreBackend:
