@@ -30,7 +30,7 @@ from pipeline.stages.reproduce import ReproduceConfig
 @click.option("--qe", "qe_settings", multiple=True,
               help="A baseline setting KEY=VALUE (MODEL.KEY=VALUE for one model), e.g. train_per_type=2000, epochs=4, "
                    "cone_ne.lr=3e-3 (defaults in docs/baselines.md).")
-@click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
+@click.option("--study", type=click.Choice(["main", "soft-requirements"], case_sensitive=False), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click_options(LOptions)  # calibration L's settings: `pipeline answer`'s declarations
@@ -50,12 +50,16 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
 
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
+        from loaders import dataset_name
         from pipeline.models.registry import BACKBONES
+        from pipeline.stages.reproduce import pretrained_runs
 
-        try:  # the name says which backbone the run is: one that is none is a typo, not ignored
-            BACKBONES.canonical(runs[0].partition("=")[0].strip())
+        model, _, run_dir = runs[0].partition("=")
+        try:  # the name says which backbone the run is: a typo or another backbone's run is refused up front
+            model = BACKBONES.canonical(model.strip())
         except PipelineError as exc:
             raise PipelineError(f"--run {runs[0]}: {exc}") from None
+        pretrained_runs({model: run_dir}, (model,), dataset_name(dataset))
         seed = given["seed"]
         from pipeline.stages.reproduce import dataset_defaults
 

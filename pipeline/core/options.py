@@ -209,9 +209,9 @@ def _checked(d: Declared, value: Any, label: Callable[[str, Any], str] | None = 
         raise fail("expected a string")
     _unicode(fail, value)
     if d.kind == "device":
-        if not DEVICE.fullmatch(value):
+        if not DEVICE.fullmatch(value.lower()):
             raise fail("expected cpu, cuda, cuda:N or mps")
-        return value
+        return value.lower()  # CPU is cpu (torch takes the lowercase spelling only)
     if o.registry is not None:
         return _canonical(fail, o.registry, value)
     if o.choices:  # a choice in another case is that choice (TEST is test), as a registry name is

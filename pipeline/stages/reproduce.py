@@ -403,12 +403,15 @@ def with_counts(cfg: ReproduceConfig, n_train_facts: int, log: Callable[[str], N
     return done
 
 
-def pretrained_runs(runs: dict[str, str | Path] | None, models: tuple[str, ...]) -> dict[str, Path]:
-    """The trained runs given (``--run MODEL=RUN_DIR``, ``runs={MODEL: RUN_DIR}``) by canonical model name;
-    a name that is no backbone (with the close ones), or a backbone the reproduction does not run, is one
-    PipelineError: the run would be ignored without a word."""
+def pretrained_runs(runs: dict[str, str | Path] | None, models: tuple[str, ...],
+                    dataset: str | None = None) -> dict[str, Path]:
+    """The trained runs given (``--run MODEL=RUN_DIR``, ``runs={MODEL: RUN_DIR}``) by canonical model name,
+    checked before any work: a name that is no backbone (with the close ones), a backbone the reproduction
+    does not run (the run would be ignored without a word), or a folder that is no finished run of that
+    backbone on ``dataset`` (its answers would carry the name of another model) is one PipelineError."""
     from pipeline.core.errors import PipelineError, front_end
     from pipeline.models.registry import BACKBONES
+    from pipeline.models.runs import read_run
 
     out: dict[str, Path] = {}
     for model, path in (runs or {}).items():
@@ -425,6 +428,13 @@ def pretrained_runs(runs: dict[str, str | Path] | None, models: tuple[str, ...])
                                 "there or leave the run out")
         if name in out:
             raise PipelineError(f"{shown}: a second run for {name}")
+        if not isinstance(path, (str, Path)) or not (Path(path) / "model.pt").is_file():
+            raise PipelineError(f"{shown}: not a finished run directory (no model.pt)")
+        run = read_run(path)
+        made = (str(run.config.get("model")), run.dataset)
+        if made[0] != name or (dataset is not None and made[1] != dataset):
+            raise PipelineError(f"{shown}: a run of {made[0]} on '{made[1]}', not of {name}"
+                                + (f" on '{dataset}'" if dataset is not None else ""))
         out[name] = Path(path)
     return out
 
@@ -451,7 +461,7 @@ def reproduce(
 
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
-    pretrained_runs(runs, cfg.models)  # before any work too
+    runs = pretrained_runs(runs, cfg.models, cfg.dataset)  # before any work too
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -462,7 +472,6 @@ def reproduce(
         from pipeline.stages.reproduce_baselines import check_counts
 
         check_counts(ctx.kg, cfg)
-    runs = pretrained_runs(runs, cfg.models)
     answer_files: list[str] = []
     backbone: Path | None = None  # the main table's: the first model's run
     try:

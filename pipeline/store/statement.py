@@ -11,8 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.core import jsontext
 from pipeline.core.checks import lone_surrogate, unicode_problem
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.store.base import COUNTER_NAMES, CypherError, Outcome
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -33,8 +34,10 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
         if name in params:
             raise PipelineError(f"--param {name} is given twice")
         try:
-            params[name] = json.loads(raw)
-        except (ValueError, RecursionError):
+            params[name] = jsontext.loads(raw)
+        except ValueError as exc:
+            if getattr(exc, "msg", "") == jsontext.TOO_DEEP:  # JSON, but too deep to read: not text in disguise
+                raise PipelineError(f"--param {name}: {jsontext.TOO_DEEP}") from None
             params[name] = raw
     return check_params(params, "--param ")
 
@@ -145,7 +148,7 @@ def execute_statement(
     params = check_params(params)
     limit = USER_TIMEOUT_S if timeout_s is None else timeout_s
     if not (isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit <= store.statement_timeout_s):
-        raise PipelineError(f"timeout: expected seconds in (0, {store.statement_timeout_s:g}], got {limit!r}")
+        raise PipelineError(f"{option('timeout', limit)}: expected seconds in (0, {store.statement_timeout_s:g}]")
     try:
         return store.execute(statement, params, limit)
     except CypherError as exc:

@@ -124,6 +124,7 @@ def l_config(options: Any, seed: int) -> LConfig:
                             f"({', '.join(TRAIN_TYPES)})")
     if cfg.steps == 0 and cfg.epochs == 0:
         # an L never fitted would answer as the identity under the label SRC(L): a result from nothing
-        raise PipelineError(f"{option('l_epochs', 0)}: calibration L would train no step (and no steps are set); "
-                            f"give at least 1, or {option('l_steps')} N")
+        raise PipelineError(f"{option('l_epochs', 0)}: calibration L would train no step (and no steps are set), "
+                            f"so its answers would come from an L never fitted; give at least 1 epoch, or a number "
+                            f"of steps ({option('l_steps')})")
     return cfg
