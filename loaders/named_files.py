@@ -168,9 +168,12 @@ def _read_parquet(path: Path, cols: Columns) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        # the one file as it is (pq.read_table goes through the dataset reader, which fails on a column
+        # name held twice before its columns can be named)
+        table = pq.ParquetFile(path).read()
     except Exception as exc:  # pyarrow raises several types for a broken file
-        raise DataFormatError(path, None, None, f"not a readable Parquet file: {exc}") from None
+        why = " ".join(str(exc).split("\n")[0].split())[:300]
+        raise DataFormatError(path, None, None, f"not a readable Parquet file: {why}") from None
     have = column_lookup(table.column_names, path, "file", cols.names())
     out: dict[str, Any] = {}
     for fld, want in zip(FIELDS, cols.names(), strict=True):

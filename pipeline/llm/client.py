@@ -228,7 +228,8 @@ def load_responses(path: Path, model: str) -> dict[str, dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return done
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # a damaged line (undecodable, not JSON) is no answer: its item is asked again
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             rec = jsontext.loads(line)
         except json.JSONDecodeError:

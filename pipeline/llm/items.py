@@ -250,6 +250,9 @@ def read_items(path: str | Path) -> list[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise DataFormatError(path, None, None, f"cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise DataFormatError(path, line, None, f"not valid UTF-8 (byte {exc.object[exc.start]:#04x})") from None
     items, seen = [], set()
     for n, line in enumerate(lines, start=1):
         if not line.strip():

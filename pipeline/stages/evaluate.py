@@ -505,8 +505,13 @@ def _read_sections(path: Path) -> dict[str, str]:
     sections: dict[str, str] = {}
     if not path.exists():
         return {"": "# Results\n"}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PipelineError(f"{path}: not valid UTF-8 (byte {exc.object[exc.start]:#04x} at {exc.start:,}); "
+                            "mend it or move it aside to start it afresh") from None
     current, buf = "", []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         if line.startswith("## "):
             sections[current] = "\n".join(buf).strip("\n") + "\n"
             current, buf = line[3:].strip(), []
