@@ -45,15 +45,15 @@ class QEConfig:
 
     def __post_init__(self) -> None:
         from loaders import dataset_name
-        from pipeline.baselines import QE_MODELS
         from pipeline.core.checks import check_text
         from pipeline.core.errors import PipelineError, option
+        from pipeline.core.registry import registry
 
         check(self)
         # one spelling of each name (LOGICE_NE is logice_ne, PPI5K ppi5k) in the run's config.json, which
         # a resume and the answering stage compare with theirs
         try:
-            object.__setattr__(self, "model", QE_MODELS.canonical(check_text(self.model, "model")))
+            object.__setattr__(self, "model", registry("baselines").canonical(check_text(self.model, "model")))
         except PipelineError as exc:
             raise PipelineError(f"{option('model', self.model)}: {exc}") from None
         object.__setattr__(self, "dataset", dataset_name(check_text(self.dataset, "dataset")))

@@ -106,15 +106,17 @@ _FIELDS = {
 def l_config(options: Any, seed: int) -> LConfig:
     """The LConfig of L options (pipeline.methods.options.LOptions: the variant's defaults, then every
     option given); ``l_epochs`` overrides a variant's only when it is not the option's default (20)."""
-    from pipeline.methods.options import LOptions
+    from dataclasses import fields
+
     from pipeline.softquery.types import TRAIN_TYPES
 
-    opts = options if options is not None else LOptions()
-    base = VARIANTS[opts.l_variant]
+    # the options' own declarations (pipeline.methods.options.LOptions, not imported: it imports this module)
+    defaults = {f.name: f.default for f in fields(options)} if options is not None else {}
+    base = VARIANTS[options.l_variant if options is not None else "default"]
     given = {}
     for name, target in _FIELDS.items():
-        value = getattr(opts, name)
-        if value is None or (name == "l_epochs" and value == LOptions.l_epochs):  # type: ignore[attr-defined]
+        value = getattr(options, name, None)
+        if value is None or (name == "l_epochs" and value == defaults.get("l_epochs")):
             continue
         given[target] = tuple(value) if target == "shapes" else value
     cfg = replace(base, seed=int(seed), **given)
