@@ -65,6 +65,7 @@ class ChatClient:
         from pipeline.core.errors import option
 
         check_text(self.endpoint, option("endpoint"))
+        _check_url(self.endpoint)
         check_float(self.timeout, option("timeout"), 0.0, MAX_TIMEOUT_S, lo_open=True)
         check_int(self.retries, option("retries"), 0, MAX_RETRIES)
         check_float(self.backoff, "backoff", 0.0, 60.0)
@@ -123,6 +124,30 @@ class ChatClient:
                 wait_s = hinted if hinted is not None else min(30.0, self.backoff * 2**attempt)
                 sleep(wait_s * (1 + 0.1 * random.random()))  # jitter spreads concurrent retries
         raise AssertionError("unreachable")
+
+
+def _check_url(endpoint: str) -> None:
+    """An endpoint a request can be sent to: http(s), a host, no whitespace or control character (urllib
+    refuses those only when the first request is built, in a worker thread, where a typo reads as an item
+    answered wrong)."""
+    from urllib.parse import urlsplit
+
+    from pipeline.core.errors import option, printable
+
+    why = None
+    if any(c.isspace() or not c.isprintable() for c in endpoint):
+        why = "it holds whitespace or a control character"
+    else:
+        try:
+            parts = urlsplit(endpoint)
+            if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+                why = "not an http(s) URL with a host"
+            parts.port  # noqa: B018 (a port out of range raises here)
+        except ValueError as exc:
+            why = str(exc)
+    if why is not None:
+        raise PipelineError(f"{option('endpoint', printable(endpoint, 80, keep=''))}: {why}; expected e.g. "
+                            "http://127.0.0.1:8080/v1")
 
 
 def _retry_after(value: str | None) -> float | None:
