@@ -54,6 +54,8 @@ def _valid_unicode(given: dict[str, Any]) -> None:
     """Every text a command was given is valid Unicode: an undecodable byte of an argument (Python's lone
     surrogate, ``'\\udcff'``) is one line naming the argument as typed, before the command runs, instead
     of an encoder's traceback wherever the text first meets a file, a socket or the terminal."""
+    import shlex
+
     from pipeline.core.checks import lone_surrogate, unicode_problem
 
     ctx = click.get_current_context(silent=True)
@@ -63,8 +65,6 @@ def _valid_unicode(given: dict[str, Any]) -> None:
         for text in value if isinstance(value, (tuple, list)) else (value,):
             at = lone_surrogate(text) if isinstance(text, str) else None
             if at is not None:
-                import shlex
-
                 raise PipelineError(f"{flags.get(name, name)} {shlex.quote(text)}: {unicode_problem(text, at)}")
 
 
