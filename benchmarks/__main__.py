@@ -66,18 +66,6 @@ def parse_run(
     while i < len(argv) and not argv[i].startswith("--"):
         names.append(argv[i])
         i += 1
-    given: dict[str, str | None] = {}
-    while i < len(argv):
-        tok = argv[i]
-        if not tok.startswith("--"):
-            raise ValueError(f"{tok!r}: benchmark names come first, then --options")
-        key, eq, value = tok[2:].partition("=")
-        if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            value, i = argv[i + 1], i + 1
-        elif not eq:
-            value = None
-        given[key] = value
-        i += 1
     for name in names:
         if name not in registry:
             close = difflib.get_close_matches(name, list(registry), n=1)
@@ -86,6 +74,24 @@ def parse_run(
                 + (f" (did you mean {close[0]!r}?)" if close else "")
                 + "; `python -m benchmarks list` names them"
             )
+    # an option that is not a flag takes the next word as its value, even one starting with "--" (the
+    # arguments a benchmark passes on to a command: --args "--epochs 100 --device cuda")
+    flags = {"quick"} | {
+        n.replace("_", "-") for b in names for n, h in registry[b].types().items() if h is bool
+    }
+    given: dict[str, str | None] = {}
+    while i < len(argv):
+        tok = argv[i]
+        if not tok.startswith("--"):
+            raise ValueError(f"{tok!r}: benchmark names come first, then --options")
+        key, eq, value = tok[2:].partition("=")
+        flag = key in flags or (key.startswith("no-") and key[3:] in flags)
+        if not eq and not flag and i + 1 < len(argv):
+            value, i = argv[i + 1], i + 1
+        elif not eq:
+            value = None
+        given[key] = value
+        i += 1
     runner = {"quick": "quick" in given, "json": given.pop("json", None), "label": given.pop("label", None)}
     given.pop("quick", None)
     if runner["label"] is not None and not LABEL.match(runner["label"]):

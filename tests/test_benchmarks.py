@@ -129,6 +129,15 @@ def test_a_run_changes_only_its_own_record(toy):
     assert second["toy"]["options"] == {"n": 8} and second["toy"]["goals"][0]["value"] == 24.0
 
 
+def test_an_option_takes_the_next_word_even_one_that_starts_with_dashes(toy):
+    """What a benchmark passes on to a command (``--args "--epochs 100"``) is a value, not an option."""
+    out = toy / "b.json"
+    assert _run(["toy", "--names", "--x,--y", "--n", "2", "--json", str(out)]) == 0
+    rec = json.loads(out.read_text())["benchmarks"]["toy"]
+    assert rec["options"] == {"names": ["--x", "--y"], "n": 2}
+    assert [r[0] for r in rec["tables"][0]["rows"]] == ["--x", "--y"]
+
+
 def test_quick_takes_the_quick_size_and_writes_only_where_told(toy, capsys):
     assert _run(["toy", "--quick"]) == 0
     assert not harness.DEFAULT_JSON.exists()
