@@ -21,7 +21,7 @@ def cells(work: Path, epochs: int) -> list[str]:
         "ds = pl.ingest('women', source=W + '/women.tsv', progress=False)",
     ]
     flow = [
-        f"run = pl.train('women', out=W + '/run', epochs={epochs}, dim=16, device='cpu', seed=0)",
+        f"run = pl.train('women', model='ukge_logi', out=W + '/run', epochs={epochs}, dim=16, device='cpu', seed=0)",
         "adj = pl.export(run, threshold=0.3, out=W + '/adj', allow_dense=True)",
         "qs = pl.sample('women', split='test', alpha='zero', beta='equal', per_type=3, seed=0, out=W + '/q', "
         "types='1p,2p')",
@@ -34,7 +34,8 @@ def cells(work: Path, epochs: int) -> list[str]:
     "notebook-output",
     title="A researcher's cells in a notebook",
     goals=[
-        Goal("chunks", "output chunks of a cell (the most, with ipywidgets installed)", "<=", 1, "chunks")
+        # a bar and its summary lines, never a line per epoch (461 chunks for 60 epochs before widget bars)
+        Goal("chunks", "output chunks of a cell (the most, with ipywidgets installed)", "<=", 5, "chunks")
     ],
     quick={"epochs": 5},
 )

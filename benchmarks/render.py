@@ -37,10 +37,12 @@ def cell(value: Any, spec: str | None = None) -> str:
 
 def table(t: dict[str, Any]) -> list[str]:
     cols, formats = t["columns"], t.get("formats") or {}
-    numeric = [
-        all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) or r[i] is None for r in t["rows"])
-        for i in range(len(cols))
-    ]
+
+    def number_column(i: int) -> bool:
+        cells = [r[i] for r in t["rows"] if r[i] is not None]
+        return bool(cells) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
+
+    numeric = [number_column(i) for i in range(len(cols))]
     out = [f"**{t['title']}**", ""] if t.get("title") else []
     out.append("| " + " | ".join(cell(c) for c in cols) + " |")
     out.append("|" + "|".join("---:" if n and i else "---" for i, n in enumerate(numeric)) + "|")
