@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import math
 import os
 import pkgutil
 import platform
@@ -221,17 +222,25 @@ def make_record(
         "date": date,
         "machine": host,
         "seconds": None if seconds is None else round(seconds, 1),
-        "goals": [g.as_dict(result.measured.get(g.key)) for g in bench.goals],
-        "tables": [t.as_dict() for t in result.tables],
+        "goals": [g.as_dict(_plain(result.measured.get(g.key))) for g in bench.goals],
+        "tables": [_plain(t.as_dict()) for t in result.tables],
         "notes": list(result.notes),
     }
 
 
 def _plain(value: Any) -> Any:
+    """A value as JSON holds it: paths as text, tuples as lists, a float that is not finite as None (JSON
+    has no NaN), numpy scalars as Python numbers."""
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 

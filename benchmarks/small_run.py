@@ -71,7 +71,10 @@ def small_run(*, work: Path | None = None, again: bool = False) -> Result:
         tables.append(
             Table(
                 ["stage", "seconds"],
-                [[str(r[0]), float(r[1])] for r in stages.itertuples(index=False)]
+                [
+                    [r.stage + (" (reused)" if r.skipped else ""), float(r.seconds)]
+                    for r in stages.itertuples(index=False)
+                ]
                 + [["the whole call (wall)", wall], ["its CPU seconds", cpu]],
                 title="The first call" if attempt == 0 else "The same call again",
                 formats={"seconds": ".1f"},

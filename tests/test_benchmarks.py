@@ -117,6 +117,31 @@ def test_the_page_renders_the_record_the_runner_wrote(toy):
     assert "| `toy` | a figure it never gives ≤ 1; not measured | - | - |" in goals
 
 
+def test_a_record_holds_json_values_only(toy):
+    """numpy scalars become numbers, a figure that is not finite becomes None (JSON has no NaN), tuples lists."""
+    import numpy as np
+
+    bench = harness.REGISTRY["toy"]
+    result = Result(
+        [Table(["a", "b"], [[np.float32(1.5), float("nan")], [(1, 2), np.int64(3)]])],
+        {"rate": np.float64(float("inf"))},
+    )
+    rec = harness.make_record(
+        bench,
+        result,
+        command="c",
+        options={"where": Path("/x")},
+        quick=False,
+        host={"description": "m"},
+        date="d",
+        seconds=None,
+    )
+    assert rec["tables"][0]["rows"] == [[1.5, None], [[1, 2], 3]]
+    assert rec["goals"][0]["value"] is None and rec["goals"][0]["met"] is None
+    assert rec["options"] == {"where": "/x"}
+    assert json.loads(harness.dumps(rec)) == rec
+
+
 def test_a_run_changes_only_its_own_record(toy):
     out = toy / "b.json"
     assert _run(["toy", "--json", str(out)]) == 0
