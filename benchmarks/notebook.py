@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.harness import BenchmarkError, Goal, Result, Table, benchmark
-from benchmarks.processes import ROOT
+from benchmarks.processes import ROOT, env, pipeline_argv
 
 
 def cells(work: Path, epochs: int) -> list[str]:
@@ -69,6 +70,8 @@ def notebook_output(*, repo: Path = ROOT, epochs: int = 60, work: Path | None = 
         NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True).execute()
         seconds = time.perf_counter() - t0
     finally:
+        # the embedded store the kernel's ingest started in the throw-away home
+        subprocess.run(pipeline_argv("store", "stop"), env=env(repo), capture_output=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
