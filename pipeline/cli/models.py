@@ -115,7 +115,7 @@ def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], 
     """Train a query-embedding baseline (LogicE+NE or ConE+NE) on query sets; resumable."""
     from pipeline.core.checks import check_device
 
-    check_device(device, "--device")
+    device = check_device(device, "--device")
     if threads is not None:
         from pipeline.core import limits
 

@@ -15,7 +15,7 @@ EVERY_SHOWN = 2**31 - 1
 @click.argument("text")
 @click.option("--dataset", required=True, help="Data set whose names the query uses (e.g. cn15k, ppi5k).")
 @click.option(
-    "--graph", "graph", type=click.Choice(["train", "valid", "test"]), help="Observed graph to query."
+    "--graph", "graph", type=click.Choice(["train", "valid", "test"], case_sensitive=False), help="Observed graph to query."
 )
 @click.option(
     "--adjacency", type=click.Path(file_okay=False), help="A neural adjacency export to query (SRC)."
@@ -52,6 +52,7 @@ def query_cmd(
 
     importing()  # until imports_settled(): no garbage collection over the modules being imported (and,
     # before torch's import, OpenMP's idle threads set to sleep)
+    from loaders import dataset_name
     from pipeline.engine import kernels
     from pipeline.stages.ask import ask
 
@@ -66,7 +67,7 @@ def query_cmd(
             click.echo(ans.empty_reason, err=True)  # stdout stays one document
         echo_json([e.record for e in ans.explanations] if explain else ans.rows)
         return
-    click.echo(printable(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]"))
+    click.echo(printable(f"{ans.query}   [{dataset_name(dataset)}, {ans.source}; {ans.n_answers} answers]"))
     if ans.empty_reason:
         click.echo(printable(ans.empty_reason))
         return

@@ -51,4 +51,4 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
     if as_json:
         echo_json(res)
         return
-    print_table(res, ["file", "type", "split", "queries", "same_as_published", "other_shape", "out"])
+    print_table(res, ["file", "type", "split", "queries", "same_as_published", "out"])

@@ -16,7 +16,7 @@ from pipeline.stages.options import IngestOptions
 
 
 @cli.command("ls", short_help="List the registered components of one kind.")
-@click.argument("what", type=click.Choice(list(REGISTRIES)))
+@click.argument("what", type=click.Choice(list(REGISTRIES), case_sensitive=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @friendly
 def ls_cmd(what: str, as_json: bool) -> None:
@@ -236,7 +236,7 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
 @click.option("--entities", type=int, required=True, help="Number of entities N (each gets at least one fact).")
 @click.option("--relations", type=int, required=True, help="Number of relations R.")
 @click.option("--facts", type=int, required=True, help="Number of distinct (h, r, t) facts F.")
-@click.option("--like", type=click.Choice(["ppi5k", "cn15k"]), default="ppi5k", show_default=True,
+@click.option("--like", type=click.Choice(["ppi5k", "cn15k"], case_sensitive=False), default="ppi5k", show_default=True,
               help="Draw confidences like this data set's train facts.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator and of the split.")
 @click.option("--split", default="0.8,0.1,0.1", show_default=True, help="train,valid,test fractions.")

@@ -179,7 +179,7 @@ def select_device(requested: str | None = None) -> str:
     if not isinstance(requested, str) or not requested.strip():  # "" is not "the default": a value lost on the way
         raise PipelineError(f"--device {requested!r}: expected cpu, cuda or cuda:N")
     try:
-        dev = torch.device(requested)
+        dev = torch.device(requested.strip().lower())  # CPU is cpu
     except (RuntimeError, ValueError):
         raise PipelineError(f"--device {requested!r}: not a device; expected cpu, cuda or cuda:N") from None
     if dev.type == "cuda":
@@ -193,4 +193,4 @@ def select_device(requested: str | None = None) -> str:
             raise PipelineError(f"--device {requested}: no MPS device here; use --device cpu")
     elif dev.type != "cpu":
         raise PipelineError(f"--device {requested!r}: expected cpu, cuda or cuda:N")
-    return requested
+    return requested.strip().lower()

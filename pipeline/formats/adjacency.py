@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from pipeline.core import atomic, checksums
+from pipeline.core import atomic, checksums, jsontext
 from pipeline.core.errors import ArtifactError, option
 from pipeline.core.kg import GraphTensors
 from pipeline.core.provenance import is_sealed, seal
@@ -137,7 +137,7 @@ def _run_hint(folder: Path) -> str:
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The checked manifest of an export folder; ArtifactError when missing, unreadable, foreign or edited."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest = jsontext.loads((folder / MANIFEST).read_text())
     except FileNotFoundError:
         raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST}){_run_hint(Path(folder))}") from None
     except (OSError, ValueError) as exc:

@@ -162,7 +162,9 @@ def find_answer_files(path: str | Path) -> list[Path]:
         raise ArtifactError(f"{path}: no such answers file or directory")
     found = []
     for p in sorted(path.glob("*.parquet")):
-        if metafile.peek_format(p) in (FORMAT, "", *OLD_FORMATS):  # old ones: refused with a reason when read  # "" = damaged metadata: reported when read, not skipped
+        # old ones: refused with a reason when read; "" = damaged (unreadable, or its metadata): reported
+        # when read, never skipped without a word; None = another tool's Parquet file
+        if metafile.peek_format(p) in (FORMAT, "", *OLD_FORMATS):
             found.append(p)
     if not found:
         raise ArtifactError(f"{path}: holds no answers file (*.parquet written by `pipeline answer`)")

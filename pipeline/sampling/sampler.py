@@ -103,6 +103,7 @@ def resolve_types(types: Sequence[str] | None, split: str) -> list[str]:
     for t in types:
         if t not in QUERY_TYPES:
             raise unknown_name("query type", t, list(QUERY_TYPES))
+        t = QUERY_TYPES.canonical(t)  # 1P is 1p: every later step keys on the registered name
         if t not in out:
             out.append(t)
     return out

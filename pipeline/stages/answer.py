@@ -141,7 +141,7 @@ def answer_query_set(
     if workers == 1 and (executor is None or executor.in_process) and kernels.loading():
         # one task at a time in this process while the compiled steps load beside it: the lightest first,
         # so that this thread answers them while the load ends instead of waiting for it at the heaviest
-        # (the first batch, PPI5k's and CN15k's im, waited 0.1-0.3 s; docs/benchmarks.md, "Speed at the door")
+        # (the first batch, PPI5k's and CN15k's im, waited 0.1-0.3 s; docs/studies/where-a-fresh-process-spends-its-time.md)
         order.reverse()
     run = (executor or LocalExecutor()).map_on_actors(
         answer_batch, [tasks[j] for j in order], state, desc="answer", unit="query", progress=progress

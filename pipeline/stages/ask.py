@@ -79,6 +79,8 @@ def ask(
         cycle_cap = check_int(cycle_cap, "cycle_cap", 1)
     if not isinstance(explain, bool):
         explain = check_int(explain, "explain", 0)
+    if isinstance(graph, str) and graph.lower() in ("train", "valid", "test"):
+        graph = graph.lower()  # TEST is test, as a registry name in another case is that name
     if graph is not None and graph not in ("train", "valid", "test"):
         raise PipelineError(f"{option('graph', graph)}: expected train, valid or test")
     if adjacency is not None and not isinstance(adjacency, (str, Path)):

@@ -50,11 +50,16 @@ def build_items_file(
     from collections import Counter
 
     from loaders import load
+    from pipeline.core.checks import check_seed
+    from pipeline.core.errors import option
     from pipeline.core.kg import observed_graph
     from pipeline.formats.queryset import read_query_set
+    from pipeline.llm.items import check_margin
     from pipeline.softquery.vocab import Vocabulary
 
-    counts = parse_counts(per_type)  # a bad --per-type fails before anything is loaded
+    counts = parse_counts(per_type)  # a bad --per-type, --margin or --seed fails before anything is loaded
+    check_margin(margin)
+    check_seed(seed, option("seed"))
     paths = [queries_paths] if isinstance(queries_paths, str | Path) else list(queries_paths)
     sets = [read_query_set(p) for p in paths]
     kg = kg if kg is not None else load(dataset, source=source)

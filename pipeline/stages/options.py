@@ -126,7 +126,8 @@ class SampleOptions(Shown):
 
     out: str | Path | None = setting(None, help="Folder of the query set file (default PIPELINE_HOME/queries/DATASET).")
     split: str = setting("test", choices=("train", "valid", "test"), help="The split whose graph grounds the answers.")
-    types: tuple[str, ...] | None = setting(None, help="Query types (default: the train types for train, all 12 otherwise).")
+    types: tuple[str, ...] | None = setting(None, registry="query-types",
+                                            help="Query types (default: the train types for train, all 12 otherwise).")
     per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE,
                                    help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")
     alpha: str = setting("zero", registry="alpha-modes", help="Necessity levels (`pipeline ls alpha-modes`).")

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import atomic
+from pipeline.core import atomic, jsontext
 from pipeline.core.errors import option
 from pipeline.core.options import check, setting
 from pipeline.core.provenance import stable_key
+from pipeline.formats.meta import read_json_object
 from pipeline.methods.src.calibrations import CALIBRATIONS, L_VERSION
 from pipeline.sampling import MAX_PER_TYPE, SAMPLING_VERSION
 
@@ -56,7 +57,7 @@ class ReproduceConfig:
     ``pipeline reproduce``'s options and ``pl.run``'s keywords (declared once, :mod:`pipeline.core.options`)."""
 
     dataset: str
-    models: tuple[str, ...] = setting(("ukge_logi",), empty=True,
+    models: tuple[str, ...] = setting(("ukge_logi",), empty=True, registry="models",
                                       help="Backbones to train and answer with, e.g. ukge_logi,beurre (\"\": "
                                            "none, the baselines only).")
     epochs: int | None = setting(None, low=1, help="Training epochs (default: the data set's recipe, else the backbone's).")
@@ -78,7 +79,7 @@ class ReproduceConfig:
     # calibration L's other settings given (pipeline.methods.options.LOptions fields, e.g. {"l_lr": 5e-5}; the
     # command line offers them as LOptions' own options); the L and D+L answer stages read them
     l_settings: dict[str, Any] = field(default_factory=dict)
-    calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
+    calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), registry="calibrations", help="SRC variants (none,D,L,D+L).")
     seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of every stage.")
     device: str | None = setting(None, kind="device", help="cpu | cuda | cuda:N (default: cuda when present).")
     psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
@@ -88,15 +89,18 @@ class ReproduceConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     # query-embedding baselines trained and answered beside SRC (pipeline.stages.reproduce_baselines), and their
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
-    baselines: tuple[str, ...] = setting((), help="Query-embedding baselines to train and answer beside SRC "
+    baselines: tuple[str, ...] = setting((), registry="baselines", help="Query-embedding baselines to train and answer beside SRC "
                                                   "(logice_ne,cone_ne; `pipeline ls baselines`).")
     qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False, needs=(("baselines", ()),),
                                  help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
 
     def __post_init__(self) -> None:
+        from loaders import dataset_name
         from pipeline.core.errors import PipelineError, option
-        from pipeline.methods.options import LOptions
+        from pipeline.methods.options import USES_L, LOptions
 
+        # PPI5K is ppi5k: the one spelling of the work folder, the stage keys and the configs it writes
+        object.__setattr__(self, "dataset", dataset_name(self.dataset))
         # a setting left unset takes the data set's default, then the general one (stage keys and
         # reproduce.json hold the values used, so a replay is exact)
         for name, value in dataset_defaults(self.dataset).items():
@@ -108,6 +112,8 @@ class ReproduceConfig:
         given = {k: v for k, v in self.l_settings.items() if k != "l_epochs"}
         l_opts = LOptions(**given, l_epochs=self.l_epochs)
         check(l_opts, context={"calibration": ("calibrations", self.calibrations)})
+        if any(c in USES_L[0][1] for c in self.calibrations):
+            l_opts.check_trains()
         object.__setattr__(self, "l_settings", {k: v for k, v in l_opts.l_settings().items() if k != "l_epochs"})
         if not self.models and not self.baselines:
             raise PipelineError(f"{option('models', '')}: no backbone, and {option('baselines')} names none: nothing to run")
@@ -137,7 +143,10 @@ class ReproduceConfig:
         if unknown:
             raise ArtifactError(f"{option('config', str(path))}: unknown setting(s) {', '.join(unknown)}")
         doc = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
-        if doc.get("dataset", dataset) != dataset:
+        from loaders import dataset_name
+
+        dataset = dataset_name(dataset)
+        if dataset_name(str(doc.get("dataset", dataset))) != dataset:
             raise PipelineError(f"{option('config', str(path))}: settings for data set '{doc['dataset']}', not '{dataset}'")
         return cls(**{**doc, "dataset": dataset, **(overrides or {})})
 
@@ -152,7 +161,7 @@ class Stages:
 
     def __init__(self, out: Path) -> None:
         self.path = out / STAGES_FILE
-        self.doc: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.doc: dict[str, Any] = read_json_object(self.path)
         self.report: list[dict[str, Any]] = []
 
     def run(
@@ -394,6 +403,42 @@ def with_counts(cfg: ReproduceConfig, n_train_facts: int, log: Callable[[str], N
     return done
 
 
+def pretrained_runs(runs: dict[str, str | Path] | None, models: tuple[str, ...],
+                    dataset: str | None = None) -> dict[str, Path]:
+    """The trained runs given (``--run MODEL=RUN_DIR``, ``runs={MODEL: RUN_DIR}``) by canonical model name,
+    checked before any work: a name that is no backbone (with the close ones), a backbone the reproduction
+    does not run (the run would be ignored without a word), or a folder that is no finished run of that
+    backbone on ``dataset`` (its answers would carry the name of another model) is one PipelineError."""
+    from pipeline.core.errors import PipelineError, front_end
+    from pipeline.models.registry import BACKBONES
+    from pipeline.models.runs import read_run
+
+    out: dict[str, Path] = {}
+    for model, path in (runs or {}).items():
+        shown = f"--run {model}={path}" if front_end() == "cli" else f"runs={{{model!r}: {str(path)!r}}}"
+        if not isinstance(model, str):
+            raise PipelineError(f"{shown}: a model name must be text")
+        try:
+            name = BACKBONES.canonical(model.strip())
+        except PipelineError as exc:
+            raise PipelineError(f"{shown}: {exc}") from None
+        if name not in models:
+            given = option("models", ",".join(models)) if models else option("models", "")
+            raise PipelineError(f"{shown}: {name} is not a backbone this reproduction trains ({given}); add it "
+                                "there or leave the run out")
+        if name in out:
+            raise PipelineError(f"{shown}: a second run for {name}")
+        if not isinstance(path, (str, Path)) or not (Path(path) / "model.pt").is_file():
+            raise PipelineError(f"{shown}: not a finished run directory (no model.pt)")
+        run = read_run(path)
+        made = (str(run.config.get("model")), run.dataset)
+        if made[0] != name or (dataset is not None and made[1] != dataset):
+            raise PipelineError(f"{shown}: a run of {made[0]} on '{made[1]}', not of {name}"
+                                + (f" on '{dataset}'" if dataset is not None else ""))
+        out[name] = Path(path)
+    return out
+
+
 def reproduce(
     cfg: ReproduceConfig,
     out: str | Path,
@@ -417,6 +462,7 @@ def reproduce(
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
     atomic.check_docs_folder(docs, "docs")  # before any work, not after hours of it
+    runs = pretrained_runs(runs, cfg.models, cfg.dataset)  # before any work too
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -427,7 +473,6 @@ def reproduce(
         from pipeline.stages.reproduce_baselines import check_counts
 
         check_counts(ctx.kg, cfg)
-    runs = {m: Path(p) for m, p in (runs or {}).items()}
     answer_files: list[str] = []
     backbone: Path | None = None  # the main table's: the first model's run
     try:
@@ -526,7 +571,7 @@ class Experiment:
 
 def _read_ledger(out: Path) -> dict[str, Any]:
     path = out / STAGES_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json_object(path)
 
 
 _STAGE_ORDER = ("ingest", "sample", "train", "train-qe", "export", "answer", "evaluate")
@@ -625,7 +670,7 @@ def _answers_meta(answers_path: str) -> dict[str, Any]:
     path = Path(answers_path)
     if not path.exists():
         return {}
-    return json.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
+    return jsontext.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
 
 
 def l_history(answers_path: str) -> dict[str, Any] | None:
@@ -634,7 +679,7 @@ def l_history(answers_path: str) -> dict[str, Any] | None:
     l_json = Path(meta["l_dir"]) / "L.json" if meta.get("l_dir") else None
     if l_json is None or not l_json.exists():
         return None
-    return json.loads(l_json.read_text())["history"]
+    return jsontext.loads(l_json.read_text())["history"]
 
 
 def l_verdict(hist: dict[str, Any]) -> str:

@@ -109,7 +109,7 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
     PIPELINE_HOME/runs/DATASET-MODEL[-psl]-sSEED). options: a :class:`TrainOptions`, or its fields as keywords.
     Settings left None take the model's default or the replayed config's; without a given batch size or
     config file, the model's default is fitted to a small graph (pipeline.models.config)."""
-    from loaders import load
+    from loaders import dataset_name, load
     from pipeline.core import config
     from pipeline.core.atomic import check_folder
     from pipeline.models import read_run, train
@@ -117,7 +117,7 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
 
     o = options if options is not None else TrainOptions(**settings)
     check_folder(o.out, "out")
-    cfg = train_config(dataset.lower(), o.model, o.config, **o.overrides())
+    cfg = train_config(dataset_name(dataset), o.model, o.config, **o.overrides())
     kg = load(cfg.dataset, source=o.source)
     n_train = len(kg.graph("train"))
     if o.batch_size is None and o.config is None:  # a replayed config keeps its own

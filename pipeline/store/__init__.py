@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.core import config
+from pipeline.core.checks import check_unicode
 from pipeline.core.errors import PipelineError
 from pipeline.store.backends import STORES, StoreBackend, backend_for
 from pipeline.store.base import (
@@ -43,6 +44,7 @@ def open_store(uri: str | None = None, graph: str | None = None) -> Store:
     if uri is not None and not isinstance(uri, str):
         raise PipelineError(f"store: expected a store URI, got {type(uri).__name__}")
     uri = (uri or config.default_store_uri()).strip()
+    check_unicode(uri, "store")
     return backend_for(uri).open(uri, graph)
 
 

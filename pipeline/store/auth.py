@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pipeline.store.private as private
+from pipeline.core import jsontext
 from pipeline.core.errors import StoreUnavailable
 
 CREDENTIALS_FILE = "credentials.json"
@@ -96,7 +97,7 @@ def read(folder: Path) -> Credentials | None:
     if data is None:
         return None
     try:
-        doc = json.loads(data)
+        doc = jsontext.loads(data)
         return Credentials(str(doc["user"]), str(doc["password"]), str(doc["admin_user"]),
                            str(doc["admin_password"]))
     except (ValueError, KeyError, TypeError) as exc:

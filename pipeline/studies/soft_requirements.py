@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core import jsontext
 from pipeline.core.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
@@ -279,7 +280,7 @@ def run_study(
 def _run_summary(run_dir: Path) -> dict[str, Any]:
     """Epochs and test MSE of the backbone's run (results.json), for the note; {} when absent."""
     try:
-        res = json.loads((run_dir / "results.json").read_text())
+        res = jsontext.loads((run_dir / "results.json").read_text())
     except (OSError, json.JSONDecodeError):
         return {}
     return {

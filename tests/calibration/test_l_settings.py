@@ -60,8 +60,14 @@ def test_a_bad_l_value_is_one_line_at_either_door(toy_pipeline: dict) -> None:
     res = CliRunner().invoke(cli, ["answer", str(toy_pipeline["test"]), "--adjacency", str(toy_pipeline["export"]),
                                    "--calibration", "D", "--valid-queries", str(toy_pipeline["valid"]), "--l-lr", "0.01"])
     assert res.exit_code == 2 and res.output == "error: --l-lr 0.01: does nothing without --calibration L or D+L\n"
-    with pytest.raises(PipelineError, match="l_shapes: 3p not a train query type"):
-        l_config(LOptions(l_shapes=("1p", "3p")), 0)
+    with pytest.raises(PipelineError, match=r"l_shapes=\('1p', '3p'\): unknown query type '3p'"):
+        LOptions(l_shapes=("1p", "3p"))
+    assert LOptions(l_shapes=("1P", "2I", "1p")).l_shapes == ("1p", "2i")  # canonical, once
+    with pytest.raises(PipelineError, match="l_shapes='1p,2u': 2u not a train query type"):
+        l_config(LOptions(l_shapes=("1p", "2U")), 0)
+    with pytest.raises(PipelineError, match="l_epochs=0: calibration L would train no step"):
+        MethodOptions(calibration="l", l_epochs=0)
+    assert l_config(MethodOptions(calibration="D+L", l_epochs=0, l_steps=5), 0).steps == 5
 
 
 def test_reproduce_records_the_l_settings_in_its_config_and_keys(tmp_path: Path) -> None:
