@@ -10,6 +10,7 @@ type weighs the same, as in the paper's tables). Summaries are ``{metric: {type 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import zlib
@@ -22,7 +23,7 @@ import pandas as pd
 
 from pipeline.core import atomic
 from pipeline.core.errors import PipelineError
-from pipeline.core.metrics import METRICS, Ranked, chance, metric_columns
+from pipeline.core.metrics import METRICS, PAPER_DRAWS, Ranked, chance, metric_columns
 from pipeline.core.progress import output
 from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
@@ -68,14 +69,46 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
         for c, dt in ((col.TRUTH_UTILITY, np.float64), (col.UTILITY, np.float64), (col.RANK_FIRST, np.int64),
                       (col.TIES, np.int64), (col.RANK, np.int64))
     }
+    paper = _paper_ranks(frame)
     by_query = {
         qid: Ranked(cols[col.TRUTH_UTILITY][i], cols[col.UTILITY][i], cols[col.RANK_FIRST][i], cols[col.TIES][i],
-                    cols[col.RANK][i])
+                    cols[col.RANK][i], None if paper is None else paper.get(qid, np.zeros(0, dtype=np.int64)))
         for i, qid in enumerate(ids[starts])
     } if len(ids) else {}
     empty = Ranked(*(np.zeros(0),) * 2, *(np.zeros(0, dtype=np.int64),) * 3)
     per = [by_query.get(qid, empty) for qid in queries[col.QUERY_ID]]
     return queries[col.QUERY_ID].to_numpy(), queries[col.TYPE].to_numpy(), per
+
+
+def _paper_ranks(frame: pd.DataFrame) -> dict[object, np.ndarray] | None:
+    """Per query, the predicted ranks (ties by id) of the list the paper protocol reads, in its order; None
+    where the answers file has no paper_rank column (its query set predates that list)."""
+    if col.PAPER_RANK not in frame.columns:
+        return None
+    rows = frame[frame[col.PAPER_RANK] > 0].sort_values([col.QUERY_ID, col.PAPER_RANK])
+    ids = rows[col.QUERY_ID].to_numpy()
+    if not len(ids):
+        return {}
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ranks = np.split(rows[col.RANK].to_numpy(np.int64), starts[1:])
+    return dict(zip(ids[starts], ranks, strict=True))
+
+
+def paper_truth_source(frame: pd.DataFrame) -> str:
+    """How the paper protocol read this answers file's truth, in words for the reports."""
+    if col.PAPER_RANK in frame.columns:
+        return "the query file's own order (the SQUK generator's, or the published file's)"
+    return f"an estimate: each tie group in {PAPER_DRAWS} random orders, averaged (the query set predates the generator's order)"
+
+
+def single_as_zero(per_query: pd.DataFrame) -> Summary:
+    """The paper protocol's tau and rho read as the authors' fine-tuning code (QG_soft_train.py) reads them:
+    a single-answer query counted as 0 instead of left out (their solver, solve_soft_EFO1.py, leaves it
+    out: :func:`summarise` with prefix ``paper_``)."""
+    frame = per_query.copy()
+    single = frame["paper_n"] == 1
+    frame.loc[single, ["paper_tau", "paper_rho"]] = 0.0
+    return {m: v for m, v in summarise(frame, prefix="paper_").items() if m in ("tau", "rho")}
 
 
 def query_key(query_id: object) -> int:
@@ -101,6 +134,14 @@ def query_metrics(
     if n_entities:
         rnd = metric_columns([chance(q, n_entities) for q in per])
         cols.update({f"random_{k}": v for k, v in rnd.items()})
+    if paper and any(q.paper_ranks is not None for q in per):
+        # the readings used before the generator's order was known, kept beside it as labelled extras: how
+        # much the truth's tie order moves the paper protocol (random orders averaged; our id order reversed)
+        plain = [dataclasses.replace(q, paper_ranks=None) for q in per]
+        keys = [query_key(q) for q in qids]
+        for prefix, order in (("paper_random_", "shuffled"), ("paper_ids_", "reversed")):
+            other = metric_columns(plain, paper=True, keys=keys, tie_order=order)
+            cols.update({prefix + m: other[f"paper_{m}"] for m in METRICS.names()})
     return pd.DataFrame(
         {
             "query_id": qids,
@@ -299,6 +340,12 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "unanswered": unanswered_counts(per_query),
         "undefined": undefined_counts(per_query),
         "paper_protocol": summarise(per_query, prefix="paper_"),
+        "paper_single_as_zero": single_as_zero(per_query),
+        "paper_truth": paper_truth_source(ans.frame),
+        **({"paper_protocol_other_orders": {
+            "random ties (32 orders, averaged)": summarise(per_query, prefix="paper_random_"),
+            "our id order reversed": summarise(per_query, prefix="paper_ids_"),
+        }} if "paper_random_tau" in per_query.columns else {}),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
         "every_entity": every_entity_counts(per_query, int(n_entities) if n_entities else None),
@@ -369,8 +416,9 @@ def protocol_notes(report: dict[str, Any]) -> str:
         )
     if report.get("paper_protocol"):
         lines.append(
-            "\nPaper protocol (the authors' released evaluation: truth ties in stored order reversed, predicted "
-            "ties by entity id, single-answer queries counted as 0; for comparison only):\n\n"
+            "\nPaper protocol (the authors' released evaluation, for comparison only: the truth's first 100 "
+            f"answers in {report.get('paper_truth') or 'stored order'}, predicted ties by entity id, "
+            "single-answer queries left out of tau and rho):\n\n"
             + markdown_table(report["paper_protocol"])
         )
     return "\n".join(lines) + "\n"
@@ -406,7 +454,8 @@ def update_results(
     def protocol(doc: dict[str, Any]) -> None:
         for r in reports:
             doc.setdefault(r["dataset"], {})[r["method"]] = {
-                k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")
+                **{k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")},
+                **{k: r[k] for k in ("paper_single_as_zero", "paper_truth", "paper_protocol_other_orders") if k in r},
             }
 
     return [docs_data.merge(docs, docs_data.RESULTS, results), docs_data.merge(docs, docs_data.COUNTS, counts),

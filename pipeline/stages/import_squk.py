@@ -50,7 +50,7 @@ def import_squk(
             hard = ground_truth(qs, adj(info.split))
             rows = []
             agree = 0
-            for i, (q, (e_ids, e_vals, _), (h_ids, h_vals, _)) in enumerate(
+            for i, (q, (e_ids, e_vals, _, _), (h_ids, h_vals, _, _)) in enumerate(
                 zip(queries, easy, hard, strict=True)
             ):
                 same = not is_useful(q.answers, q.values, h_ids, h_vals)
@@ -68,6 +68,8 @@ def import_squk(
                         "seed": int(seed),
                         "answers_published": q.answers,
                         "utilities_published": q.values,
+                        # the paper protocol reads the file's own list, in the file's order (best first)
+                        "answers_paper": q.answers,
                     }
                 )
             meta = {

@@ -134,7 +134,8 @@ def test_docs_results_merge_and_the_page_renders_them(tmp_path: Path) -> None:
     assert set(results["toy"]) == {"ukge_logi SRC", "ukge_logi SRC(D)"}
     assert results["toy"]["ukge_logi SRC"]["ndcg"]["1p"] == 100.0
     protocol = json.loads((docs / "results_protocol.json").read_text())
-    assert set(protocol["toy"]["ukge_logi SRC"]) == {"paper_protocol", "undefined", "doubly_tied", "random"}
+    assert set(protocol["toy"]["ukge_logi SRC"]) == {
+        "paper_protocol", "paper_single_as_zero", "paper_truth", "undefined", "doubly_tied", "random"}
     assert json.loads((docs / "results_counts.json").read_text())["toy"]["ukge_logi SRC"] == {"1p": 2, "2p": 1}
     assert not (docs / "results.md").exists()
     summary = results["toy"]["ukge_logi SRC(D)"]
