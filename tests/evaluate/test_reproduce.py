@@ -32,6 +32,7 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
         device="cpu",
     )
     logs: list[str] = []
+    (tmp_path / "docs").mkdir()  # a docs folder is given, never made at a path that is no checkout's
     first = reproduce(cfg, tmp_path / "work", tmp_path / "docs", uri, log=logs.append, progress=False, kg=kg)
     ran = [s["stage"] for s in first["stages"] if not s["skipped"]]
     assert ran == [

@@ -48,6 +48,7 @@ def test_reproduce_with_baselines_runs_then_resumes(fresh_store, tmp_path: Path)
         qe=QE,
     )
     work, docs = tmp_path / "work", tmp_path / "docs"
+    docs.mkdir()  # a docs folder is given, never made at a path that is no checkout's
     first = reproduce(cfg, work, docs, uri, log=lambda m: None, progress=False, kg=kg)
     assert [s["stage"] for s in first["stages"] if not s["skipped"]] == [
         "ingest",
