@@ -427,6 +427,10 @@ def backbone_line(bb: dict[str, Any]) -> str:
         if bb.get("test_neg_mse") is not None:
             source = "published" if bb.get("test_negatives") == "published" else "sampled"
             line += f", {bb['test_neg_mse']:.4f} on the {source} negatives"
+    if bb.get("test_mrr") is not None:
+        line += (f"; link prediction as the unKR benchmark computes it (test tails, filtered): MRR "
+                 f"{bb['test_mrr']:.3f}, hits@1/3/10 {bb['test_hits@1']:.3f}/{bb['test_hits@3']:.3f}/"
+                 f"{bb['test_hits@10']:.3f}")
     return line + "."
 
 

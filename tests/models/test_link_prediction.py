@@ -6,6 +6,8 @@ figures a trained run and docs/results.json's backbones carry."""
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +19,9 @@ from torch import Tensor, nn
 
 from loaders.base import KGData
 from pipeline.core.errors import PipelineError
+from pipeline.models import default_config, load_run, read_run, train
 from pipeline.models.base import ConfidenceModel
+from pipeline.models.evaluation import backbone_summary
 from pipeline.models.link_prediction import (
     KnownAnswers,
     RankCounts,
@@ -280,6 +284,47 @@ def test_out_of_memory_halves_the_batch_and_nan_is_refused() -> None:
         query_ranks(broken, q, idx)
     with pytest.raises(PipelineError, match="NaN"):
         query_ranks(lambda a, r: torch.full((len(a), 5), float("nan")), q, idx)
+
+
+def test_a_trained_run_carries_its_link_prediction(tmp_path: Path) -> None:
+    kg = toy_kg(negatives=True, softlogic=False)
+    cfg = default_config("toy", "ukge_logi", epochs=2, dim=8, batch_size=32, lr=0.01, seed=3)
+    res = train(kg, cfg, tmp_path / "run", progress=False)
+    lp = res["link_prediction"]
+    assert set(lp) == {"valid", "test"} and lp["test"]["rows"] == len(kg.rows[kg.rows["split"] == "test"])
+    again = link_prediction(load_run(tmp_path / "run"), kg, "test")
+    assert {k: v for k, v in again.items() if k != "seconds"} == {k: v for k, v in lp["test"].items() if k != "seconds"}
+    frame = read_run(tmp_path / "run").link_prediction
+    assert frame.loc[("test", "tail", "filtered"), "MRR"] == pytest.approx(lp["test"]["tail"]["filtered"]["mrr"])
+    assert len(frame) == 2 * 3 * 2  # valid and test, three directions, filtered and raw
+    summary = backbone_summary(tmp_path / "run", kg)
+    assert summary["test_mrr"] == pytest.approx(lp["test"]["tail"]["filtered"]["mrr"], abs=1e-6)
+    assert summary["test_hits@10_both"] == pytest.approx(lp["test"]["both"]["filtered"]["hits@10"], abs=1e-6)
+    # a run without them (trained with link_prediction=False, or before they existed): the summary
+    # computes them from the model, the same numbers
+    res2 = train(kg, cfg, tmp_path / "bare", progress=False, link_prediction=False)
+    assert "link_prediction" not in res2 and read_run(tmp_path / "bare").link_prediction.empty
+    bare = backbone_summary(tmp_path / "bare", kg)
+    assert {k: v for k, v in bare.items() if k.startswith("test_")} == {
+        k: v for k, v in summary.items() if k.startswith("test_")}
+
+
+def test_the_train_report_shows_the_figures(tmp_path: Path) -> None:
+    from pipeline.stages.evaluate import backbone_line
+    from pipeline.stages.train import Trained
+
+    kg = toy_kg(negatives=False, softlogic=False)
+    cfg = default_config("toy", "ukge_rect", epochs=1, dim=8, batch_size=32, lr=0.01)
+    res = train(kg, cfg, tmp_path / "run", progress=False)
+    done = Trained(read_run(tmp_path / "run"), cfg, len(kg.graph("train")), res)
+    rows = done.link_prediction_rows()
+    assert [(r["split"], r["ranked"].split()[0]) for r in rows] == [
+        ("valid", "tail"), ("valid", "both"), ("test", "tail"), ("test", "both")]
+    assert rows[2]["MRR"] == f"{res['link_prediction']['test']['tail']['filtered']['mrr']:.4f}"
+    assert done.link_prediction_line().startswith("link prediction (unKR's protocol")
+    line = backbone_line(backbone_summary(tmp_path / "run", kg))
+    assert "link prediction as the unKR benchmark computes it (test tails, filtered): MRR" in line
+    json.dumps(res)  # the results document stays JSON
 
 
 @pytest.mark.gpu
