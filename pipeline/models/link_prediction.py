@@ -292,8 +292,8 @@ def _known(kg: Any, direction: str) -> KnownAnswers:
 
 
 def link_prediction(
-    model: ConfidenceModel, kg: Any, split: str = "test", *, batch_size: int | None = None,
-    progress: bool | Output = False,
+    model: ConfidenceModel, kg: Any, split: str = "test", *, rows: pd.DataFrame | None = None,
+    batch_size: int | None = None, progress: bool | Output = False,
 ) -> dict[str, Any]:
     """The link-prediction figures of ``model`` on a split ("val" or "test") of ``kg`` (a ``loaders.KGData``),
     as unKR computes them (module docstring): for each direction ("tail": unKR's tables; "head"; "both":
@@ -301,9 +301,11 @@ def link_prediction(
     figures of :func:`rank_metrics`; the same over the rows with confidence >= :data:`HIGH_CONFIDENCE`
     (``high_confidence``); ``errors``: MSE and MAE of the predicted confidences over the ranked rows (unKR's
     averages, duplicate rows included); ``rows``, ``seconds``. Runs on the model's device, ``batch_size``
-    ranked rows at a time (default :data:`DEFAULT_BATCH`), with a progress bar when ``progress``."""
+    ranked rows at a time (default :data:`DEFAULT_BATCH`), with a progress bar when ``progress``. ``rows``
+    (columns h, r, t, conf) ranks those rows instead of the split's (e.g. another copy of the test file);
+    the filter stays the test graph."""
     t0 = time.perf_counter()
-    facts = _split_rows(kg, split)
+    facts = _split_rows(kg, split) if rows is None else rows[["h", "r", "t", "conf"]].reset_index(drop=True)
     device = model.device
     was_training = model.training
     model.eval()

@@ -116,6 +116,13 @@ def test_ranks_by_hand() -> None:
     # MSE/MAE over the ranked rows, duplicates included: predictions 0.6, 0.6, 0.5 against 0.9, 0.7, 0.4
     assert got["errors"]["mse"] == pytest.approx((0.09 + 0.01 + 0.01) / 3)
     assert got["errors"]["mae"] == pytest.approx(0.5 / 3)
+    # other rows to rank (another copy of the test file): the test rows plus a train fact (0, r0, 1), whose
+    # tail scores 0.9, the best -> rank 1; the filter is still the test graph
+    test_rows = kg.rows[kg.rows["split"] == "test"]
+    same = link_prediction(model, kg, rows=test_rows)
+    assert {k: v for k, v in same.items() if k != "seconds"} == {k: v for k, v in got.items() if k != "seconds"}
+    more = pd.concat([test_rows, kg.rows[(kg.rows["split"] == "train") & (kg.rows["t"] == 1)]])
+    assert link_prediction(model, kg, rows=more)["tail"]["filtered"]["mrr"] == pytest.approx((1 / 2 + 1 / 2 + 1 + 1) / 4)
     # valid: (0, r0, 4), score 0.8: raw, t1 above -> 2; filtered, t1 and t2 (test) removed -> 1
     valid = link_prediction(model, kg, "val")
     assert valid["tail"]["filtered"]["mrr"] == 1.0 and valid["tail"]["raw"]["mrr"] == 0.5
