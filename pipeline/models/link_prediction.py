@@ -64,7 +64,7 @@ DIRECTIONS = ("tail", "head")
 # ranked rows held at once (scores and masks of DEFAULT_BATCH x n_entities); halved on out-of-memory
 DEFAULT_BATCH = 1024
 PROTOCOL = (
-    "unKR (seucoin/unKR c252373): every row of the split with confidence >= min_confidence; candidates all "
+    "unKR (seucoin/unKR c252373): every row of the split (high_confidence: those >= 0.7); candidates all "
     "entities scored by predicted confidence; filtered: other answers in train+valid+test removed; ties by "
     "entity id (stable sort), *_expected over random tie orders; tail = unKR's tables, both = tail and head ranks"
 )
