@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The answering checks on a lent machine with a CUDA GPU and 16 cores, in one call (device time is short):
+# The answering checks on a lent machine with a CUDA GPU and 16 cores, in one call (device time is short): a
+# thin caller of the benchmark runner, every record merged into OUTDIR/benchmarks.json:
 #   1. the fused CUDA stream's exactness tests (tests/engine/test_kernels_gpu.py, test_device.py);
-#   2. one step on the GPU: torch's CUDA form against the fused kernel (benchmarks/bench_kernels.py);
+#   2. one step on the GPU: torch's CUDA form against the fused kernel (the benchmark kernels);
 #   3. CN15k and PPI5k: `pipeline export` of a trained run, then fresh `pipeline answer` processes on the CPU
-#      at 1, 2, 4, 8, 16 workers, pair cache cold and warm (benchmarks/bench_cold_answer.py), and on the
-#      GPU with the torch form (PIPELINE_KERNELS=torch) and the fused one (auto); per type in one process.
+#      at 1, 2, 4, 8, 16 workers, pair cache cold and warm (the benchmark cold-answer), and on the GPU with
+#      the torch form (PIPELINE_KERNELS=torch) and the fused one (auto); per type in one process.
 # Inputs (not in git; copied from a trained run beside this checkout): .dev/runs/{cn15k,ppi5k}-logi (model.pt,
 # config.json, metadata.json, results.json), .dev/q/{cn15k,ppi5k}_test.parquet (test query sets),
 # .dev/data/ppi5k (test_device.py's data set). Every log and table goes to OUTDIR.
@@ -13,6 +14,7 @@ set -u
 OUTDIR=${1:-/tmp/out31}
 BUDGET=${2:-540}
 mkdir -p "$OUTDIR"
+BENCH_JSON=$OUTDIR/benchmarks.json
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIPELINE_HOME=/tmp/ph31 PIPELINE_DATA=$PWD/.dev/data
 PY=${PY:-python3}
 T0=$(date +%s)
@@ -38,8 +40,8 @@ timeout 210 $PY -m pytest -q -p no:cacheprovider tests/engine/test_kernels_gpu.p
     | tee "$OUTDIR/tests.log" | tail -8
 
 log "one step, GPU"
-timeout 100 $PY benchmarks/bench_kernels.py --device cuda --entries 5000000 --rows 1,8,36,100 --atoms 1,2 \
-    --repeat 15 2>&1 | tee "$OUTDIR/step.log" | tail -12
+timeout 100 $PY -m benchmarks run kernels --device cuda --entries 5000000 --rows 1,8,36,100 --atoms 1,2 \
+    --repeat 15 --label gpu --json "$BENCH_JSON" 2>&1 | tee "$OUTDIR/step.log" | tail -16
 
 wait $CN
 tail -3 "$OUTDIR/export_cn15k.log"
@@ -50,31 +52,31 @@ du -sh $EXP/cn15k "$PIPELINE_HOME"/pairs 2>/dev/null
 
 if [ "$(left)" -gt 150 ]; then
     log "CN15k, CPU workers"
-    timeout $(($(left) - 120)) $PY benchmarks/bench_cold_answer.py --adjacency $EXP/cn15k --queries .dev/q/cn15k_test.parquet \
-        --calibrations none --workers-list 1,2,4,8,16 --cache cold,warm --device cpu \
-        --json "$OUTDIR/cn15k_cpu.json" 2>&1 | tail -14
+    timeout $(($(left) - 120)) $PY -m benchmarks run cold-answer --adjacency $EXP/cn15k --queries .dev/q/cn15k_test.parquet \
+        --calibrations none --workers 1,2,4,8,16 --cache cold,warm --device cpu \
+        --label cn15k-16-cores --json "$BENCH_JSON" 2>&1 | tail -18
 fi
 if [ "$(left)" -gt 80 ]; then
     log "CN15k, GPU: torch form, then fused (fresh processes, pair cache n/a on the GPU)"
     for k in torch auto; do
-        PIPELINE_KERNELS=$k timeout 60 $PY benchmarks/bench_cold_answer.py --adjacency $EXP/cn15k \
-            --queries .dev/q/cn15k_test.parquet --calibrations none --workers-list 1 --cache warm --device cuda \
-            --json "$OUTDIR/cn15k_gpu_$k.json" 2>&1 | tail -3
+        PIPELINE_KERNELS=$k timeout 60 $PY -m benchmarks run cold-answer --adjacency $EXP/cn15k \
+            --queries .dev/q/cn15k_test.parquet --calibrations none --workers 1 --cache warm --device cuda \
+            --label cn15k-gpu-$k --json "$BENCH_JSON" 2>&1 | tail -6
     done
 fi
 if [ "$(left)" -gt 60 ]; then
     log "PPI5k, CPU workers and GPU"
-    timeout $(($(left) - 30)) $PY benchmarks/bench_cold_answer.py --adjacency $EXP/ppi5k --queries .dev/q/ppi5k_test.parquet \
-        --calibrations none --workers-list 1,2,4,8,16 --cache cold,warm --device cpu \
-        --json "$OUTDIR/ppi5k_cpu.json" 2>&1 | tail -14
-    PIPELINE_KERNELS=auto timeout 30 $PY benchmarks/bench_cold_answer.py --adjacency $EXP/ppi5k \
-        --queries .dev/q/ppi5k_test.parquet --calibrations none --workers-list 1 --cache warm --device cuda \
-        --json "$OUTDIR/ppi5k_gpu.json" 2>&1 | tail -3
+    timeout $(($(left) - 30)) $PY -m benchmarks run cold-answer --adjacency $EXP/ppi5k --queries .dev/q/ppi5k_test.parquet \
+        --calibrations none --workers 1,2,4,8,16 --cache cold,warm --device cpu \
+        --label ppi5k-16-cores --json "$BENCH_JSON" 2>&1 | tail -18
+    PIPELINE_KERNELS=auto timeout 30 $PY -m benchmarks run cold-answer --adjacency $EXP/ppi5k \
+        --queries .dev/q/ppi5k_test.parquet --calibrations none --workers 1 --cache warm --device cuda \
+        --label ppi5k-gpu --json "$BENCH_JSON" 2>&1 | tail -6
 fi
 if [ "$(left)" -gt 40 ]; then
     log "CN15k per type in one process, GPU: torch form against fused"
-    timeout $(($(left) - 5)) $PY benchmarks/bench_kernels.py --device cuda --entries 1000 --rows 1 --atoms 1 --repeat 1 \
-        --queries .dev/q/cn15k_test.parquet --adjacency $EXP/cn15k --types 2m,im,2p,ip,inp,up --passes 2 2>&1 \
-        | tee "$OUTDIR/cn15k_types_gpu.log" | tail -10
+    timeout $(($(left) - 5)) $PY -m benchmarks run kernels --device cuda --entries 1000 --rows 1 --atoms 1 --repeat 1 \
+        --queries .dev/q/cn15k_test.parquet --adjacency $EXP/cn15k --types 2m,im,2p,ip,inp,up --passes 2 \
+        --label cn15k-types-gpu --json "$BENCH_JSON" 2>&1 | tee "$OUTDIR/cn15k_types_gpu.log" | tail -14
 fi
 log end

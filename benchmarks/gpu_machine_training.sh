@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# The training measurements on a lent machine with a CUDA GPU (device time is short). Steps (STEPS picks them,
-# in the order given; default "1 2 4 3"):
+# The training measurements on a lent machine with a CUDA GPU (device time is short): a thin caller of the
+# benchmark runner (python -m benchmarks run NAME ...), every record merged into OUTDIR/benchmarks.json, the
+# file docs/benchmarks.md renders from once merged into docs/benchmarks.json. Steps (STEPS picks them, in the
+# order given; default "1 2 4 3"):
 #   1. every test marked gpu (training loops with no host synchronisation; rows()' CUDA gradient; a CUDA
 #      answer reading the pairs `pipeline export` prepared; the engine and the exports on CUDA);
 #   2. a UKGE logi epoch on PPI5k: the project's loop beside the plain hand-written loop of the same math,
-#      on cuda (benchmarks/bench_train.py --loop) at batch 1024, then at 4096 (on the H200 of 2026-11-27 a
-#      step took 28 ms at 4096 against 5.5 ms at 1024; the gathers' gradient, pipeline.core.gather.rows, is
-#      the suspect), with torch.profiler's 12 costliest operators at 4096 when time is left;
-#   2b. the query-embedding baselines' steps/s (the baselines' training budget), only with STEPS naming it;
+#      on cuda (the benchmark train-epoch) at batch 1024, then at 4096 (on the H200 of 2026-11-27 a step took
+#      28 ms at 4096 against 5.5 ms at 1024; the gathers' gradient, pipeline.core.gather.rows, is the
+#      suspect), with torch.profiler's 12 costliest operators at 4096 when time is left;
+#   2b. the query-embedding baselines' steps/s (the benchmark baselines), only with STEPS naming it;
 #   4. the first `pipeline answer` after `pipeline export` (PPI5k, 30-epoch UKGE logi trained there on
 #      cuda, T = 0.1, the 100-per-type hybrid/random test set, --workers 1) on the CPU and on the GPU,
-#      this code beside the code before the GPU training work when carried (benchmarks/bench_cold_answer.py --cache export);
+#      this code beside the code before the GPU training work when carried (the benchmark cold-answer, --cache export);
 #   3. `pipeline reproduce ppi5k --epochs 100 --select-on last --seed 0 --device cuda` (100 queries per
-#      type, L 20 epochs), each stage's seconds (benchmarks/bench_reproduce.py) from a work folder whose
+#      type, L 20 epochs), each stage's seconds (the benchmark reproduce) from a work folder whose
 #      ingest and sampling were done beforehand on the CPU (so no graph store is needed there: FalkorDB
 #      is not in that machine's image), stopped at its budget (the ledger keeps every finished stage);
 #   5. `pipeline reproduce cn15k --epochs 40 --select-on last --seed 0 --device cuda` likewise (its own call:
@@ -87,7 +89,8 @@ if [ "$MODE" = prepare ]; then
 fi
 
 mkdir -p "$OUTDIR"
-# one log of everything (a lent machine hands back at most 8 files): log.txt and 6 JSON documents
+BENCH_JSON=$OUTDIR/benchmarks.json
+# one log of everything (a lent machine hands back at most 8 files): log.txt, benchmarks.json, train_run.json
 exec > >(tee -a "$OUTDIR/log.txt") 2>&1
 if [ "$MODE" = smoke ]; then
     # a tiny synthetic graph recorded as a user data set, sampled here with the store; then the same steps
@@ -130,12 +133,12 @@ fi
 
 if has 2; then
     log "2. one epoch: the project's loop and the plain loop, $DEVICE, batch 1024 then 4096"
-    timeout $(( $(left) > 200 ? 100 : 40 )) $PY benchmarks/bench_train.py --loop $DATASET --epochs $LOOP_EPOCHS \
-        --device $DEVICE --json "$OUTDIR/loop_$DEVICE.json" 2>&1 | tail -9
+    timeout $(( $(left) > 200 ? 100 : 40 )) $PY -m benchmarks run train-epoch --dataset $DATASET \
+        --epochs $LOOP_EPOCHS --device $DEVICE --label $DEVICE --json "$BENCH_JSON" 2>&1 | tail -12
     if [ "$(left)" -gt 380 ]; then
         PROFILE=""; [ "$(left)" -gt 440 ] && PROFILE="--profile 12"
-        timeout 60 $PY benchmarks/bench_train.py --loop $DATASET --epochs 2 --batch-size 4096 --device $DEVICE \
-            $PROFILE --json "$OUTDIR/loop_4096.json" 2>&1 | tail -45 | tee "$OUTDIR/profile_4096.txt"
+        timeout 60 $PY -m benchmarks run train-epoch --dataset $DATASET --epochs 2 --batch-size 4096 \
+            --device $DEVICE $PROFILE --label $DEVICE-b4096 --json "$BENCH_JSON" 2>&1 | tail -45
     fi
 fi
 
@@ -143,9 +146,9 @@ if has 2b; then
     log "2b. the query-embedding baselines' training steps and answering on $DEVICE (the baselines' training budget), batch 256 and 1024"
     for bs in 256 1024; do
         [ "$(left)" -gt 330 ] || break
-        timeout 45 $PY benchmarks/bench_baselines.py --train-queries $WORK/queries/${DATASET}_train_zero_random.parquet \
-            --test-queries "$QUERIES" --steps $QE_STEPS --batch-size $bs --per-type 50 --device $DEVICE 2>&1 | tail -12 \
-            | tee -a "$OUTDIR/baselines.txt"
+        timeout 45 $PY -m benchmarks run baselines --train-queries $WORK/queries/${DATASET}_train_zero_random.parquet \
+            --test-queries "$QUERIES" --steps $QE_STEPS --batch-size $bs --per-type 50 --device $DEVICE \
+            --label $DEVICE-b$bs --json "$BENCH_JSON" 2>&1 | tail -14
     done
 fi
 
@@ -158,9 +161,9 @@ first_answer() {
     DEVS=cpu; [ "$DEVICE" != cpu ] && DEVS="$DEVICE cpu"
     for dev in $DEVS; do
         [ "$(left)" -gt 25 ] || break
-        timeout $(( $(left) - 10 )) $PY benchmarks/bench_cold_answer.py --export-from $RUN --threshold $T --queries "$QUERIES" \
-            --calibrations none --workers-list 1 --cache export --device $dev ${BEFORE:+--baseline-root $BEFORE} \
-            --json "$OUTDIR/first_answer_$dev.json" 2>&1 | tail -9
+        timeout $(( $(left) - 10 )) $PY -m benchmarks run cold-answer --export-from $RUN --threshold $T \
+            --queries "$QUERIES" --calibrations none --workers 1 --cache export --device $dev \
+            ${BEFORE:+--baseline-root $BEFORE} --label $DATASET-first-$dev --json "$BENCH_JSON" 2>&1 | tail -12
     done
 }
 
@@ -168,13 +171,13 @@ reproduce() {  # LABEL WORK EPOCHS [extra args]: the command stopped at the budg
     local label=$1 work=$2 epochs=$3; shift 3
     log "3/5. pipeline reproduce $(basename $work) (ingest and sampling from the ledger), stopped at its budget"
     R=$(( $(left) - ${KEEP:-10} )); [ $R -lt 60 ] && R=60
-    timeout $R $PY benchmarks/bench_reproduce.py --run $label --out $work --label "$DEVICE" \
-        -- --epochs $epochs --select-on last --seed 0 --device $DEVICE --l-epochs $L_EPOCHS --threshold $T "$@" \
-        >/tmp/gpu-training-reproduce.log 2>&1
+    timeout $R $PY -m benchmarks run reproduce --dataset $label --out $work --column "$DEVICE" \
+        --args "--epochs $epochs --select-on last --seed 0 --device $DEVICE --l-epochs $L_EPOCHS --threshold $T $*" \
+        --json /tmp/gpu-training-reproduce.json >/tmp/gpu-training-reproduce.log 2>&1
     echo "(rc $?; its last lines:)"
     tail -c 1500 /tmp/gpu-training-reproduce.log | tr '\r' '\n' | tail -12
     # stopped or not: the stages that finished, from the ledger
-    $PY benchmarks/bench_reproduce.py $work --labels "$DEVICE" --json "$OUTDIR/stages_$label.json" 2>&1
+    $PY -m benchmarks run reproduce --ledgers $work --labels "$DEVICE" --label $label-$DEVICE --json "$BENCH_JSON" 2>&1
 }
 
 for step in $STEPS; do

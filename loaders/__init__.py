@@ -1,7 +1,7 @@
 """Data set loaders: one module per data set, and the registry that names them.
 
 >>> from loaders import load
->>> kg = load("ppi5k")            # PIPELINE_DATA/ppi5k, else the download cache, else the upstream URL
+>>> kg = load("ppi5k")            # PIPELINE_DATA/ppi5k if set (refused there when missing), else downloaded
 >>> kg.graph("valid")             # h, r, t, conf merged by mean over train ∪ val
 """
 
@@ -47,8 +47,9 @@ class DatasetRegistry(Registry[DatasetSpec]):
     def canonical(self, name: str) -> str:
         if name in self._items or str(name).lower() in self._aliases:
             return super().canonical(name)
-        if user.user_spec(str(name)) is not None:
-            return str(name)
+        # a user data set's name is lowercase (loaders.user.NAME_RE): MY_KG is my_kg, as PPI5K is ppi5k
+        if user.user_spec(str(name).lower()) is not None:
+            return str(name).lower()
         raise unknown_name(self.kind, str(name), [*self._items, *self._users()])
 
     def get(self, name: str, default: Any = None) -> DatasetSpec:  # type: ignore[override]
@@ -93,6 +94,16 @@ def get_spec(name: str) -> DatasetSpec:
     return REGISTRY.get(name)
 
 
+def dataset_name(name: str) -> str:
+    """The registered spelling of a data set name given in any case (PPI5K is ppi5k), so every file, config
+    and store key made from it has one spelling; a name that is not registered comes back as given (the
+    step that needs the data set says it is unknown, with the close names)."""
+    try:
+        return REGISTRY.canonical(name)
+    except PipelineError:
+        return name
+
+
 def load(name: str, source: str | Path | None = None, verify: bool = True) -> KGData:
     """Load a data set into validated tables (see :class:`loaders.base.KGData`). A user data set is read
     from its record (``source`` is ignored for it: the record is its only source)."""
@@ -102,7 +113,8 @@ def load(name: str, source: str | Path | None = None, verify: bool = True) -> KG
     return load_dataset(spec, source=source, verify=verify)
 
 
-__all__ = ["BENCHMARKS", "GRAPHS", "REGISTRY", "SPLITS", "DatasetSpec", "KGData", "get_spec", "load", "merge_mean"]
+__all__ = ["BENCHMARKS", "GRAPHS", "REGISTRY", "SPLITS", "DatasetSpec", "KGData", "dataset_name", "get_spec", "load",
+           "merge_mean"]
 
 
 def stage_user_files(name: str, path: str | Path, **options: Any) -> user.Staged:

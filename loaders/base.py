@@ -11,6 +11,7 @@ all its rows in the splits included.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import urllib.request
 import zipfile
@@ -215,17 +216,41 @@ def _download(url: str, dest: Path) -> None:
         ) from exc
 
 
+def mirror_folder(mirror: Path, name: str) -> Path:
+    """The folder of data set ``name`` in the local mirror ``mirror`` (PIPELINE_DATA). A mirror holds one
+    folder per data set; one without this data set's folder is refused in one line (what it holds, a
+    folder differing only by case): a mirror is chosen to read the files from there, and a download in
+    its place would go unnoticed (or hang on a machine without a network)."""
+    folder = mirror / name
+    if folder.is_dir():
+        return folder
+    raw = os.environ.get("PIPELINE_DATA", str(mirror))
+    if folder.exists():
+        raise PipelineError(f"PIPELINE_DATA={raw}: {folder} is not a folder (a local mirror holds one folder per "
+                            f"data set); {config.MIRROR_FIX}")
+    held = sorted(p.name for p in mirror.iterdir() if p.is_dir() and not p.name.startswith("."))
+    case = [h for h in held if h.lower() == name.lower()]
+    hint = f" (did you mean {case[0]}/? folder names are matched exactly)" if case else ""
+    holds = f"it holds {', '.join(h + '/' for h in held)}" if held else "it holds no folder"
+    raise PipelineError(
+        f"PIPELINE_DATA={raw} has no folder {name}/{hint} ({holds}; a local mirror holds one folder per data "
+        f"set): put the data set's files there, name their folder with --source, or unset PIPELINE_DATA to "
+        "download them from their upstream URLs"
+    )
+
+
 def resolve_source(spec: DatasetSpec, source: str | Path | None) -> Path:
-    """The folder holding the data set's files: --source, PIPELINE_DATA/<name>, or the download cache
-    (files fetched from their upstream URL on first use)."""
+    """The folder holding the data set's files: --source, PIPELINE_DATA/<name> (a mirror without that
+    folder is refused, see :func:`mirror_folder`), or the download cache (files fetched from their upstream
+    URL on first use, only where PIPELINE_DATA is not set)."""
     if source is not None:
         folder = Path(source).expanduser()
         if not folder.is_dir():
             raise PipelineError(f"--source {folder}: not a directory")
         return folder
     mirror = config.data_mirror()
-    if mirror is not None and (mirror / spec.name).is_dir():
-        return mirror / spec.name
+    if mirror is not None:
+        return mirror_folder(mirror, spec.name)
     cache = config.home() / "downloads" / spec.name
     for f in spec.files:
         target = cache / f.filename

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ FIELDS = ("head", "relation", "tail", "confidence")
 # a tab or anything str.splitlines breaks on would split a recorded TSV line; a NUL is refused by the
 # graph store (FalkorDB: a syntax error mid-ingest)
 LINE_BREAKS = "[\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\x00]"
+# other control characters: an escape sequence (``\x1b]0;...\x07``) acts on the terminal that shows the name,
+# a bidirectional override (U+202A..U+202E, U+2066..U+2069) makes it read as another name
+CONTROLS = "[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 @dataclass(frozen=True)
 class Columns:
@@ -51,15 +56,32 @@ class Columns:
         return self == Columns()
 
 
-def _header_index(cells: list[str], cols: Columns) -> dict[str, int] | None:
+def column_lookup(names: list[str], where: object, what: str, wanted: Iterable[str],
+                  line: int | None = None) -> dict[str, int]:
+    """{lowercased column name: position} of a header, a Parquet schema or a DataFrame's columns
+    (``what``: "header", "file", "frame"); a wanted name held by two columns (``head`` twice, or ``head``
+    and ``Head``) is one DataFormatError naming both positions: which of them holds the facts would be a
+    guess (pandas' ``frame["head"]`` is then a frame, not a column)."""
+    lowered = [str(n).strip().lower() for n in names]
+    for want in {w.lower() for w in wanted}:
+        at = [i for i, n in enumerate(lowered) if n == want]
+        if len(at) > 1:
+            shown = " and ".join(f"{names[i]!r} (column {i + 1})" for i in at[:3])
+            raise DataFormatError(where, line, want, f"the {what} has {len(at)} columns named {shown}; "
+                                                     "keep one, or rename the others")
+    out: dict[str, int] = {}
+    for i, n in enumerate(lowered):
+        out.setdefault(n, i)
+    return out
+
+
+def _header_index(cells: list[str], cols: Columns, path: Path, line: int) -> dict[str, int] | None:
     """Positions of the four fields when ``cells`` is a header naming them all, else None."""
     lowered = [c.strip().lower() for c in cells]
-    idx = {}
-    for fld, want in zip(FIELDS, cols.names(), strict=True):
-        if want.lower() not in lowered:
-            return None
-        idx[fld] = lowered.index(want.lower())
-    return idx
+    if not all(want.lower() in lowered for want in cols.names()):
+        return None
+    have = column_lookup(cells, path, "header", cols.names(), line)
+    return {fld: have[want.lower()] for fld, want in zip(FIELDS, cols.names(), strict=True)}
 
 
 def _missing(cells: list[str], cols: Columns) -> str | None:
@@ -71,7 +93,7 @@ def _missing(cells: list[str], cols: Columns) -> str | None:
     return None
 
 
-def read_table(path: str | Path, columns: Columns | None = None) -> pd.DataFrame:
+def read_table(path: str | Path, columns: Columns | None = None, spellings: Spellings | None = None) -> pd.DataFrame:
     """One TSV/CSV/Parquet file of named facts -> DataFrame head, relation, tail (str), conf (float64),
     line (1-based line of a text file, row number of a Parquet file). A TSV/CSV header is optional (a
     first line naming all four columns); without one the first four fields are head, relation, tail,
@@ -87,7 +109,7 @@ def read_table(path: str | Path, columns: Columns | None = None) -> pd.DataFrame
         raise DataFormatError(path, None, None, f"unknown file type {suffix!r}; expected .tsv, .csv or .parquet")
     if frame.empty:
         raise DataFormatError(path, None, None, "empty: no facts")
-    return validate_rows(path, frame)
+    return validate_rows(path, frame, spellings)
 
 
 def _records(path: Path, delimiter: str) -> Any:
@@ -117,7 +139,7 @@ def _read_text(path: Path, cols: Columns, delimiter: str) -> pd.DataFrame:
         if not cells or not any(c.strip() for c in cells):
             continue
         if idx is None:
-            idx = _header_index(cells, cols)
+            idx = _header_index(cells, cols, path, i)
             if idx is not None:
                 positional = False
                 continue
@@ -146,10 +168,13 @@ def _read_parquet(path: Path, cols: Columns) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        # the one file as it is (pq.read_table goes through the dataset reader, which fails on a column
+        # name held twice before its columns can be named)
+        table = pq.ParquetFile(path).read()
     except Exception as exc:  # pyarrow raises several types for a broken file
-        raise DataFormatError(path, None, None, f"not a readable Parquet file: {exc}") from None
-    have = {c.lower(): c for c in table.column_names}
+        why = " ".join(str(exc).split("\n")[0].split())[:300]
+        raise DataFormatError(path, None, None, f"not a readable Parquet file: {why}") from None
+    have = column_lookup(table.column_names, path, "file", cols.names())
     out: dict[str, Any] = {}
     for fld, want in zip(FIELDS, cols.names(), strict=True):
         if want.lower() not in have:
@@ -162,8 +187,50 @@ def _read_parquet(path: Path, cols: Columns) -> pd.DataFrame:
     return frame
 
 
-def validate_rows(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
-    """Names non-empty without tabs/line breaks; confidence a number in [0, 1]."""
+class Spellings:
+    """The spellings of the names of one data set's inputs (its files, a frame, pulled rows), to say where
+    names that differ only by surrounding whitespace (``'bob'`` and ``' bob'``: a CSV written with ``, ``)
+    are taken as one name: surrounding whitespace is removed from every name, so they are one entity (or
+    relation), and :meth:`note` says so in a line rather than merging them without a word. ``locate``
+    names a row by its 1-based line (a frame's row by its index label)."""
+
+    def __init__(self, locate: Any = None) -> None:
+        self.locate = locate or (lambda line: f"line {line}")
+        self._exact: dict[str, set[str]] = {"entity": set(), "relation": set()}
+        self._spaced: dict[str, dict[str, dict[str, str]]] = {"entity": {}, "relation": {}}
+
+    def add(self, where: object, fld: str, raw: pd.Series, stripped: pd.Series, lines: np.ndarray) -> None:
+        """One column's names as given (``raw``) and as kept (``stripped``), with the lines of its rows."""
+        kind = "relation" if fld == "relation" else "entity"
+        changed = (raw != stripped).to_numpy()
+        self._exact[kind].update(stripped[~changed].unique())
+        if changed.any():
+            spaced = pd.DataFrame({"raw": raw[changed].to_numpy(), "name": stripped[changed].to_numpy(),
+                                   "line": lines[changed]}).drop_duplicates("raw")
+            for r, n, line in spaced.itertuples(index=False):
+                self._spaced[kind].setdefault(n, {}).setdefault(r, f"{where}, {self.locate(int(line))}, field '{fld}'")
+
+    def merged(self) -> list[tuple[str, str, dict[str, str]]]:
+        """(kind, name, {spelling: where}) of every name given in more than one spelling."""
+        return [(kind, name, raws) for kind, by in self._spaced.items() for name, raws in by.items()
+                if len(raws) > 1 or name in self._exact[kind]]
+
+    def note(self) -> str | None:
+        """The line to show when names were merged, else None."""
+        merged = self.merged()
+        if not merged:
+            return None
+        kind, name, raws = merged[0]
+        spelling, where = next(iter(raws.items()))
+        more = f"; {len(merged) - 1:,} more name(s) like it" if len(merged) > 1 else ""
+        return (f"names that differ only by surrounding spaces are taken as one {kind}: '{printable(spelling, 40)}' "
+                f"({where}) is '{printable(name, 40)}'{more}; remove the spaces to silence this, or make the names "
+                "differ")
+
+
+def validate_rows(path: str | Path, frame: pd.DataFrame, spellings: Spellings | None = None) -> pd.DataFrame:
+    """Names non-empty without tabs/line breaks or other control characters, surrounding whitespace removed
+    (``spellings``: where names merged that way are noted); confidence a number in [0, 1]."""
     lines = frame["line"].to_numpy()
     for fld in ("head", "relation", "tail"):
         col = frame[fld]
@@ -177,12 +244,23 @@ def validate_rows(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
             name = col.iloc[j]
             raise DataFormatError(path, int(lines[j]), fld, f"the name '{printable(name, 40)}' is "
                                   + unicode_problem(name, lone_surrogate(name) or 0))
-        col = col.str.strip()
+        raw, col = col, col.str.strip()
         bad = (col == "") | col.str.contains(LINE_BREAKS, regex=True)
         if bad.any():
             j = int(np.argmax(bad.to_numpy()))
             why = "empty" if col.iloc[j] == "" else "contains a tab, a line break or a NUL"
             raise DataFormatError(path, int(lines[j]), fld, f"the name {why}: {frame[fld].iloc[j]!r}")
+        bad = col.str.contains(CONTROLS, regex=True)
+        if bad.any():
+            j = int(np.argmax(bad.to_numpy()))
+            name = col.iloc[j]
+            code = ord(next(c for c in name if re.fullmatch(CONTROLS, c)))
+            char = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+            raise DataFormatError(path, int(lines[j]), fld, f"the name '{printable(name, 40)}' holds the control "
+                                  f"character {char} (a terminal escape, or a direction override); a name is "
+                                  "printable text")
+        if spellings is not None:
+            spellings.add(path, fld, raw, col, lines)
         frame[fld] = col
     raw = frame["confidence"]
     # a bool or a complex number is not a confidence (True would be 1.0; 0.5+0.7j its real part, silently)

@@ -45,7 +45,7 @@ import pandas as pd
 
 import loaders.base as base
 from loaders.base import DatasetSpec, KGData
-from pipeline.core import atomic, config, sealed_arrays
+from pipeline.core import atomic, config, jsontext, sealed_arrays
 from pipeline.core.errors import PipelineError
 
 FORMAT = "soft-queries/parsed-dataset/1"
@@ -164,7 +164,7 @@ def _md5_records() -> dict[str, list]:
     if base is None:
         return {}
     try:
-        doc = json.loads((base / MD5_RECORDS).read_bytes())
+        doc = jsontext.loads((base / MD5_RECORDS).read_bytes())
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}

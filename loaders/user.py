@@ -22,7 +22,6 @@ Policies (stated once, here and in README):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -35,10 +34,10 @@ import numpy as np
 import pandas as pd
 
 from loaders.base import DatasetSpec, FileSpec, md5sum
-from loaders.named_files import Columns, find_split_files, read_table, validate_rows
+from loaders.named_files import Columns, Spellings, column_lookup, find_split_files, read_table, validate_rows
 from loaders.parsed import load_dataset
 from loaders.split import check_seen, parse_fractions, split_rows
-from pipeline.core import atomic, config
+from pipeline.core import atomic, config, jsontext
 from pipeline.core.errors import DataFormatError, PipelineError
 from pipeline.core.registry import Registry
 
@@ -115,6 +114,7 @@ class Staged:
     target: Path
     unchanged: bool = False
     report: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # lines to show about the input (names merged by spacing)
 
     def load(self):
         """The KGData of the staged files (the benchmark loader, md5 checked)."""
@@ -163,6 +163,7 @@ def stage(
     checksum: str,
     settings: dict[str, Any],
     source_files: dict[str, str],
+    notes: list[str] | None = None,
 ) -> Staged:
     """Build the record of ``name`` from validated split tables in a temporary folder (or notice that
     the recorded one has the same source checksum and settings: ``unchanged``)."""
@@ -179,7 +180,7 @@ def stage(
                 counts = dict(existing["counts"])
                 rows = dict(counts.get("rows") or {})
                 counts["rows"] = {r: rows[r] for r in [*RECORDED, *sorted(set(rows) - set(RECORDED))] if r in rows}
-                return Staged(spec, None, target, unchanged=True, report=counts)
+                return Staged(spec, None, target, unchanged=True, report=counts, notes=list(notes or []))
         except OSError:
             pass  # a recorded file went missing: rebuild
     tmp = atomic.temp_dir(target)
@@ -210,7 +211,7 @@ def stage(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return Staged(spec_from_record(record, target), tmp, target, report=counts)
+    return Staged(spec_from_record(record, target), tmp, target, report=counts, notes=list(notes or []))
 
 
 def read_record(name: str) -> dict[str, Any] | None:
@@ -219,7 +220,7 @@ def read_record(name: str) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = jsontext.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataFormatError(path, None, None, f"unreadable user data set record: {exc}") from None
     if not isinstance(record, dict):
@@ -333,22 +334,23 @@ def stage_from_path(
     cols = Columns.parse(columns)
     if path.exists() and not (path.is_dir() or path.is_file()):
         raise PipelineError(f"--from {path}: not a regular file or folder (a FIFO, a device?): give a file or folder")
+    spellings = Spellings()
     if path.is_dir():
         files = find_split_files(path)
-        tables = {role: read_table(p, cols) for role, p in files.items()}
+        tables = {role: read_table(p, cols, spellings) for role, p in files.items()}
         check_seen(tables, files)
         settings: dict[str, Any] = {"layout": "folder", "columns": list(cols.names())}
         ordered = [files[r] for r in RECORDED]
     elif path.is_file():
         fractions = parse_fractions(split)  # before the file is read: a bad --split costs nothing
-        rows = read_table(path, cols)
+        rows = read_table(path, cols, spellings)
         tables = split_rows(rows, fractions, seed)
         settings = {"layout": "one file", "split": list(fractions), "seed": seed, "columns": list(cols.names())}
         ordered = [path]
     else:
         raise PipelineError(f"--from {path}: no such file or folder")
     source_files = {str(p): md5sum(p) for p in ordered}
-    return stage(name, tables, str(path), sha256_files(ordered), settings, source_files)
+    return stage(name, tables, str(path), sha256_files(ordered), settings, source_files, _notes(spellings))
 
 
 def stage_from_rows(
@@ -365,11 +367,12 @@ def stage_from_rows(
     if rows.empty:
         raise DataFormatError(source, None, None, "empty: no facts")
     frame = rows.assign(confidence=rows["conf"], line=np.arange(1, len(rows) + 1))
-    valid = validate_rows(source, frame[["head", "relation", "tail", "confidence", "line"]].copy())
+    spellings = Spellings(lambda line: f"row {line}")
+    valid = validate_rows(source, frame[["head", "relation", "tail", "confidence", "line"]].copy(), spellings)
     fractions = parse_fractions(split)
     tables = split_rows(valid, fractions, seed)
     full = {"layout": "store", "split": list(fractions), "seed": seed, **(settings or {})}
-    return stage(name, tables, source, sha256_rows(valid), full, {})
+    return stage(name, tables, source, sha256_rows(valid), full, {}, _notes(spellings))
 
 
 SPLIT_VALUES = {"train": "train", "valid": "val", "val": "val", "dev": "val", "test": "test"}
@@ -382,7 +385,7 @@ def frame_columns(frame: pd.DataFrame, columns: str | None, label: str) -> pd.Da
     from pipeline.core.errors import option
 
     cols = Columns.parse(columns)
-    have = {str(c).lower(): c for c in frame.columns}
+    have = column_lookup([str(c) for c in frame.columns], label, "frame", [*cols.names(), "split"])
     out: dict[str, Any] = {}
     for fld, want in zip(("head", "relation", "tail", "confidence"), cols.names(), strict=True):
         if want.lower() not in have:
@@ -390,9 +393,9 @@ def frame_columns(frame: pd.DataFrame, columns: str | None, label: str) -> pd.Da
                                                      f"(map others with {option('columns', 'h,r,t,c')})")
         # kept as Python objects: pandas' own string columns refuse a lone surrogate with a UnicodeEncodeError
         # before validate_rows can name its row
-        out[fld] = pd.Series(frame[have[want.lower()]].to_numpy(), dtype=object)
+        out[fld] = pd.Series(frame.iloc[:, have[want.lower()]].to_numpy(), dtype=object)
     if "split" in have:
-        out["split"] = pd.Series(frame[have["split"]].to_numpy(), dtype=object)
+        out["split"] = pd.Series(frame.iloc[:, have["split"]].to_numpy(), dtype=object)
     out["line"] = np.arange(1, len(frame) + 1, dtype=np.int64)
     return pd.DataFrame(out)
 
@@ -433,8 +436,9 @@ def stage_from_frame(
     def at_row(exc: DataFormatError) -> DataFormatError:  # a row of the frame, not a line of a file
         return row_error(label, frame, exc.line, exc.field, exc.detail)
 
+    spellings = Spellings(lambda position: f"index {_row_label(frame, position)}")
     try:
-        valid = validate_rows(label, raw[["head", "relation", "tail", "confidence", "line"]].copy())
+        valid = validate_rows(label, raw[["head", "relation", "tail", "confidence", "line"]].copy(), spellings)
     except DataFormatError as exc:
         raise at_row(exc) from None
     cols = Columns.parse(columns)
@@ -458,4 +462,15 @@ def stage_from_frame(
         tables = split_rows(valid, fractions, seed)
         settings = {"layout": "frame", "split": list(fractions), "seed": seed, "columns": list(cols.names())}
         checksum = sha256_rows(valid)
-    return stage(name, tables, "a pandas DataFrame", checksum, settings, {})
+    return stage(name, tables, "a pandas DataFrame", checksum, settings, {}, _notes(spellings))
+
+
+def _notes(spellings: Spellings) -> list[str]:
+    note = spellings.note()
+    return [] if note is None else [note]
+
+
+def _row_label(frame: pd.DataFrame, position: int) -> str:
+    """How a 1-based row position of ``frame`` is named: its index label (pandas' ``frame.loc``)."""
+    name = frame.index[position - 1]
+    return str(name) if isinstance(name, (int, np.integer)) else repr(name)

@@ -62,10 +62,6 @@ def _one_line(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-# The metrics' rows of pl.evaluate, in the paper's order (registry names -> the tables' labels).
-METRIC_ROWS = ("tau", "rho", "map", "ndcg")
-
-
 def _name(ds: Dataset | str) -> str:
     if isinstance(ds, Dataset):
         return ds.name
@@ -377,25 +373,15 @@ def evaluate(answers: Answers | str | Path) -> pd.DataFrame:
     >>> list(table.index), list(table.columns)
     (['tau', 'rho', 'MAP', 'NDCG', 'MAP chance', 'NDCG chance'], ['1p', 'avg'])
     """
-    from pipeline.core.metrics import METRICS
     from pipeline.formats.answers import find_answer_files
-    from pipeline.softquery.types import ordered_types
-    from pipeline.stages.evaluate import evaluate_file, with_chance
+    from pipeline.stages.evaluate import evaluate_file, metrics_frame
 
     path = Path(_path(answers, "answers"))
     files = find_answer_files(path)  # a missing path: the command's line
     if len(files) != 1:
         raise PipelineError(f"{path}: {len(files)} answers files; evaluate one at a time")
     report = evaluate_file(files[0])
-    summary = with_chance(report)
-    types = ordered_types({t for by in summary.values() for t in by if t != "avg"})
-    rows = [m for m in METRIC_ROWS if m in summary] + [m for m in summary if m not in METRIC_ROWS]
-    frame = pd.DataFrame(
-        [[summary[m].get(t, float("nan")) for t in [*types, "avg"]] for m in rows],
-        index=[METRICS[m].label if m in METRICS else m for m in rows],
-        columns=[*types, "avg"],
-    )
-    frame.index.name, frame.columns.name = "metric", "type"
+    frame = metrics_frame(report)
     frame.attrs["every_entity"] = report.get("every_entity") or {}
     return frame
 
@@ -411,7 +397,8 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
     set with SRC and each calibration (and the baselines), evaluate; returns an :class:`Experiment` (the
     table, each artifact's path, each stage's seconds). Resumable: the same call again skips every stage
     whose inputs are unchanged (``out``: the work folder, default PIPELINE_HOME/reproduce/DATASET-sSEED;
-    ``runs``: {backbone: run directory} already trained; ``docs``: a folder whose results.md gets the tables).
+    ``runs``: {backbone: run directory} already trained; ``docs``: a folder whose results data, ``results*.json``, gets the tables and this run; ``tools/pages.py``
+    renders the results pages from it).
     Options:
 
     {options}
@@ -425,7 +412,7 @@ def run(dataset: Dataset | str, *, out: str | Path | None = None, store: str | N
     >>> exp = pl.run(kg, out=tmp / "exp", epochs=2, dim=8, per_type=2, train_per_type=2, calibrations="none", threshold=0.95,
     ...              device="cpu", quiet=True)
     >>> list(exp.table.columns), list(exp.table.index)
-    (['tau', 'rho', 'MAP', 'NDCG'], ['ukge_logi SRC'])
+    (['tau', 'rho', 'MAP', 'NDCG', 'MAP chance', 'NDCG chance'], ['ukge_logi SRC'])
     >>> again = pl.run(kg, out=tmp / "exp", epochs=2, dim=8, per_type=2, train_per_type=2, calibrations="none", threshold=0.95,
     ...                device="cpu", quiet=True)
     >>> bool(again.stages["skipped"].all()), again.table.equals(exp.table)

@@ -2,8 +2,8 @@
 the files a newcomer touches and the test base to derive from.
 
 ``tests/test_meta.py`` checks the table against the code and names its row when a registered component
-has no test class; ``benchmarks/stage_layout.py`` counts its files. The table is the one list: nothing
-else keeps its own copy.
+has no test class (docs/studies/one-answering-stage.md counted its files once). The table is the one
+list: nothing else keeps its own copy.
 """
 
 from __future__ import annotations

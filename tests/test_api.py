@@ -253,8 +253,14 @@ def test_readme_from_python_runs_every_line(store_env: str, tmp_path: Path, monk
         exec(compile(code, "README.md (From Python)", "exec"), scope)  # noqa: S102
     printed = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
     assert shown.strip("\n") in printed
-    assert isinstance(scope["table"], pd.DataFrame)
-    assert list(scope["table"].index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
+    table = scope["table"]
+    assert isinstance(table, pd.DataFrame)
+    assert list(table.index) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
+    # what the README says of SRC's part: the query over the export has answers, every metric is defined,
+    # and SRC ranks the true answers above chance on every type
+    assert re.search(r"\[adjacency .*; [1-9]\d* answers\]", printed), printed
+    assert not table.isna().any().any(), table
+    assert (table.loc["MAP"] > table.loc["MAP chance"]).all() and (table.loc["NDCG"] > table.loc["NDCG chance"]).all()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing written where it runs
 
 
@@ -278,3 +284,36 @@ def test_a_query_with_no_answer_shows_why_in_its_repr(store_env: str, tmp_path: 
         "no answer: knows(ann, ?y, 0.95): no fact meets alpha 0.95 on graph test (best confidence 0.9); try alpha <= 0.9"]
     found = repr(pl.query("knows(ann, ?y, 0.5)", dataset="tiny", graph="test")).splitlines()
     assert found[0] == "knows(ann, ?y, 0.5)   [graph test; 1 answers]" and found[2].split() == ["1", "1", "bob", "0.9"]
+
+
+def test_a_query_with_no_answer_over_an_export_reads_no_file_again(tiny: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reason of an empty answer reads the export's index the query was answered with (kept per export
+    in this process), not the export's files: a notebook's second pl.query costs the same with or without
+    answers. Its best confidence is the export's own, as its facts read from the files say."""
+    from pipeline.core import checksums
+    from pipeline.formats import adjacency as export_files
+
+    adj = tiny["adj"]
+    best = float(adj.facts.query("relation == 'links' and head == 'node_00'")["confidence"].max())
+    assert len(pl.query("links(node_00, ?y)", dataset="tiny", adjacency=adj).frame) > 0  # loads the export once
+
+    def no_read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the export's files were read again")
+
+    monkeypatch.setattr(export_files, "read_relation_file", no_read)
+    monkeypatch.setattr(checksums, "check_file", no_read)
+    empty = pl.query("links(node_00, ?y, 1)", dataset="tiny", adjacency=adj)
+    assert empty.n_answers == 0
+    assert empty.empty_reason == (f"no answer: links(node_00, ?y, 1): no fact meets alpha 1 in the export (facts >= "
+                                  f"{adj.manifest['threshold']:g}) (best confidence {round(best, 6):g}); try alpha "
+                                  f"<= {_floor_4(best)}")
+
+
+def _floor_4(x: float) -> str:
+    """The largest 4-decimal alpha a float32 confidence x meets, written as the reason writes it."""
+    import numpy as np
+
+    a = round(x, 4)
+    while np.float32(x) < np.float32(a):
+        a = round(a - 1e-4, 4)
+    return f"{a:g}"

@@ -43,3 +43,50 @@ def test_a_killed_writers_temporary_is_removed_and_a_failed_write_leaves_the_old
     assert dest.read_text() == "old"
     assert not stale.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+def _refused(path, *needles):
+    from pipeline.core.errors import ArtifactError
+
+    with pytest.raises(ArtifactError) as err:
+        atomic.check_docs_folder(path, "docs")
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("docs=") and "give an existing folder" in line
+    for needle in needles:
+        assert needle in line, line
+    return line
+
+
+def test_a_docs_folder_is_an_existing_folder_or_a_checkouts_docs(tmp_path):
+    atomic.check_docs_folder(tmp_path, "docs")  # an existing folder: any
+    atomic.check_docs_folder(None, "docs")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    _refused(checkout / "docs", "its parent is no project checkout", str(checkout))
+    for mark in atomic.CHECKOUT_MARKS:
+        (checkout / mark).touch()
+        atomic.check_docs_folder(checkout / "docs", "docs")  # made by the writer, one folder
+        (checkout / mark).unlink()
+    (checkout / "pyproject.toml").touch()
+    _refused(checkout / "results", "no such folder")  # only a checkout's docs/ is made
+    _refused(checkout / "deep" / "docs", f"no such folder (nor {checkout / 'deep'})")
+    _refused("/", "the filesystem root")
+    _refused(tmp_path / ".." / tmp_path.name / ".." / ".." / ".." / ".." / "..", "the filesystem root")
+    (tmp_path / "f").write_text("x")
+    _refused(tmp_path / "f", "an existing file, not a folder")
+    _refused(tmp_path / "f" / "docs", "no such folder")
+    assert not (checkout / "docs").exists() and not (checkout / "deep").exists()  # the check makes nothing
+
+
+def test_the_tables_make_only_a_checkouts_docs_folder(tmp_path):
+    from pipeline.core.errors import ArtifactError
+    from pipeline.stages.evaluate import update_results
+
+    with pytest.raises(ArtifactError):
+        update_results([], tmp_path / "a" / "b" / "docs")
+    with pytest.raises(ArtifactError):
+        update_results([], tmp_path / "a" / "docs")
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "mkdocs.yml").touch()
+    written = update_results([], tmp_path / "docs")
+    assert [p.parent for p in written] == [tmp_path / "docs"] * 3 and all(p.exists() for p in written)

@@ -60,7 +60,7 @@ def test_errors_name_options_as_the_front_end_spells_them():
          {"queries", "from_store", "set_name", "as_json"}),
         ("export", "export", ("pipeline.stages.options.ExportOptions",), {"run_dir", "as_json"}),
         ("sample", "sample", ("pipeline.stages.options.SampleOptions",), {"dataset", "as_json"}),
-        ("train", "train", ("pipeline.stages.options.TrainOptions",), {"dataset", "as_json"}),
+        ("train", "train", ("pipeline.stages.options.TrainOptions",), {"dataset", "docs_dir", "as_json"}),
         ("reproduce", "run", ("pipeline.stages.reproduce.ReproduceConfig", "pipeline.methods.options.LOptions"),
          {"dataset", "out_dir", "docs_dir", "store_uri", "runs", "config_file", "qe_settings", "study", "as_json"}),
     ],

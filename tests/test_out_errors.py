@@ -90,9 +90,14 @@ def test_an_existing_file_as_out_and_a_folder_as_plot(made: dict[str, Path], tmp
 def test_an_os_error_past_the_early_checks_is_one_line(made: dict[str, Path], tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("mine")
-    # --update-docs has no early check of its own: the CLI's handler turns the OSError into one line
+    # under a file: --update-docs's own check names it before any work
     line = _one_line(["evaluate", str(made["answers"]), "--update-docs", str(blocker / "docs")])
     assert str(blocker) in line
+    # a folder where a table's file goes passes the early check: the CLI's handler makes the OSError one line
+    docs = tmp_path / "docs"
+    (docs / "results.json").mkdir(parents=True)
+    line = _one_line(["evaluate", str(made["answers"]), "--update-docs", str(docs)])
+    assert "results.json" in line
 
 
 def test_a_run_config_that_is_not_an_object_is_one_line(made: dict[str, Path], tmp_path: Path) -> None:

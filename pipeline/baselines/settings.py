@@ -44,7 +44,19 @@ class QEConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from loaders import dataset_name
+        from pipeline.core.checks import check_text
+        from pipeline.core.errors import PipelineError, option
+        from pipeline.core.registry import registry
+
         check(self)
+        # one spelling of each name (LOGICE_NE is logice_ne, PPI5K ppi5k) in the run's config.json, which
+        # a resume and the answering stage compare with theirs
+        try:
+            object.__setattr__(self, "model", registry("baselines").canonical(check_text(self.model, "model")))
+        except PipelineError as exc:
+            raise PipelineError(f"{option('model', self.model)}: {exc}") from None
+        object.__setattr__(self, "dataset", dataset_name(check_text(self.dataset, "dataset")))
 
     def model_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"dim": self.dim, "hidden": self.hidden, "gamma": self.gamma}

@@ -15,7 +15,7 @@ from pipeline.methods.options import MethodOptions
 from pipeline.stages.options import AnswerOptions
 
 
-@cli.command("answer")
+@cli.command("answer", short_help="Answer a query set with a method (SRC by default).")
 @click.argument("queries", type=click.Path(path_type=str), required=False)
 @click_options(MethodOptions, AnswerOptions)
 @click.option("--from-store", "from_store", is_flag=True,
@@ -97,12 +97,13 @@ def _answer_from_store(queries: str | None, set_name: str | None, method: Any, h
     _report_written(report, how.explain)
 
 
-@cli.command("evaluate")
+@cli.command("evaluate", short_help="Score answers files: metrics x100 per query type.")
 @click.argument("answers", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the reports).")
 @click.option("--plot", "plot_file", type=click.Path(path_type=str), default=None, help="Write a PNG comparing the methods per type.")
 @click.option("--update-docs", "docs_dir", type=click.Path(path_type=str), default=None,
-              help="Merge the tables into DIR/results.json and DIR/results.md (e.g. docs).")
+              help="Merge the tables into the results data in DIR (results.json, results_protocol.json, "
+                   "results_counts.json; e.g. docs); `python tools/pages.py` renders the pages from it.")
 @friendly
 def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: str | None) -> None:
     """Metrics x100 per query type and averaged for an answers file or a directory of them.
@@ -110,6 +111,7 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     Saves <answers>.metrics.json and .metrics.md beside each answers file."""
     from pathlib import Path
 
+    from pipeline.core.atomic import check_docs_folder
     from pipeline.stages.evaluate import (
         evaluate_answers,
         plot_methods,
@@ -119,6 +121,7 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
         with_chance,
     )
 
+    check_docs_folder(docs_dir, "update_docs")  # before any work: never a chain of folders made anywhere
     errors: list[str] = []
     # a folder goes on past a bad file (reported); a single file's error is the command's error
     reports = evaluate_answers(answers, errors if Path(answers).is_dir() else None)
@@ -129,7 +132,9 @@ def evaluate_cmd(answers: str, as_json: bool, plot_file: str | None, docs_dir: s
     for r in reports:
         save_report(r, Path(r["file"]).with_suffix(""))
     if docs_dir:
-        update_results(reports, docs_dir)
+        from pipeline.stages.docs_data import recorded
+
+        click.echo(recorded(update_results(reports, docs_dir)), err=True)
     if plot_file:
         by_method = {r["method"]: r["summary"] for r in reports}
         plot_methods(by_method, plot_file, title=", ".join(sorted({r["dataset"] for r in reports})))

@@ -32,6 +32,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _valid_unicode(kwargs)
             return fn(*args, **kwargs)
         except PipelineError as exc:
             click.echo(f"error: {printable(exc)}", err=True)
@@ -47,6 +48,24 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(130)
 
     return wrapper
+
+
+def _valid_unicode(given: dict[str, Any]) -> None:
+    """Every text a command was given is valid Unicode: an undecodable byte of an argument (Python's lone
+    surrogate, ``'\\udcff'``) is one line naming the argument as typed, before the command runs, instead
+    of an encoder's traceback wherever the text first meets a file, a socket or the terminal."""
+    import shlex
+
+    from pipeline.core.checks import lone_surrogate, unicode_problem
+
+    ctx = click.get_current_context(silent=True)
+    flags = {p.name: (p.opts[0] if isinstance(p, click.Option) else (p.human_readable_name or str(p.name)).upper())
+             for p in (ctx.command.params if ctx is not None else [])}
+    for name, value in given.items():
+        for text in value if isinstance(value, (tuple, list)) else (value,):
+            at = lone_surrogate(text) if isinstance(text, str) else None
+            if at is not None:
+                raise PipelineError(f"{flags.get(name, name)} {shlex.quote(text)}: {unicode_problem(text, at)}")
 
 
 def print_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:

@@ -13,12 +13,15 @@ from pipeline.core.options import click_options, from_command
 from pipeline.stages.options import ExportOptions, TrainOptions
 
 
-@cli.command("train")
+@cli.command("train", short_help="Train an uncertain-KG embedding on a data set's facts.")
 @click.argument("dataset")
 @click_options(TrainOptions)
+@click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
+              help="Record the run's row in DIR/results_backbones.json (e.g. docs; `python tools/pages.py` "
+                   "renders the results pages from it).")
 @json_option("Print the results document.")
 @friendly
-def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
+def train_cmd(dataset: str, as_json: bool, docs_dir: str | None, **given: Any) -> None:
     """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE and
     the link-prediction figures (filtered MRR, hits@1/3/10) on valid and test.
 
@@ -30,6 +33,10 @@ def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     o = from_command(given, TrainOptions)
     done = train_dataset(dataset, o)
     res, out = done.results, str(done.path)
+    if docs_dir is not None:
+        from pipeline.stages.docs_data import record_backbone_run, recorded
+
+        click.echo(recorded([record_backbone_run(docs_dir, done.docs_row(_train_command(dataset, o)))]), err=True)
     if as_json:
         echo_json({**res, "run_dir": str(out)})
         return
@@ -48,7 +55,21 @@ def train_cmd(dataset: str, as_json: bool, **given: Any) -> None:
         click.echo(f"warning: {w}")
 
 
-@cli.command("export")
+def _train_command(dataset: str, o: TrainOptions) -> str:
+    """The command line of a training, its given settings written out (the run directory and the flags that
+    only decide what happens to an existing one left out)."""
+    from pipeline.core.options import declared
+
+    parts = ["pipeline", "train", dataset]
+    for d in declared(TrainOptions):
+        value = getattr(o, d.name)
+        if not d.option.cli or d.name in ("out", "resume", "overwrite", "source") or value in (None, False):
+            continue
+        parts += [d.flag] if value is True else [d.flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return " ".join(parts)
+
+
+@cli.command("export", short_help="Write a trained run's predicted facts as Arrow files.")
 @click.argument("run_dir", type=click.Path(path_type=str))
 @click_options(ExportOptions)
 @json_option("Print the manifest.")
@@ -80,7 +101,7 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
         )
 
 
-@cli.command("train-qe")
+@cli.command("train-qe", short_help="Train a query-embedding baseline on query sets.")
 @click.argument("dataset")
 @click.option("--model", "model_name", type=RegistryChoice("baselines"), required=True, help="`pipeline ls baselines`.")
 @click.option("--train-queries", multiple=True, required=True, type=click.Path(path_type=str),
@@ -88,7 +109,8 @@ def export_cmd(run_dir: str, as_json: bool, **given: Any) -> None:
 @click.option("--valid-queries", required=True, type=click.Path(path_type=str), help="Valid query set (epoch selection).")
 @click_options(QEConfig)
 @click.option("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when present).")
-@click.option("--threads", type=click.IntRange(1), default=None, help="torch CPU threads (default: torch's).")
+@click.option("--threads", type=int, default=None,
+              help="torch CPU threads (default: torch's; at most 4 per core this process may run on).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=str), help="Run directory (re-running resumes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results document.")
 @friendly
@@ -97,7 +119,11 @@ def train_qe_cmd(dataset: str, model_name: str, train_queries: tuple[str, ...], 
     """Train a query-embedding baseline (LogicE+NE or ConE+NE) on query sets; resumable."""
     from pipeline.core.checks import check_device
 
-    check_device(device, "--device")
+    device = check_device(device, "--device")
+    if threads is not None:
+        from pipeline.core import limits
+
+        limits.check_count("threads", threads)  # 100,000 once started 32,212 threads and starved the machine
     cfg = from_command({**given, "dataset": dataset, "model": model_name, "train_queries": tuple(train_queries),
                         "valid_queries": valid_queries}, QEConfig)
     import torch

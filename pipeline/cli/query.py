@@ -11,11 +11,11 @@ from pipeline.core.errors import printable
 EVERY_SHOWN = 2**31 - 1
 
 
-@cli.command("query")
+@cli.command("query", short_help="Answer one soft query exactly, with witnesses on request.")
 @click.argument("text")
 @click.option("--dataset", required=True, help="Data set whose names the query uses (e.g. cn15k, ppi5k).")
 @click.option(
-    "--graph", "graph", type=click.Choice(["train", "valid", "test"]), help="Observed graph to query."
+    "--graph", "graph", type=click.Choice(["train", "valid", "test"], case_sensitive=False), help="Observed graph to query."
 )
 @click.option(
     "--adjacency", type=click.Path(file_okay=False), help="A neural adjacency export to query (SRC)."
@@ -52,6 +52,7 @@ def query_cmd(
 
     importing()  # until imports_settled(): no garbage collection over the modules being imported (and,
     # before torch's import, OpenMP's idle threads set to sleep)
+    from loaders import dataset_name
     from pipeline.engine import kernels
     from pipeline.stages.ask import ask
 
@@ -66,7 +67,7 @@ def query_cmd(
             click.echo(ans.empty_reason, err=True)  # stdout stays one document
         echo_json([e.record for e in ans.explanations] if explain else ans.rows)
         return
-    click.echo(printable(f"{ans.query}   [{dataset}, {ans.source}; {ans.n_answers} answers]"))
+    click.echo(printable(f"{ans.query}   [{dataset_name(dataset)}, {ans.source}; {ans.n_answers} answers]"))
     if ans.empty_reason:
         click.echo(printable(ans.empty_reason))
         return
@@ -77,7 +78,7 @@ def query_cmd(
     print_table([{"rank": i + 1, **r} for i, r in enumerate(ans.rows)], ["rank", "eid", "name", "utility"])
 
 
-@cli.command("browse")
+@cli.command("browse", short_help="Write a page of a stored query's answers and witnesses.")
 @click.argument("query_id")
 @click.option("--html", "html_path", required=True, type=click.Path(path_type=str), help="The page to write.")
 @click.option("--method", default=None, help="Whose answers (the method label, e.g. 'ukge_logi SRC'); needed when several.")

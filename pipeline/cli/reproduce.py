@@ -4,25 +4,26 @@ soft-requirements study."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from pipeline.cli.group import cli, echo_json, friendly, print_table
+from pipeline.core import jsontext
 from pipeline.core.errors import PipelineError
 from pipeline.core.options import click_options, declared, from_command
 from pipeline.methods.options import LOptions
 from pipeline.stages.reproduce import ReproduceConfig
 
 
-@cli.command("reproduce")
+@cli.command("reproduce", short_help="Run every stage of the paper's experiment on a data set.")
 @click.argument("dataset")
 @click.option("--out", "out_dir", type=click.Path(path_type=str), default=None,
               help="Work directory (default PIPELINE_HOME/reproduce/DATASET-sSEED); re-running resumes there.")
 @click_options(ReproduceConfig)
 @click.option("--docs", "docs_dir", type=click.Path(path_type=str), default=None,
-              help="Update DIR/results.json and DIR/results.md (e.g. docs).")
+              help="Record the tables and this run in the results data in DIR (results*.json, e.g. docs); "
+                   "`python tools/pages.py` renders the pages from it.")
 @click.option("--store", "store_uri", default=None, help="Store URI (default: PIPELINE_STORE or embedded).")
 @click.option("--run", "runs", multiple=True, help="MODEL=RUN_DIR: use this trained run instead of training MODEL.")
 @click.option("--config", "config_file", type=click.Path(path_type=str), default=None,
@@ -30,7 +31,7 @@ from pipeline.stages.reproduce import ReproduceConfig
 @click.option("--qe", "qe_settings", multiple=True,
               help="A baseline setting KEY=VALUE (MODEL.KEY=VALUE for one model), e.g. train_per_type=2000, epochs=4, "
                    "cone_ne.lr=3e-3 (defaults in docs/baselines.md).")
-@click.option("--study", type=click.Choice(["main", "soft-requirements"]), default="main", show_default=True,
+@click.option("--study", type=click.Choice(["main", "soft-requirements"], case_sensitive=False), default="main", show_default=True,
               help="soft-requirements: SRC on test sets with alpha zero|normal x beta equal|random (needs --run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click_options(LOptions)  # calibration L's settings: `pipeline answer`'s declarations
@@ -41,6 +42,9 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
                   study: str, as_json: bool, **given: Any) -> None:
     """Ingest, sample, train, export, answer with SRC/D/L/D+L and evaluate DATASET; each stage is skipped
     when its output for the same inputs exists. --study soft-requirements runs the alpha/beta ablation."""
+    from pipeline.core.atomic import check_docs_folder
+
+    check_docs_folder(docs_dir, "docs")  # before the heavy imports and any stage
     from pipeline.core import config
     from pipeline.stages.evaluate import text_table
     from pipeline.stages.reproduce import PER_TYPE, reproduce
@@ -50,6 +54,16 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
 
         if len(runs) != 1 or "=" not in runs[0]:
             raise PipelineError("--study soft-requirements needs one trained backbone: --run MODEL=RUN_DIR")
+        from loaders import dataset_name
+        from pipeline.models.registry import BACKBONES
+        from pipeline.stages.reproduce import pretrained_runs
+
+        model, _, run_dir = runs[0].partition("=")
+        try:  # the name says which backbone the run is: a typo or another backbone's run is refused up front
+            model = BACKBONES.canonical(model.strip())
+        except PipelineError as exc:
+            raise PipelineError(f"--run {runs[0]}: {exc}") from None
+        pretrained_runs({model: run_dir}, (model,), dataset_name(dataset))
         seed = given["seed"]
         from pipeline.stages.reproduce import dataset_defaults
 
@@ -89,6 +103,8 @@ def reproduce_cmd(click_ctx: click.Context, dataset: str, out_dir: str | None, d
         model, sep, path = item.partition("=")
         if not sep or not path:
             raise PipelineError(f"--run {item!r}: expected MODEL=RUN_DIR")
+        if model.strip().lower() in (m.lower() for m in pretrained):
+            raise PipelineError(f"--run {item}: a second run for {model.strip()}")
         pretrained[model.strip()] = path
     out = out_dir or str(config.home() / "reproduce" / f"{dataset}-s{cfg.seed}")
     summary = reproduce(cfg, out, docs_dir, store_uri, log=lambda m: click.echo(m, err=True), progress=True,
@@ -114,7 +130,7 @@ def _qe_overrides(items: tuple[str, ...]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise PipelineError(f"--qe {item!r}: expected KEY=VALUE or MODEL.KEY=VALUE")
         try:
-            value = json.loads(raw)
+            value = jsontext.loads(raw)
         except ValueError:
             try:
                 value = float(raw)

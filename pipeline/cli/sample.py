@@ -11,7 +11,7 @@ from pipeline.core.options import click_options, from_command
 from pipeline.stages.options import SampleOptions
 
 
-@cli.command("sample")
+@cli.command("sample", short_help="Sample soft queries with their exact answers from the store.")
 @click.argument("dataset")
 @click_options(SampleOptions)
 @json_option("Print the summary as one JSON document.")
@@ -32,7 +32,7 @@ def sample_cmd(dataset: str, as_json: bool, **given: Any) -> None:
     click.echo(f"{res['file']}: {res['queries']} queries in {res['seconds']:.1f} s")
 
 
-@cli.command("import-squk")
+@cli.command("import-squk", short_help="Import published SQUK query files as query sets.")
 @click.argument("dataset")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=str), help="Folder of the query set files.")
@@ -51,4 +51,4 @@ def import_squk_cmd(dataset: str, files: tuple[str, ...], out_dir: str, source: 
     if as_json:
         echo_json(res)
         return
-    print_table(res, ["file", "type", "split", "queries", "same_as_published", "other_shape", "out"])
+    print_table(res, ["file", "type", "split", "queries", "same_as_published", "out"])

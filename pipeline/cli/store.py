@@ -15,8 +15,8 @@ from pipeline.core.registry import REGISTRIES
 from pipeline.stages.options import IngestOptions
 
 
-@cli.command("ls")
-@click.argument("what", type=click.Choice(list(REGISTRIES)))
+@cli.command("ls", short_help="List the registered components of one kind.")
+@click.argument("what", type=click.Choice(list(REGISTRIES), case_sensitive=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @friendly
 def ls_cmd(what: str, as_json: bool) -> None:
@@ -30,12 +30,12 @@ def ls_cmd(what: str, as_json: bool) -> None:
         print_table(rows)
 
 
-@cli.group("store")
+@cli.group("store", short_help="Start, stop or inspect the embedded FalkorDB server.")
 def store_group() -> None:
     """Manage the embedded FalkorDB server (data under PIPELINE_HOME/store)."""
 
 
-@store_group.command("start")
+@store_group.command("start", short_help="Start the embedded server on loopback.")
 @click.option("--port", type=int, default=None,
               help="Listen on this loopback port (default: the one used last, unless taken; else a free one).")
 @friendly
@@ -48,7 +48,7 @@ def store_start_cmd(port: int | None) -> None:
     click.echo(f"{state}: {info.uri} (pid {info.pid}, data {info.data_dir})")
 
 
-@store_group.command("stop")
+@store_group.command("stop", short_help="Stop the embedded server.")
 @friendly
 def store_stop_cmd() -> None:
     """Stop the embedded server (its append-only file is flushed first)."""
@@ -57,7 +57,7 @@ def store_stop_cmd() -> None:
     click.echo("stopped" if embedded.stop() else "not running")
 
 
-@store_group.command("status")
+@store_group.command("status", short_help="Say whether the embedded server runs, and where.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @friendly
 def store_status_cmd(as_json: bool) -> None:
@@ -87,7 +87,7 @@ def store_status_cmd(as_json: bool) -> None:
         )
 
 
-@cli.command("cypher")
+@cli.command("cypher", short_help="Run one Cypher statement on the store and print its rows.")
 @click.argument("statement")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="A query parameter $NAME (VALUE read as JSON when it is JSON, else a string); repeatable.")
@@ -116,7 +116,7 @@ def cypher_cmd(statement: str, params: tuple[str, ...], store_uri: str | None, a
         click.echo(counters_line(done.counters))
 
 
-@cli.command("ingest")
+@cli.command("ingest", short_help="Load a data set's observed KG into the graph store.")
 @click.argument("dataset")
 @click.option("--source", default=None, help="A benchmark: the local folder holding its files.")
 @click.option("--from", "from_path", default=None, help="Your own KG: a folder with train/valid/test files or ONE "
@@ -184,7 +184,7 @@ def _echo_stale(dataset: str, sets: Sequence[str], writebacks: Sequence[Sequence
                    f"write-back(s): {listed}; answer and write back again on a new sample")
 
 
-@cli.command("stats")
+@cli.command("stats", short_help="Print a data set's counts and alpha levels, from the store.")
 @click.argument("dataset")
 @click.option(
     "--store",
@@ -231,12 +231,12 @@ def stats_cmd(dataset: str, store_uri: str | None, as_json: bool) -> None:
                "all published rows of train+val+test (duplicates kept; SQUK's definition)")
 
 
-@cli.command("synth")
+@cli.command("synth", short_help="Generate a synthetic uncertain KG and record it as a data set.")
 @click.argument("name")
 @click.option("--entities", type=int, required=True, help="Number of entities N (each gets at least one fact).")
 @click.option("--relations", type=int, required=True, help="Number of relations R.")
 @click.option("--facts", type=int, required=True, help="Number of distinct (h, r, t) facts F.")
-@click.option("--like", type=click.Choice(["ppi5k", "cn15k"]), default="ppi5k", show_default=True,
+@click.option("--like", type=click.Choice(["ppi5k", "cn15k"], case_sensitive=False), default="ppi5k", show_default=True,
               help="Draw confidences like this data set's train facts.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator and of the split.")
 @click.option("--split", default="0.8,0.1,0.1", show_default=True, help="train,valid,test fractions.")

@@ -179,6 +179,8 @@ def check_folder(path: str | Path | None, option: str = "out") -> None:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise ArtifactError(f"{_named(option, path)}: an existing file, not a folder")
+    if target.is_dir() and target.resolve() == Path(target.resolve().anchor):
+        raise ArtifactError(f"{_named(option, path)}: the filesystem root; give a folder of its own")
     _check_creatable(path, target, option)
 
 
@@ -204,3 +206,36 @@ def _check_creatable(given: str | Path, folder: Path, option: str) -> None:
         raise ArtifactError(f"{_named(option, given)}: {there} is a file, not a folder")
     if not os.access(there, os.W_OK | os.X_OK):
         raise ArtifactError(f"{_named(option, given)}: no permission to create files in {there}")
+
+
+CHECKOUT_MARKS = ("mkdocs.yml", "pyproject.toml", ".git")  # what makes a folder a project checkout
+
+
+def check_docs_folder(path: str | Path | None, option: str = "docs") -> None:
+    """A folder whose results tables a command updates (``--update-docs``, ``--docs``): an existing folder
+    (not the filesystem root), or a missing ``docs`` folder of a project checkout (its parent holds
+    mkdocs.yml, pyproject.toml or .git), which is made then. Anything else (a path under missing folders,
+    ``/``) is one ArtifactError naming the option, before any work: the tables once made every folder of
+    whatever path was given, up to a mistyped root."""
+    from pipeline.core.errors import ArtifactError
+
+    if path is None:
+        return
+    target = Path(path).expanduser()
+    accepted = "give an existing folder, or the docs/ folder of a project checkout (made when missing)"
+    if target.is_dir():
+        if target.resolve() == Path(target.resolve().anchor):
+            raise ArtifactError(f"{_named(option, path)}: the filesystem root; {accepted}")
+        _check_creatable(path, target, option)
+        return
+    if target.exists() or target.is_symlink():
+        raise ArtifactError(f"{_named(option, path)}: {'an existing file' if target.exists() else 'a symbolic link to nothing'}, "
+                            f"not a folder; {accepted}")
+    parent = target.absolute().parent
+    if target.name == "docs" and parent.is_dir() and any((parent / m).exists() for m in CHECKOUT_MARKS):
+        _check_creatable(path, parent, option)
+        return
+    why = ("no such folder, and its parent is no project checkout (no mkdocs.yml, pyproject.toml or .git in "
+           f"{parent})" if target.name == "docs" and parent.is_dir() else
+           f"no such folder{'' if parent.is_dir() else f' (nor {parent})'}")
+    raise ArtifactError(f"{_named(option, path)}: {why}; {accepted}")

@@ -93,9 +93,9 @@ def check_device(value: Any, name: str = "device") -> str | None:
     for the default (a value lost on the way: an unset shell variable)."""
     if value is None:
         return None
-    if not isinstance(value, str) or not DEVICE.fullmatch(value):
+    if not isinstance(value, str) or not DEVICE.fullmatch(value.lower()):
         raise PipelineError(f"{name}: expected cpu, cuda, cuda:N or mps, got {_show(value)}")
-    return value
+    return value.lower()  # CPU is cpu (torch takes the lowercase spelling only)
 
 
 def check_text(value: Any, name: str) -> str:

@@ -4,7 +4,7 @@ is one :class:`~pipeline.core.errors.CorruptArtifactError` naming the file, neve
 Three ways to carry a checksum, one per kind of file, all sha256 truncated to 128 bits (it detects damage,
 it is not a security claim). Measured on the development machine (x86_64 with SHA extensions, one core):
 sha256 1.8 GB/s, blake2b 0.85 GB/s, md5 0.76 GB/s; hashing a 600 MB export through its memory map took
-0.36 s with sha256 and 0.71 s with blake2b, beside a 0.56 s load (benchmarks/bench_checksums.py):
+0.36 s with sha256 and 0.71 s with blake2b, beside a 0.56 s load (python -m benchmarks run checksums):
 
 - **in the file** (Parquet query sets, answers, witnesses): the footer's key-value metadata holds
   ``pipeline.checksum = MARKER + 32 hex``; the digest is of the file's bytes with those 32 hex digits read

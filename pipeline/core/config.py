@@ -11,14 +11,32 @@ N = TypeVar("N", int, float)
 
 
 def home() -> Path:
-    """Root of caches, models and the embedded store (default ~/.cache/pipeline)."""
-    return Path(os.environ.get("PIPELINE_HOME", Path.home() / ".cache" / "pipeline")).expanduser()
+    """Root of caches, models and the embedded store (PIPELINE_HOME; unset or blank: ~/.cache/pipeline)."""
+    raw = os.environ.get("PIPELINE_HOME")
+    return Path(raw if raw and raw.strip() else Path.home() / ".cache" / "pipeline").expanduser()
+
+
+MIRROR_FIX = "fix the path, or unset PIPELINE_DATA to download the files from their upstream URLs"
 
 
 def data_mirror() -> Path | None:
-    """A local mirror root holding one folder per data set, or None."""
-    root = os.environ.get("PIPELINE_DATA")
-    return Path(root).expanduser() if root else None
+    """PIPELINE_DATA: a local mirror root holding one folder per data set, or None when unset (or blank).
+    A path that is missing or not a folder is one PipelineError naming the variable: never a silent
+    download in its place."""
+    raw = os.environ.get("PIPELINE_DATA")
+    if raw is None or not raw.strip():
+        return None
+    root = Path(raw).expanduser()
+    if not root.is_dir():
+        from pipeline.core.errors import PipelineError
+
+        if root.exists():
+            what = "is a file, not a folder (a local mirror holds one folder per data set)"
+        else:
+            what = "a symbolic link to nothing" if root.is_symlink() else "no such folder"
+            what += f" (a local mirror holds one folder per data set, e.g. {root / 'cn15k'})"
+        raise PipelineError(f"PIPELINE_DATA={raw}: {what}; {MIRROR_FIX}")
+    return root
 
 
 def default_store_uri() -> str:
@@ -73,26 +91,42 @@ def verify_mode() -> str:
 
 
 def pair_cache_root() -> Path | None:
-    """PIPELINE_PAIR_CACHE: a folder (made when missing) or off; default PIPELINE_HOME/pairs. A path that is
-    a file (or under one) is refused, not ignored."""
+    """PIPELINE_PAIR_CACHE: a folder or off; default PIPELINE_HOME/pairs. See :func:`_cache_root` for what
+    is refused."""
     return _cache_root("PIPELINE_PAIR_CACHE", "pairs")
 
 
 def parsed_cache_root() -> Path | None:
-    """PIPELINE_PARSED_CACHE (the parsed data sets, :mod:`loaders.parsed`): a folder (made when missing) or
-    off; default PIPELINE_HOME/parsed. A path that is a file (or under one) is refused, not ignored."""
+    """PIPELINE_PARSED_CACHE (the parsed data sets, :mod:`loaders.parsed`): a folder or off; default
+    PIPELINE_HOME/parsed. See :func:`_cache_root` for what is refused."""
     return _cache_root("PIPELINE_PARSED_CACHE", "parsed")
 
 
 def _cache_root(name: str, default: str) -> Path | None:
+    """A cache folder named by environment variable ``name`` (None: off), else ``PIPELINE_HOME/default``.
+    A folder named by the variable is made when missing only as the last folder of its path: a path
+    whose parent does not exist (a mistyped root would be made folder by folder), a path that is a file
+    or under one, and the filesystem root (each cache file a folder of its own there) are refused in one
+    line naming the variable, not ignored."""
     raw = os.environ.get(name)
     if raw is not None and raw.strip().lower() in (*_OFF, ""):
         return None
-    base = Path(raw).expanduser() if raw else home() / default
-    if raw:
-        there = next((p for p in (base, *base.parents) if p.exists()), None)
-        if (there is base and not base.is_dir()) or (there is not None and not there.is_dir()):
+    if not raw:
+        return home() / default
+    base = Path(raw).expanduser()
+    if base.is_dir():
+        if base.resolve() == Path(base.resolve().anchor):
+            raise _env_error(name, raw, "a folder of its own or off, not the filesystem root")
+        return base
+    if base.exists():
+        raise _env_error(name, raw, f"a folder or off ({base} is not a folder)")
+    parent = base.absolute().parent
+    if not parent.is_dir():
+        there = next((p for p in (parent, *parent.parents) if p.exists()), None)
+        if there is not None and not there.is_dir():
             raise _env_error(name, raw, f"a folder or off ({there} is not a folder)")
+        raise _env_error(name, raw, f"a folder or off (its parent {parent} does not exist: only the last "
+                         "folder of the path is made)")
     return base
 
 
@@ -100,11 +134,31 @@ def check_environment() -> None:
     """The project's environment variables that change what a command does, checked at the door (the CLI
     before any command, the Python API before any function): a typo is one line, never ignored.
     (PIPELINE_LOCK_TIMEOUT, PIPELINE_STORE_WAIT, PIPELINE_STORE_MEMORY and PIPELINE_CYCLE_WORK are checked
-    where they are read, with the same one line.)"""
+    where they are read, with the same one line.) The thread counts of the libraries underneath
+    (OMP_NUM_THREADS and its kin) are bounded by the machine (:mod:`pipeline.core.limits`)."""
+    from pipeline.core import limits
+
+    check_home()
     kernel_mode()
     verify_mode()
     pair_cache_root()
     parsed_cache_root()
+    limits.check_thread_variables()
+
+
+def check_home() -> None:
+    """PIPELINE_HOME when set: a folder, or a path to make one at (its missing folders are made on first
+    use); a file, a path under a file and the filesystem root (the store, the runs and the caches would
+    be folders of their own there) are one line naming the variable."""
+    raw = os.environ.get("PIPELINE_HOME")
+    if raw is None or not raw.strip():
+        return
+    path = Path(raw).expanduser()
+    there = next((p for p in (path, *path.absolute().parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        raise _env_error("PIPELINE_HOME", raw, f"a folder ({there} is not a folder)")
+    if path.is_dir() and path.resolve() == Path(path.resolve().anchor):
+        raise _env_error("PIPELINE_HOME", raw, "a folder of its own, not the filesystem root")
 
 
 def repo_root() -> Path:
@@ -125,7 +179,7 @@ def select_device(requested: str | None = None) -> str:
     if not isinstance(requested, str) or not requested.strip():  # "" is not "the default": a value lost on the way
         raise PipelineError(f"--device {requested!r}: expected cpu, cuda or cuda:N")
     try:
-        dev = torch.device(requested)
+        dev = torch.device(requested.strip().lower())  # CPU is cpu
     except (RuntimeError, ValueError):
         raise PipelineError(f"--device {requested!r}: not a device; expected cpu, cuda or cuda:N") from None
     if dev.type == "cuda":
@@ -139,4 +193,4 @@ def select_device(requested: str | None = None) -> str:
             raise PipelineError(f"--device {requested}: no MPS device here; use --device cpu")
     elif dev.type != "cpu":
         raise PipelineError(f"--device {requested!r}: expected cpu, cuda or cuda:N")
-    return requested
+    return requested.strip().lower()

@@ -235,7 +235,12 @@ def close_matches(word: str, vocabulary: list[str], n: int = 5) -> list[str]:
     """Up to n vocabulary entries closest to word (for 'did you mean' messages)."""
     import difflib
 
-    return difflib.get_close_matches(word, vocabulary, n=n, cutoff=0.6)
+    # compared case-insensitively (UKGE_LGI is close to ukge_logi), answered in the vocabulary's spellings
+    spelled: dict[str, list[str]] = {}
+    for v in vocabulary:
+        spelled.setdefault(str(v).lower(), []).append(str(v))
+    found = difflib.get_close_matches(str(word).lower(), list(spelled), n=n, cutoff=0.6)
+    return [v for m in found for v in spelled[m]][:n]
 
 
 def unknown_name(kind: str, name: str, known: list[str]) -> UnknownNameError:

@@ -86,6 +86,6 @@ def waiting_threads_sleep() -> None:
     is set). Between torch's parallel operations a spinning worker held the second of two cores while
     the engine's compiled stream ran there: CN15k's whole test set with torch's two threads answered im at
     195-275 q/s and 2m at 171-229 spinning, 268-346 and 259-285 sleeping (the engine's seconds 1.4-2.0 ->
-    1.2-1.4); PPI5k's light types 900-1,500 -> 2,500-4,000 q/s (docs/benchmarks.md, "Speed at the door")."""
+    1.2-1.4); PPI5k's light types 900-1,500 -> 2,500-4,000 q/s (docs/studies/where-a-fresh-process-spends-its-time.md)."""
     if _COMMAND_LINE.get("on") and "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -133,13 +133,16 @@ class Ranked:
 
     truth: (n,) float64 true utilities; predicted: (n,) float64 predicted utilities (-inf = fails);
     first, ties: (n,) int64, each answer's predicted tie group among ALL entities (:func:`tie_groups`);
-    id_rank: (n,) int64 the predicted rank with ties by entity id, read only by :func:`paper_protocol`."""
+    id_rank: (n,) int64 the predicted rank with ties by entity id, read only by :func:`paper_protocol`;
+    paper_ranks: (m,) int64 the predicted ranks (ties by id) of the list the paper protocol reads, in its
+    order (the SQUK generator's or the published file's; None where the query set has no such list)."""
 
     truth: np.ndarray
     predicted: np.ndarray
     first: np.ndarray
     ties: np.ndarray
     id_rank: np.ndarray | None = None
+    paper_ranks: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.truth)
@@ -323,15 +326,13 @@ def ap_of_ranks(ranks: np.ndarray) -> float:
     return float(np.sum(hits * hits_in_top / ks) / r.size)
 
 
-# The order of the truth's tied answers in the published SQUK files is unrelated to entity ids (PPI5k test,
-# 1p: 1,883 of 3,944 tied pairs stored in ascending id order, 2,061 descending), so the authors' evaluation,
-# which breaks predicted ties by id, meets a doubly tied pair concordant about as often as discordant. Our
-# query files list a tie group by id; read in that order (reversed, as the authors reverse theirs), every
-# doubly tied pair would be discordant. The protocol therefore reads each query's truth ties in seeded
-# random orders, as the published files hold them, and averages the metrics over PAPER_DRAWS such orders
-# (the expectation over the file's order, which one order estimates with a spread of +-0.7 tau on PPI5k's
-# 1,200 test queries): "shuffled" (default). "reversed" keeps the rule used before (our id order
-# reversed), for the comparison table only.
+# The paper protocol reads the truth in the order its query file stores it: the published files hold what the
+# SQUK generator wrote (the last 100 of numpy's default argsort on an AVX-512 machine,
+# pipeline.squk.generator_order), and a tied pair in that order is concordant or discordant with the
+# predicted ranks depending on it. A query set that carries that list (answers_paper: sampled valid and test
+# sets, imported sets) is read in it, once: the authors' own path. A query set written before it has only our
+# order (ids within a tie); for those the protocol estimates the file's order by averaging PAPER_DRAWS seeded
+# random orders of each tie group ("shuffled"), or reads our order reversed ("reversed", the rule before).
 PAPER_TIE_ORDERS = ("shuffled", "reversed")
 PAPER_SEED = 20240303  # the tie orders' seed, with each query's key (its id): the same orders on every run
 PAPER_DRAWS = 32
@@ -357,13 +358,18 @@ def paper_protocol(q: Ranked, key: int = 0, tie_order: str = "shuffled", draws: 
     the truth read in the order its query file stores it and truncated to its first 100 answers; each
     answer's predicted rank with ties by entity id; tau and rho (scipy's, between the truth positions 1..n
     and those ranks) only for queries with more than one answer (NaN otherwise: the authors' averages
-    leave them out), MAP and NDCG for every query. tie_order "shuffled": the truth's ties in random orders
-    (seeded by PAPER_SEED and key), each metric the mean over ``draws`` orders; "reversed": our stored
-    order (ids) reversed, once (see PAPER_TIE_ORDERS)."""
-    if q.id_rank is None:
-        raise ValueError("paper_protocol needs Ranked.id_rank")
+    leave them out), MAP and NDCG for every query. Where the query carries that list (``paper_ranks``) it
+    is read once, as is; otherwise tie_order says how the truth's ties are ordered: "shuffled", random
+    orders (seeded by PAPER_SEED and key), each metric the mean over ``draws`` orders (an estimate of the
+    file's order); "reversed": our stored order (ids) reversed, once (see PAPER_TIE_ORDERS)."""
     if tie_order not in PAPER_TIE_ORDERS:
         raise ValueError(f"tie_order must be one of {', '.join(PAPER_TIE_ORDERS)}, not {tie_order!r}")
+    if q.paper_ranks is not None:
+        if len(q.paper_ranks) == 0:
+            return {"tau": math.nan, "rho": math.nan, "map": math.nan, "ndcg": math.nan}
+        return _paper_metrics(np.asarray(q.paper_ranks, dtype=np.float64)[:PAPER_TOP])
+    if q.id_rank is None:
+        raise ValueError("paper_protocol needs Ranked.id_rank or Ranked.paper_ranks")
     if q.n == 0:
         return {"tau": math.nan, "rho": math.nan, "map": math.nan, "ndcg": math.nan}
     truth = np.asarray(q.truth, dtype=np.float64)
@@ -502,13 +508,13 @@ def metric_columns(
 ) -> dict[str, np.ndarray]:
     """Every registered metric of many queries: {name: (Q,) float64, NaN where undefined}; with paper, also
     ``paper_<name>`` (:func:`paper_protocol`, each query's truth ties ordered by its key, default its
-    position; tie_order as there), ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs` over the first 100
+    position; tie_order as there), ``paper_n`` (how many answers the protocol read), ``tied_pairs`` / ``pairs`` (:func:`doubly_tied_pairs` over the first 100
     answers, the truth the paper's protocol reads) and ``tied_pairs_all`` / ``pairs_all`` (over every
     answer, whole tie groups included)."""
     if keys is not None and len(keys) != len(queries):
         raise ValueError(f"metric_columns: {len(keys)} keys for {len(queries)} queries")
     names = list(METRICS.names())
-    extra = [*(f"paper_{m}" for m in names), "tied_pairs", "pairs", "tied_pairs_all", "pairs_all"] if paper else []
+    extra = [*(f"paper_{m}" for m in names), "paper_n", "tied_pairs", "pairs", "tied_pairs_all", "pairs_all"] if paper else []
     out = {name: np.full(len(queries), math.nan) for name in [*names, *extra]}
     for i, q in enumerate(queries):
         if q.n == 0:
@@ -518,6 +524,7 @@ def metric_columns(
         if paper:
             for name, v in paper_protocol(q, i if keys is None else keys[i], tie_order).items():
                 out[f"paper_{name}"][i] = v
+            out["paper_n"][i] = min(PAPER_TOP, q.n if q.paper_ranks is None else len(q.paper_ranks))
             out["tied_pairs_all"][i], out["pairs_all"][i] = doubly_tied_pairs(q)
             top = Ranked(q.truth[:PAPER_TOP], q.predicted[:PAPER_TOP], q.first[:PAPER_TOP], q.ties[:PAPER_TOP])
             out["tied_pairs"][i], out["pairs"][i] = doubly_tied_pairs(top)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pipeline.core.checks import DEVICE, as_int, as_real, lone_surrogate, number_kind, unicode_problem
-from pipeline.core.errors import PipelineError, close_matches, option, register_flag
+from pipeline.core.errors import PipelineError, UnknownNameError, close_matches, option, register_flag
 
 T = TypeVar("T")
 _MISSING: Any = dataclasses.MISSING
@@ -192,6 +192,8 @@ def _checked(d: Declared, value: Any, label: Callable[[str, Any], str] | None = 
         if not names and d.default != () and not o.empty:  # never "every one" (the default) in disguise
             default = "" if d.default in (None, _MISSING) else f" (leave it out for the default, {','.join(d.default)})"
             raise fail("no names given" + default)
+        if o.registry is not None:  # each name canonical (1P is 1p), once: what configs and later stages see
+            names = tuple(dict.fromkeys(_canonical(fail, o.registry, n) for n in names))
         return names
     if d.kind == "path":
         if not isinstance(value, (str, os.PathLike)) and not hasattr(value, "path"):
@@ -207,19 +209,30 @@ def _checked(d: Declared, value: Any, label: Callable[[str, Any], str] | None = 
         raise fail("expected a string")
     _unicode(fail, value)
     if d.kind == "device":
-        if not DEVICE.fullmatch(value):
+        if not DEVICE.fullmatch(value.lower()):
             raise fail("expected cpu, cuda, cuda:N or mps")
-        return value
+        return value.lower()  # CPU is cpu (torch takes the lowercase spelling only)
     if o.registry is not None:
-        from pipeline.core.registry import registry
-
-        try:
-            return registry(o.registry).canonical(value)
-        except PipelineError as exc:
-            raise fail(str(exc)) from None
-    if o.choices and value not in o.choices:
-        raise fail(f"expected one of {', '.join(o.choices)}")
+        return _canonical(fail, o.registry, value)
+    if o.choices:  # a choice in another case is that choice (TEST is test), as a registry name is
+        chosen = {c.lower(): c for c in o.choices}.get(value.lower())
+        if chosen is None:
+            hint = close_matches(value, list(o.choices))
+            raise fail(f"expected one of {', '.join(o.choices)}" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
+        return chosen
     return value
+
+
+def _canonical(fail: Callable[..., PipelineError], kind: str, name: str) -> str:
+    """The registered spelling of ``name`` in registry ``kind`` (any case, a synonym); else the caller's
+    PipelineError naming the option, with the registry's close matches."""
+    from pipeline.core.registry import registry
+
+    try:
+        return registry(kind).canonical(name)
+    except PipelineError as exc:
+        named = fail(str(exc))
+        raise (UnknownNameError(str(named)) if isinstance(exc, UnknownNameError) else named) from None
 
 
 def _unicode(fail: Callable[..., PipelineError], text: str) -> str:
@@ -414,12 +427,14 @@ def _click_option(click: Any, d: Declared) -> Callable[..., Any]:
     kw: dict[str, Any] = {"help": o.help}
     if d.kind == "bool":
         if o.flag and "/" in o.flag:
+            if default is None:  # three states: on, off, or left to the command (its help says how it decides)
+                return click.option(o.flag, d.name, default=None, help=o.help)
             return click.option(o.flag, d.name, default=bool(default), show_default=True, help=o.help)
         return click.option(d.flag, d.name, is_flag=True, default=bool(default), help=o.help)
     if o.registry is not None:
         kw["type"] = registry_choice(o.registry)
     elif o.choices:
-        kw["type"] = click.Choice(list(o.choices))
+        kw["type"] = click.Choice(list(o.choices), case_sensitive=False)  # converted to the choice's spelling
     elif d.kind == "int":
         kw["type"] = int
     elif d.kind == "float":

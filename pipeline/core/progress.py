@@ -19,7 +19,8 @@ The policy:
   shows them as the outer bar's postfix instead of 60 lines.
 - **Switches**: ``progress=False`` hides the bars and keeps the summaries; ``quiet=True`` hides both.
   Warnings (:meth:`Output.warn`, ``warning: ...`` on stderr) are about the result, not the progress, and
-  are always shown.
+  are always shown; so are notes (:func:`note`, stderr), the rare lines that explain a wait once per
+  install (the engine's first compilation).
 
 A stage takes ``progress: bool | Output`` and calls :func:`output` on it, so existing callers passing a bool
 keep working; the Python API passes ``output(progress, quiet)``. The CLI prints its own tables and never
@@ -175,6 +176,19 @@ class Output:
         print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
+def note(line: str) -> None:
+    """A line about how the run goes, not about its result (stderr, never stdout: ``--json`` keeps stdout
+    to its one document), from anywhere in the process, a background thread included: above the bars in
+    a terminal (tqdm's write), a plain line elsewhere. For events once per install, such as the engine's
+    first compilation (``compiling the engine's steps once (21.3 s; ...)``), shown whatever the switches."""
+    if terminal():
+        from tqdm.std import tqdm as text
+
+        text.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 def output(progress: bool | Output = True, quiet: bool = False) -> Output:
     """The Output of a stage's ``progress`` argument: an Output as it is, a bool as bars on/off (quiet:
     no summaries either)."""
@@ -183,4 +197,4 @@ def output(progress: bool | Output = True, quiet: bool = False) -> Output:
     return Output(bool(progress), bool(quiet))
 
 
-__all__ = ["KERNEL_TEXT_INTERVAL", "Output", "in_kernel", "output", "terminal"]
+__all__ = ["KERNEL_TEXT_INTERVAL", "Output", "in_kernel", "note", "output", "terminal"]

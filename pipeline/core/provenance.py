@@ -91,8 +91,10 @@ def digest(meta: dict[str, Any]) -> str:
 
 
 def seal(meta: dict[str, Any]) -> dict[str, Any]:
-    """``meta`` with its digest, so an edit of any field (a data set relabelled, a threshold changed)
-    is detected by :func:`is_sealed` when the file is read back."""
+    """``meta`` with its digest, so an accidental edit of any field (a data set relabelled, a threshold
+    changed by hand or by another tool, with the digest left as it was or removed) is detected by
+    :func:`is_sealed` when the file is read back. A digest is no key: an edit that computes it again is
+    caught only by the reader's cross-checks (docs/store.md, "What the seals protect against")."""
     plain = json.loads(json.dumps(meta, sort_keys=True, default=str))
     return {**plain, "digest": digest(plain)}
 

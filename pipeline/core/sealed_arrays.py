@@ -42,7 +42,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from pipeline.core import atomic
+from pipeline.core import atomic, jsontext
 
 _ALIGN = 64
 _CRC_CHUNK = 1 << 25  # bytes checked, then unmapped, at a time (32 MiB)
@@ -181,7 +181,7 @@ def _header(mm: mmap.mmap, magic: bytes) -> tuple[dict[str, Any], int, list[tupl
         raw = mm[_PREFIX.size : _PREFIX.size + hlen]
         if zlib.crc32(raw) != hcrc:
             raise Invalid("header checksum")
-        head = json.loads(raw)
+        head = jsontext.loads(raw)
         spans = []
         for spec in head["arrays"]:
             lo, nbytes = int(spec["offset"]), int(spec["nbytes"])
@@ -218,7 +218,7 @@ def _recorded(path: Path, st: os.stat_result, header_crc: int) -> bool:
     if verify_mode() == "always":
         return False
     try:
-        got = json.loads(record_path(path).read_bytes())
+        got = jsontext.loads(record_path(path).read_bytes())
     except (OSError, ValueError):
         return False
     return bool(got == _stamp_doc(st, header_crc))

@@ -113,7 +113,7 @@ def stream_max(
 
 def _shape(rows: int) -> tuple[int, int, bool]:
     """(BLOCK_B, BLOCK_E, SEGMENTED) for a step of `rows` rows: three shapes only (each compiles once).
-    On an H200 (5M entries sorted by column, benchmarks/bench_kernels.py --device cuda) the segmented
+    On an H200 (5M entries sorted by column, python -m benchmarks run kernels --device cuda) the segmented
     pre-reduction is 1.5-1.8x faster with one row and even with 8, and 5-15% slower from 36 rows on,
     where each entry's atomics are spread over many rows already."""
     if rows == 1:

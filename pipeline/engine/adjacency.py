@@ -297,7 +297,7 @@ def _front_cover(group: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch
     is <= some kept point in both coordinates, every kept point is one of the points, and the front is
     among them (equal points all kept). Sorting out the exact front (no kept point beaten by another)
     would list 1.1-1.8x fewer points on the exports' relation pairs at 1.4-2.5x the cost (measured in
-    docs/benchmarks.md, "PPI5k multi-edges at ≥ 1,000 q/s in every variant"); the floor path evaluates these few points per query, so
+    docs/studies/multi-edges-on-cn15k.md; the floor path evaluates these few points per query, so
     the cut alone is kept. x, y >= 0 float32, group ids >= 0."""
     if not group.numel():
         return group
@@ -341,7 +341,7 @@ class BytesLRU:
     an answering run builds each relation pair's union of supports (16 B per entry: 5-10M entries on a
     CN15k export) once and reuses it across batches and alpha levels while the memory stays bounded.
     A working set larger than the budget, revisited in the same order (every pass of D's delta search),
-    is an LRU's worst case: nothing is reused then (measured in docs/benchmarks.md)."""
+    is an LRU's worst case: nothing is reused then (measured in docs/studies/multi-edges-on-cn15k.md)."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget

@@ -10,8 +10,11 @@ a person would check it by hand, cheapest reason first:
 4. otherwise: the atoms join, but no entity's utility is above 0 (answers need u > 0), or the join fails
    further away than one step.
 Negated atoms forbid single entities and never empty a query on their own, except between two constants.
-Pure: numpy over the facts' (head, relation, tail, confidence); the `c >= alpha` test in float32 as the
-engine makes it (pipeline.engine.atoms).
+Pure: numpy over the engine's index of the graph (:class:`~pipeline.engine.adjacency.Adjacency`: an anchor's
+row by head or by tail, a relation's rows, its diagonal), the very index the query was answered with, so a
+reason reads no file and costs the rows it looks at (an export's index is kept per export by
+:func:`pipeline.formats.engine_index.load_engine_index`); a GraphTensors is indexed first. The `c >= alpha`
+test in float32 as the engine makes it (pipeline.engine.atoms).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from pipeline.core.kg import GraphTensors
+from pipeline.engine.adjacency import Adjacency, Oriented, as_adjacency
 from pipeline.softquery.model import Atom, Conjunction, Const, Query, Var
 from pipeline.softquery.printer import atom_text, format_number, relation_text, term_text
 from pipeline.softquery.vocab import Vocabulary
@@ -45,33 +50,50 @@ def _meets(c: np.ndarray, alpha: float) -> np.ndarray:
     return c >= np.float32(alpha)
 
 
-def _positions(graph: GraphTensors, a: Atom) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Heads, tails and confidences of relation a.relation's facts, restricted to a's constants."""
-    off = graph.rel_offsets
-    lo, hi = int(off[a.relation]), int(off[a.relation + 1])
-    h = graph.head[lo:hi].cpu().numpy()
-    t = graph.tail[lo:hi].cpu().numpy()
-    c = graph.conf[lo:hi].cpu().numpy().astype(np.float32)
-    keep = np.ones(len(h), dtype=bool)
-    if isinstance(a.head, Const):
-        keep &= h == a.head.eid
-    if isinstance(a.tail, Const):
-        keep &= t == a.tail.eid
+def _row(side: Oriented, relation: int, entity: int, n_entities: int) -> slice:
+    """The facts of ``relation`` whose ``side.src`` is ``entity``: a slice of ``side``'s arrays."""
+    at = relation * n_entities + entity
+    return slice(int(side.ptr[at]), int(side.ptr[at + 1]))
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.detach().cpu().numpy()
+
+
+def _positions(adj: Adjacency, a: Atom) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Heads, tails and confidences (float32) of relation a.relation's facts, restricted to a's constants:
+    an anchor's row (by head, or by tail), a self-loop's diagonal, else the relation's rows by head."""
+    r, n = a.relation, adj.n_entities
     if isinstance(a.head, Var) and a.head == a.tail:  # a self-loop reads the diagonal only
-        keep &= h == t
-    return h[keep], t[keep], c[keep]
+        lo, hi = int(adj.diag_off[r]), int(adj.diag_off[r + 1])
+        ent = _numpy(adj.diag_ent[lo:hi])
+        return ent, ent, _numpy(adj.diag_conf[lo:hi]).astype(np.float32)
+    if isinstance(a.head, Const):
+        rows = _row(adj.fwd, r, a.head.eid, n)
+        t, c = _numpy(adj.fwd.dst[rows]), _numpy(adj.fwd.conf[rows]).astype(np.float32)
+        h = np.full(len(t), a.head.eid, dtype=t.dtype)
+        if isinstance(a.tail, Const):
+            keep = t == a.tail.eid
+            h, t, c = h[keep], t[keep], c[keep]
+        return h, t, c
+    if isinstance(a.tail, Const):
+        rows = _row(adj.bwd, r, a.tail.eid, n)
+        h, c = _numpy(adj.bwd.dst[rows]), _numpy(adj.bwd.conf[rows]).astype(np.float32)
+        return h, np.full(len(h), a.tail.eid, dtype=h.dtype), c
+    rows = slice(int(adj.fwd.ptr[r * n]), int(adj.fwd.ptr[(r + 1) * n]))
+    return _numpy(adj.fwd.src[rows]), _numpy(adj.fwd.dst[rows]), _numpy(adj.fwd.conf[rows]).astype(np.float32)
 
 
-def _other_side(graph: GraphTensors, a: Atom, anchor: Const) -> int:
+def _other_side(adj: Adjacency, a: Atom, anchor: Const) -> int:
     """Facts of a's relation that hold `anchor` at the other position (a hint: the atom may be reversed)."""
-    off = graph.rel_offsets
-    lo, hi = int(off[a.relation]), int(off[a.relation + 1])
-    side = graph.tail if isinstance(a.head, Const) else graph.head
-    return int((side[lo:hi] == anchor.eid).sum())
+    side = adj.bwd if isinstance(a.head, Const) else adj.fwd
+    rows = _row(side, a.relation, anchor.eid, adj.n_entities)
+    return rows.stop - rows.start
 
 
-def conjunction_reason(conj: Conjunction, graph: GraphTensors) -> EmptyReason:
+def conjunction_reason(conj: Conjunction, graph: GraphTensors | Adjacency) -> EmptyReason:
     """The first reason conj has no answer on `graph`, in the order of the module docstring."""
+    graph = as_adjacency(graph)
     candidates: dict[Var, tuple[np.ndarray, list[Atom]]] = {}
     for a in conj.atoms:
         h, t, c = _positions(graph, a)
@@ -100,9 +122,11 @@ def conjunction_reason(conj: Conjunction, graph: GraphTensors) -> EmptyReason:
     return EmptyReason("utility")
 
 
-def empty_reasons(query: Query, graph: GraphTensors) -> list[EmptyReason]:
-    """One reason per conjunction (a disjunction is empty only when every branch is)."""
-    return [conjunction_reason(c, graph) for c in query.conjunctions]
+def empty_reasons(query: Query, graph: GraphTensors | Adjacency) -> list[EmptyReason]:
+    """One reason per conjunction (a disjunction is empty only when every branch is); a GraphTensors is
+    indexed once for them all."""
+    adj = as_adjacency(graph)
+    return [conjunction_reason(c, adj) for c in query.conjunctions]
 
 
 def _why(r: EmptyReason, vocab: Vocabulary | None, where: str) -> str:
@@ -143,7 +167,7 @@ def _floor(x: float) -> float:
     return a
 
 
-def empty_reason_text(query: Query, graph: GraphTensors, vocab: Vocabulary | None = None, where: str = "") -> str:
+def empty_reason_text(query: Query, graph: GraphTensors | Adjacency, vocab: Vocabulary | None = None, where: str = "") -> str:
     """One line: why `query` has no answer on `graph` (`where` names it, e.g. "on graph test"). A
     disjunction gives one reason per branch, `;`-joined."""
     reasons = empty_reasons(query, graph)

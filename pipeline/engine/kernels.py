@@ -14,7 +14,7 @@ chooses: ``auto`` (default: loaded in a background thread for exports of at leas
 facts; a fork waits for it), ``numba`` (at the first step of :data:`MIN_WORK` entry-rows), ``torch``
 (never). On a CUDA GPU the same step is one fused triton kernel (:mod:`._stream_triton`) under the same
 rules. Where numba or triton cannot be imported the torch form runs, with the same values. Why each
-threshold is where it is, and the measured costs: docs/benchmarks.md ("Answering a query set: cold processes, the pair cache, workers").
+threshold is where it is, and the measured costs: docs/studies/fresh-answer-cache-and-workers.md.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -36,7 +37,7 @@ KERNEL_FACTS = 1 << 23  # exports with at least this many facts load the compile
 # ... and on the CPU so do exports from SET_FACTS facts answering a query set of SET_QUERIES queries or
 # more: PPI5k's 1.3M-fact export answers its 100 im test queries in 0.03-0.04 s compiled against
 # 0.09-0.13 s in the torch form, and the load (0.2-0.35 s of CPU from numba's disk cache) runs beside the
-# query set's read and the method's build (docs/benchmarks.md, "Speed at the door")
+# query set's read and the method's build (docs/studies/where-a-fresh-process-spends-its-time.md)
 SET_FACTS = 1 << 19
 SET_QUERIES = 256
 WAIT_AFTER = 1 << 27  # entry-rows run in the torch form while loading (~0.4 s) before a step waits (CPU)
@@ -168,6 +169,7 @@ def load() -> bool:
     input); False where numba cannot be imported or cannot compile here (the torch form runs). Idempotent."""
     with _lock:
         if "kernel" not in _state:
+            started = time.monotonic()
             try:
                 kernel = _compile()
                 one = np.zeros((1, 1), dtype=np.float32)
@@ -187,7 +189,23 @@ def load() -> bool:
                 _state["kernel"] = kernel
             except Exception:  # numba missing, incompatible with this numpy, unable to compile here:
                 _state["kernel"] = None  # the torch form, same values (an optimisation never fails a command)
+            else:
+                if compiled_now():
+                    # the first load after an install (or a change of numba, of the code, of the CPU)
+                    # compiles for 10-30 s where a cached load takes 0.2-0.35 s: say so, once
+                    from pipeline.core.progress import note
+
+                    note(f"compiling the engine's steps once ({time.monotonic() - started:.1f} s; later runs "
+                         "read them from numba's disk cache)")
         return _state["kernel"] is not None
+
+
+def compiled_now() -> bool:
+    """Whether this process compiled any of the engine's numba steps (a miss of numba's disk cache),
+    rather than reading them all from the cache."""
+    from pipeline.engine._stream_numba import merge_two, rows_max, rows_max_two, stream
+
+    return any(d.stats.cache_misses for d in (stream, merge_two, rows_max, rows_max_two))
 
 
 def load_gpu() -> bool:
@@ -453,7 +471,7 @@ def padded_width(rows: int) -> int:
     """The row count the compiled loop runs on for ``rows`` rows: a multiple of LANES (8), each block of
     8 rows one vector register (the padding rows have state 0 and betas 0; their results are dropped).
     One to eight rows cost the same per entry: on CN15k's 2m and 2p streams ~2 ns per entry, against
-    2.1 (1 row), 3.3 (2) and 4.5 (4) for the loops over the rows it replaced (docs/benchmarks.md)."""
+    2.1 (1 row), 3.3 (2) and 4.5 (4) for the loops over the rows it replaced (docs/studies/multi-edges-on-cn15k.md)."""
     return -(-max(rows, 1) // _LANES) * _LANES
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pipeline.core.errors import PipelineError, option
+from pipeline.core.errors import PipelineError
 
 
 class TaskFailed(PipelineError):
@@ -67,9 +67,15 @@ class Executor(ABC):
     # the workers are forked from this process and share what it built: a stage builds its state here
     shares_memory: ClassVar[bool] = False
 
+    # the workers run on this machine: their count is bounded by its cores (pipeline.core.limits); with an
+    # address (a Ray cluster) the executor bounds them by the cluster's CPUs once it has joined it
+    bounded_here: ClassVar[bool] = True
+
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
-        if workers is not None and workers < 1:
-            raise PipelineError(f"{option('workers', workers)}: must be at least 1")
+        if workers is not None:
+            from pipeline.core import limits
+
+            workers = limits.check_count("workers", workers, "compute" if self.bounded_here and not address else None)
         self.address, self.workers = address, workers
 
     @abstractmethod

@@ -18,6 +18,10 @@ class LocalExecutor(Executor):
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         if address:
             raise PipelineError(f"{option('address')} names a Ray cluster; it needs {option('executor', 'ray')}")
+        if workers is not None:
+            from pipeline.core import limits
+
+            limits.check_count("workers", workers)  # a count at all, and within this machine's bound
         if workers not in (None, 1):
             raise PipelineError(f"{option('workers', workers)} needs {option('executor', 'ray')} or processes (the local executor runs one task at a time)")
         super().__init__(None, 1)

@@ -19,7 +19,6 @@ those of the local executor, byte for byte.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -33,11 +32,10 @@ _STATE: Any = None  # what the task functions receive: set before forking (inher
 
 
 def cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    """The cores this process may run on (:func:`pipeline.core.limits.cores`)."""
+    from pipeline.core import limits
+
+    return limits.cores()
 
 
 def _same(x: Any) -> Any:

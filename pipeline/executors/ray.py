@@ -67,6 +67,7 @@ class RayExecutor(Executor):
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                     raise PipelineError(f"{option('address', self.address)}: no Ray cluster to join ({first})") from None
+                self._check_workers_fit(ray)
             else:
                 # address="local": always a new cluster of our own, never one a stale
                 # /tmp/ray/ray_current_cluster (a `ray start` killed without `ray stop`) points at
@@ -80,6 +81,20 @@ class RayExecutor(Executor):
                 )
                 self._started = True
         return ray
+
+    def _check_workers_fit(self, ray: Any) -> None:
+        """--workers on a cluster joined at an address: at most CPU_FACTOR tasks per CPU (or GPU) of the
+        cluster (pipeline.core.limits), checked once it is joined and before any task is sent."""
+        from pipeline.core import limits
+
+        if not self.workers:
+            return
+        res = ray.cluster_resources()
+        units = max(int(res.get("CPU", 0)), int(res.get("GPU", 0)), 1)
+        if self.workers > limits.CPU_FACTOR * units:
+            ray.shutdown()
+            raise PipelineError(f"{option('workers', self.workers)}: at most {limits.CPU_FACTOR * units} on the Ray cluster at "
+                                f"{self.address} ({limits.CPU_FACTOR} per CPU x its {units} CPUs)")
 
     def _gpus_per_worker(self) -> float:
         """1 GPU per task/actor when the cluster has GPUs (the work is one matmul or engine batch each)."""

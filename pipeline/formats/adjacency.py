@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from pipeline.core import atomic, checksums
+from pipeline.core import atomic, checksums, jsontext
 from pipeline.core.errors import ArtifactError, option
 from pipeline.core.kg import GraphTensors
 from pipeline.core.provenance import is_sealed, seal
@@ -137,7 +137,7 @@ def _run_hint(folder: Path) -> str:
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The checked manifest of an export folder; ArtifactError when missing, unreadable, foreign or edited."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest = jsontext.loads((folder / MANIFEST).read_text())
     except FileNotFoundError:
         raise ArtifactError(f"{folder}: not a neural adjacency export (no {MANIFEST}){_run_hint(Path(folder))}") from None
     except (OSError, ValueError) as exc:
@@ -154,7 +154,26 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     missing = [k for k in ("dataset", "model_hash", "threshold", "n_entities", "n_relations", "relations") if k not in manifest]
     if missing:
         raise ArtifactError(f"{folder / MANIFEST}: lacks {', '.join(missing)}")
+    _check_totals(folder, manifest)
     return manifest
+
+
+def _check_totals(folder: Path, manifest: dict[str, Any]) -> None:
+    """The manifest's totals against its relations' entries. The digest is no key (anyone can compute it
+    again): an edit that reseals the manifest is caught only where the manifest disagrees with itself or
+    with the files (each relation's rows and size are checked against its file when it is read)."""
+    rels = manifest["relations"]
+    if not isinstance(rels, list) or not all(isinstance(r, dict) for r in rels):
+        raise ArtifactError(f"{folder / MANIFEST}: 'relations' is not a list of entries")
+    for key in ("nnz", "bytes"):
+        if key not in manifest:
+            continue
+        values = [r.get(key) for r in rels]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+            raise ArtifactError(f"{folder / MANIFEST}: a relation's '{key}' is not a count; {EXPORT_AGAIN}")
+        if manifest[key] != sum(values):
+            raise ArtifactError(f"{folder / MANIFEST}: its '{key}' ({manifest[key]}) is not the sum over its relations "
+                                f"({sum(values)}): edited after the export was written; {EXPORT_AGAIN}")
 
 
 def reusable(out: Path, model_hash: str, threshold: float, top_k: int | None = None) -> dict[str, Any] | None:
@@ -282,6 +301,8 @@ def load_adjacency(
                                         EXPORT_AGAIN)
             checksums.check_file(file, str(rel[checksums.MANIFEST_KEY]))
         h, t, s, meta = read_relation_file(file, manifest)
+        if "bytes" in rel and (size := file.stat().st_size) != rel["bytes"]:
+            raise ArtifactError(f"{file}: {size} bytes, the manifest says {rel['bytes']}; {EXPORT_AGAIN}")
         r = int(rel["relation"])
         if meta.get("relation") != str(r) or len(h) != rel["nnz"]:
             raise ArtifactError(

@@ -7,7 +7,9 @@ One row per (query, entity) for the top-k predicted entities AND every ground-tr
   better) · ties int64 (the number of entities predicted equal, itself included: its tie group occupies
   ranks rank_first..rank_first+ties-1, which is what the metrics read) ·
   truth_utility float64 (NaN where the entity is not a ground-truth answer) ·
-  truth_rank int32 (1..n = position among the ground-truth answers, best first; 0 = not an answer)
+  truth_rank int32 (1..n = position among the ground-truth answers, best first; 0 = not an answer) ·
+  paper_rank int32 (optional: 1..m = position in the list the paper protocol reads, the query set's
+  ``answers_paper``, whose entities all have rows; 0 = not in it; absent where the query set has none)
 File metadata (key ``pipeline``, JSON, sealed): format, dataset, method (the table label, e.g.
 ``ukge_logi SRC(D+L)``), method settings, query_set (path and checksum), split, n_queries, k and the
 provenance block.
@@ -45,6 +47,7 @@ RANK_FIRST = "rank_first"
 TIES = "ties"
 TRUTH_UTILITY = "truth_utility"
 TRUTH_RANK = "truth_rank"
+PAPER_RANK = "paper_rank"
 QUERY_TEXT = "query"  # optional
 ENTITY_NAME = "entity_name"  # optional
 
@@ -64,7 +67,7 @@ SCHEMA = pa.schema(
 REQUIRED_META = ("dataset", "method", "query_set")
 # Optional columns: the query text with names and each entity's name; files without them read
 # as before, and a frame that has them keeps them when written.
-OPTIONAL = [(QUERY_TEXT, pa.string()), (ENTITY_NAME, pa.string())]
+OPTIONAL = [(QUERY_TEXT, pa.string()), (ENTITY_NAME, pa.string()), (PAPER_RANK, pa.int32())]
 
 
 @dataclass
@@ -159,7 +162,9 @@ def find_answer_files(path: str | Path) -> list[Path]:
         raise ArtifactError(f"{path}: no such answers file or directory")
     found = []
     for p in sorted(path.glob("*.parquet")):
-        if metafile.peek_format(p) in (FORMAT, "", *OLD_FORMATS):  # old ones: refused with a reason when read  # "" = damaged metadata: reported when read, not skipped
+        # old ones: refused with a reason when read; "" = damaged (unreadable, or its metadata): reported
+        # when read, never skipped without a word; None = another tool's Parquet file
+        if metafile.peek_format(p) in (FORMAT, "", *OLD_FORMATS):
             found.append(p)
     if not found:
         raise ArtifactError(f"{path}: holds no answers file (*.parquet written by `pipeline answer`)")
@@ -173,19 +178,33 @@ def rows_from_utilities(
     query_ids: list[str],
     types: list[str],
     utility: torch.Tensor,
-    truth: list[tuple[np.ndarray, np.ndarray]],
+    truth: list[tuple],
     k: int = TOP_K,
 ) -> pd.DataFrame:
     """The answers rows of a batch of queries.
 
     utility: (B, n_entities) float predicted utilities (-inf = fails), any device.
-    truth: per query, (entities (n,) int64, utilities (n,) float64) of the ground-truth answers, best first.
-    Returns one row per (query, entity) for the k best-ranked entities and every ground-truth answer:
-    :func:`rows_frame` of :func:`ranked_rows` (the answering stage makes the second where the utilities
-    are, a worker, and the first where the file is written)."""
+    truth: per query, (entities (n,) int64, utilities (n,) float64) of the ground-truth answers, best first,
+    and optionally a third item, the paper protocol's list (m,) int64 best first, or None.
+    Returns one row per (query, entity) for the k best-ranked entities, every ground-truth answer and every
+    entity of the paper's list: :func:`rows_frame` of :func:`ranked_rows` (the answering stage makes the
+    second where the utilities are, a worker, and the first where the file is written)."""
     if not query_ids:
         return pd.DataFrame({f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in SCHEMA})
-    return rows_frame(query_ids, types, truth, ranked_rows(utility, [t[0] for t in truth], k))
+    return rows_frame(query_ids, types, truth, ranked_rows(utility, [entities_to_rank(t) for t in truth], k))
+
+
+def _paper(truth: tuple) -> np.ndarray | None:
+    """The paper protocol's list of a query's truth tuple, or None."""
+    return None if len(truth) < 3 or truth[2] is None else np.asarray(truth[2], dtype=np.int64)
+
+
+def entities_to_rank(truth: tuple) -> np.ndarray:
+    """The entities a query's rows must hold beside its top k: the ground-truth answers and the paper
+    protocol's list (an imported set's published answers need not all be ours)."""
+    paper = _paper(truth)
+    ents = np.asarray(truth[0], dtype=np.int64)
+    return ents if paper is None else np.concatenate([ents, paper])
 
 
 @dataclass(frozen=True)
@@ -335,28 +354,40 @@ def _equal_before(row: np.ndarray, ents: np.ndarray, v: np.ndarray, tied: np.nda
     return out
 
 
-def rows_frame(
-    query_ids: list[str], types: list[str], truth: list[tuple[np.ndarray, np.ndarray]], ranked: RankedRows
-) -> pd.DataFrame:
-    """The answers rows of a batch from its :func:`ranked_rows` and its queries' ids, types and truths."""
+def _positions(ents: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of ``wanted`` sits in ``ents`` (which holds no entity twice and holds them all)."""
+    order = np.argsort(ents, kind="stable")
+    return order[np.searchsorted(ents, wanted, sorter=order)]
+
+
+def rows_frame(query_ids: list[str], types: list[str], truth: list[tuple], ranked: RankedRows) -> pd.DataFrame:
+    """The answers rows of a batch from its :func:`ranked_rows` and its queries' ids, types and truths
+    (with a paper_rank column where any truth carries the paper protocol's list)."""
     counts = ranked.counts
     ends = np.cumsum(counts)
+    with_paper = any(_paper(t) is not None for t in truth)
     # Per query only the truth's positions in its entity list; the frame is built once for the batch
     # (a DataFrame per query cost ~1 ms each: most of the time of answering a valid set).
-    rank_l, util_l = [], []
+    rank_l, util_l, paper_l = [], [], []
     for b in range(len(query_ids)):
         ents = ranked.entity[ends[b] - counts[b] : ends[b]].astype(np.int64)
         t_ent = np.asarray(truth[b][0]).astype(np.int64)
         t_util = np.asarray(truth[b][1], dtype=np.float64)
         truth_rank = np.zeros(len(ents), dtype=np.int32)
         truth_util = np.full(len(ents), np.nan)
-        if len(t_ent):  # where each true answer sits in ents (ents holds no entity twice)
-            order = np.argsort(ents, kind="stable")
-            at = order[np.searchsorted(ents, t_ent, sorter=order)]
+        if len(t_ent):
+            at = _positions(ents, t_ent)
             truth_rank[at] = np.arange(1, len(t_ent) + 1, dtype=np.int32)  # a repeated answer: the last wins
             truth_util[at] = t_util
         rank_l.append(truth_rank)
         util_l.append(truth_util)
+        if with_paper:
+            paper_rank = np.zeros(len(ents), dtype=np.int32)
+            paper = _paper(truth[b])
+            if paper is not None and len(paper):
+                paper_rank[_positions(ents, paper)] = np.arange(1, len(paper) + 1, dtype=np.int32)
+            paper_l.append(paper_rank)
+    extra = {PAPER_RANK: np.concatenate(paper_l)} if with_paper else {}
     return pd.DataFrame(
         {
             QUERY_ID: np.repeat(np.asarray(query_ids, dtype=object), counts),
@@ -368,5 +399,6 @@ def rows_frame(
             TIES: ranked.ties.astype(np.int64),
             TRUTH_UTILITY: np.concatenate(util_l),
             TRUTH_RANK: np.concatenate(rank_l),
+            **extra,
         }
     )

@@ -8,11 +8,10 @@ is refused with one line naming the file, never used.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import atomic
+from pipeline.core import atomic, jsontext
 from pipeline.core.errors import ArtifactError
 from pipeline.core.provenance import is_sealed, provenance, seal
 
@@ -40,7 +39,7 @@ def read_delta(path: Path) -> float:
     """The delta saved at ``path``; ArtifactError (naming the file) when it is missing, not JSON, not a
     saved delta, edited after it was written, or not a number in [0, 1]."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsontext.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ArtifactError(f"{path}: no such saved delta") from None
     except (ValueError, UnicodeDecodeError) as exc:

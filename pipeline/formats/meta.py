@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.core import atomic, checksums
+from pipeline.core import atomic, checksums, jsontext
 from pipeline.core.errors import ArtifactError
 from pipeline.core.provenance import is_sealed, provenance, seal
 
@@ -36,7 +36,7 @@ def decode(raw: bytes | None, path: Path, fmt: str, kind: str, required: tuple[s
     if raw is None:
         raise ArtifactError(f"{path}: no '{META_KEY.decode()}' metadata, so not {article} {kind} written by this pipeline")
     try:
-        meta = json.loads(raw)
+        meta = jsontext.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{path}: its '{META_KEY.decode()}' metadata is not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
@@ -94,19 +94,20 @@ def read_parquet(path: Path, fmt: str, kind: str, required: tuple[str, ...],
 
 
 def peek_format(path: Path) -> str | None:
-    """The format a Parquet file's metadata names, read without its rows: None when it has no ``pipeline``
-    metadata (or is not Parquet), "" when the metadata is there but unreadable (a damaged artifact, which a
-    reader should report rather than skip)."""
+    """The format a Parquet file's metadata names, read without its rows: None when it is Parquet without
+    ``pipeline`` metadata (another tool's file), "" when it cannot be read as Parquet (truncated,
+    overwritten) or its metadata is unreadable: a damaged artifact, which a reader reports rather than
+    skips."""
     import pyarrow.parquet as pq
 
     try:
         raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
     except (pa.ArrowInvalid, OSError):
-        return None
+        return ""
     if raw is None:
         return None
     try:
-        meta = json.loads(raw)
+        meta = jsontext.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return ""
     return str(meta.get("format", "")) if isinstance(meta, dict) else ""
@@ -123,8 +124,21 @@ def read_json(path: str | Path, label: str = "") -> Any:
     else:
         where = f"{label} {path}" if label else str(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsontext.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ArtifactError(f"{where}: no such file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{where}: not valid JSON ({exc})") from None
+
+
+def read_json_object(path: str | Path, label: str = "") -> dict[str, Any]:
+    """A JSON object kept by the project beside its work (a ledger, a results table), or {} where there is
+    none yet; ArtifactError naming the file when it is damaged (not JSON, or not an object)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    doc = read_json(path, label)
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{f'{label} ' if label else ''}{path}: expected a JSON object, got a JSON "
+                            f"{type(doc).__name__}; move it aside to start it afresh")
+    return doc

@@ -11,7 +11,10 @@ group listed by id):
 and optionally alpha_level str (the level drawn for the query: zero | low | normal | high; under the
 squk alpha mode the atoms' levels in atom order, e.g. low,high), named_text str
 (the text with names, quoted where a name needs it; sampled sets) and, for
-imported SQUK queries, answers_published / utilities_published (best first).
+imported SQUK queries, answers_published / utilities_published (best first), and answers_paper
+list<int64> (the truth the paper protocol reads, best first: the list the SQUK generator would have written
+for a sampled valid or test query, :mod:`pipeline.squk.generator_order`; the published list for an imported
+one).
 File metadata (key ``pipeline``, JSON, sealed; :mod:`pipeline.formats.meta`): format, dataset, split, alpha,
 beta, source, seed, counts, provenance. Atoms are flat records (``query_to_records`` / ``records_to_query``),
 variables stored by name without the ``?``.
@@ -68,6 +71,9 @@ OPTIONAL = {
     "named_text": pa.string(),
     "answers_published": pa.list_(pa.int64()),
     "utilities_published": pa.list_(pa.float64()),
+    # the truth the paper protocol reads, best first: the list the SQUK generator writes (sampled valid and
+    # test sets: pipeline.squk.generator_order) or the published file's own (imported sets)
+    "answers_paper": pa.list_(pa.int64()),
 }
 REQUIRED_META = ("dataset", "split", "alpha", "beta", "source")
 

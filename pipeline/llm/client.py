@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core import jsontext
 from pipeline.core.errors import PipelineError
 from pipeline.llm.prompt import LETTERS
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+MAX_TIMEOUT_S = 3600.0  # an hour per request: beyond it a stuck endpoint, not a slow one
+MAX_RETRIES = 100
 SYSTEM = "You answer multiple-choice questions about soft queries with a single letter."
 
 
@@ -55,6 +58,19 @@ class ChatClient:
     backoff: float = 1.0
     temperature: float = 0.0
     max_tokens: int = 16
+
+    def __post_init__(self) -> None:
+        # checked where the client is made: a timeout of nan or a retry count of -1 never reaches a request
+        from pipeline.core.checks import check_float, check_int, check_text
+        from pipeline.core.errors import option
+
+        check_text(self.endpoint, option("endpoint"))
+        _check_url(self.endpoint)
+        check_float(self.timeout, option("timeout"), 0.0, MAX_TIMEOUT_S, lo_open=True)
+        check_int(self.retries, option("retries"), 0, MAX_RETRIES)
+        check_float(self.backoff, "backoff", 0.0, 60.0)
+        check_float(self.temperature, "temperature", 0.0, 2.0)
+        check_int(self.max_tokens, "max_tokens", 1, 1_000_000)
 
     @property
     def url(self) -> str:
@@ -110,6 +126,30 @@ class ChatClient:
         raise AssertionError("unreachable")
 
 
+def _check_url(endpoint: str) -> None:
+    """An endpoint a request can be sent to: http(s), a host, no whitespace or control character (urllib
+    refuses those only when the first request is built, in a worker thread, where a typo reads as an item
+    answered wrong)."""
+    from urllib.parse import urlsplit
+
+    from pipeline.core.errors import option, printable
+
+    why = None
+    if any(c.isspace() or not c.isprintable() for c in endpoint):
+        why = "it holds whitespace or a control character"
+    else:
+        try:
+            parts = urlsplit(endpoint)
+            if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+                why = "not an http(s) URL with a host"
+            parts.port  # noqa: B018 (a port out of range raises here)
+        except ValueError as exc:
+            why = str(exc)
+    if why is not None:
+        raise PipelineError(f"{option('endpoint', printable(endpoint, 80, keep=''))}: {why}; expected e.g. "
+                            "http://127.0.0.1:8080/v1")
+
+
 def _retry_after(value: str | None) -> float | None:
     try:
         return min(60.0, max(0.0, float(value))) if value is not None else None
@@ -120,7 +160,7 @@ def _retry_after(value: str | None) -> float | None:
 def reply_text(raw: bytes) -> str:
     """choices[0].message.content of a chat-completions body; TransientError when malformed."""
     try:
-        doc = json.loads(raw)
+        doc = jsontext.loads(raw)
         content = doc["choices"][0]["message"]["content"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
         raise TransientError(f"malformed reply: {raw[:80]!r}") from exc
@@ -213,9 +253,10 @@ def load_responses(path: Path, model: str) -> dict[str, dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return done
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # a damaged line (undecodable, not JSON) is no answer: its item is asked again
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            rec = json.loads(line)
+            rec = jsontext.loads(line)
         except json.JSONDecodeError:
             continue
         if isinstance(rec, dict) and rec.get("model") == model and rec.get("status") == "ok":
@@ -233,10 +274,10 @@ def ask_all(
     """Ask the model every item not answered yet in ``responses`` (JSONL, appended as answers arrive, so a
     killed run resumes); returns one record per item, in item order:
     {id, model, prompt_hash, status ok|error, reply, letter (None = no clear letter), error}."""
+    from pipeline.core import limits
     from pipeline.core.progress import output
 
-    if concurrency < 1:
-        raise PipelineError(f"--concurrency must be at least 1, got {concurrency}")
+    concurrency = limits.check_count("concurrency", concurrency, "io")  # each request in flight is a thread
     path = Path(responses)
     path.parent.mkdir(parents=True, exist_ok=True)
     hashes = {it["id"]: prompt_hash(it["prompt"]) for it in items}

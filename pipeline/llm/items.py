@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.core.errors import DataFormatError, PipelineError
+from pipeline.core import jsontext
+from pipeline.core.errors import DataFormatError, PipelineError, printable
 from pipeline.llm.prompt import LETTERS, anchors, render_prompt
 from pipeline.softquery.printer import to_text
 from pipeline.softquery.vocab import Vocabulary
@@ -102,6 +103,15 @@ def choose_candidates(
     return chosen
 
 
+def check_margin(margin: Any) -> float:
+    """The least difference between two candidates' true utilities: a finite number > 0 (an infinite one
+    leaves no candidate below the best, so every query would be dropped without a useful word)."""
+    from pipeline.core.checks import check_float
+    from pipeline.core.errors import option
+
+    return check_float(margin, option("margin"), 0.0, None, lo_open=True)
+
+
 def item_rng(seed: int, query_id: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(str(query_id).encode())])
 
@@ -130,8 +140,7 @@ def build_items(
 
     true_utility(list of Query) -> (B, n_entities) array of true utilities; counts: at most this many items
     per type (types absent are skipped; None = every query)."""
-    if not margin > 0:
-        raise PipelineError(f"--margin must be > 0, got {margin}")
+    check_margin(margin)
     frame = queries.frame
     dataset = dataset or str(queries.meta.get("dataset", ""))
     readable = readable_mask(vocab)
@@ -241,12 +250,15 @@ def read_items(path: str | Path) -> list[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise DataFormatError(path, None, None, f"cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise DataFormatError(path, line, None, f"not valid UTF-8 (byte {exc.object[exc.start]:#04x})") from None
     items, seen = [], set()
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            it = json.loads(line)
+            it = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             raise DataFormatError(path, n, None, f"not JSON ({exc.msg})") from None
         if not isinstance(it, dict):
@@ -267,19 +279,44 @@ def read_items(path: str | Path) -> list[dict[str, Any]]:
 
 def parse_counts(text: str | None) -> dict[str, int] | None:
     """--per-type: 'paper' (the paper's 370), 'all' (None), a number for every type of the paper's list,
-    or 'TYPE=N,...'."""
-    if text is None or text == "paper":
+    or 'TYPE=N,...' (each TYPE a query type in any case, once; each N at least 1). Anything else is one
+    PipelineError naming the part: a type name that is none (with the close ones) is never dropped."""
+    from pipeline.core.errors import option
+    from pipeline.sampling import MAX_PER_TYPE
+    from pipeline.softquery.types import QUERY_TYPES
+
+    if text is None:
         return dict(PAPER_COUNTS)
-    if text == "all":
+    shown = option("per_type", text)
+    word = text.strip().lower()
+    if word == "paper":
+        return dict(PAPER_COUNTS)
+    if word == "all":
         return None
-    if text.isdigit():
-        return {t: int(text) for t in PAPER_COUNTS}
-    out = {}
+
+    def count(raw: str, part: str) -> int:
+        digits = raw.strip()
+        if not re.fullmatch(r"[0-9]+", digits):  # ASCII digits only: int() also reads '²' and '1_0'
+            raise PipelineError(f"{shown}: expected paper, all, N or TYPE=N,... (bad part {part!r})")
+        n = int(digits) if len(digits) <= 18 else MAX_PER_TYPE + 1  # (int() of 5,000 digits is an error)
+        if not 1 <= n <= MAX_PER_TYPE:  # 0 items of a type is leaving the type out
+            raise PipelineError(f"{shown}: bad count in {printable(part, 40)!r}; give 1 to {MAX_PER_TYPE:,} items "
+                                "(leave a type out to take none of it)")
+        return n
+
+    if "=" not in text:
+        n = count(text, text)
+        return {t: n for t in PAPER_COUNTS}
+    out: dict[str, int] = {}
     for part in text.split(","):
         name, sep, n = part.partition("=")
-        if not sep or not n.strip().isdigit():
-            raise PipelineError(
-                f"--per-type {text!r}: expected paper, all, N or TYPE=N,... (bad part {part!r})"
-            )
-        out[name.strip()] = int(n)
+        if not sep:
+            raise PipelineError(f"{shown}: expected paper, all, N or TYPE=N,... (bad part {part!r})")
+        try:
+            qtype = QUERY_TYPES.canonical(name.strip())
+        except PipelineError as exc:
+            raise PipelineError(f"{shown}: {exc}") from None
+        if qtype in out:
+            raise PipelineError(f"{shown}: type {qtype} is given twice")
+        out[qtype] = count(n, part)
     return out

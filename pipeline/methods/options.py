@@ -26,9 +26,9 @@ def l_setting(default: Any, **how: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class LOptions:
-    """Calibration L's settings. None: the variant's value (``l_variant``; docs/results.md, "Calibration L").
+    """Calibration L's settings. None: the variant's value (``l_variant``; docs/studies/calibration-l.md).
     Every value L trains with is recorded in the saved calibration (its key and ``L.json``). The bounds are
-    far beyond any recipe that was tried (the authors' 5,000 steps at 5e-6; docs/results.md): a learning
+    far beyond any recipe that was tried (the authors' 5,000 steps at 5e-6; docs/studies/calibration-l.md): a learning
     rate of 1e30 or 10^12 steps is a typo, refused before any work; given without a calibration that uses L,
     each is refused (it would do nothing)."""
 
@@ -69,11 +69,18 @@ class LOptions:
     l_identity: float | None = l_setting(None, low=0.0, high=1e6,
                                        help="Weight of a penalty on L's mean squared change of the stored confidences "
                                             "(0: none; heldout: 1).")
-    l_shapes: tuple[str, ...] | None = l_setting(None, help="The train query types L fits (default: every "
+    l_shapes: tuple[str, ...] | None = l_setting(None, registry="query-types", help="The train query types L fits (default: every "
                                                           "train type; authors: 1p,2i, the shapes without variables or negation).")
 
     def __post_init__(self) -> None:
         check(self)
+
+    def check_trains(self) -> None:
+        """Refuse settings under which L would not be fitted (``l_epochs=0`` without steps: answers labelled L
+        from an L never trained) or would fit no train type; for a caller whose calibration uses L."""
+        from pipeline.methods.src.recipe import l_config
+
+        l_config(self, 0)
 
     def l_settings(self) -> dict[str, Any]:
         """The L options given (those not at their default), by name: what ``pipeline reproduce`` records."""
@@ -107,3 +114,5 @@ class MethodOptions(LOptions):
 
     def __post_init__(self) -> None:
         check(self)
+        if self.calibration in USES_L[0][1]:
+            self.check_trains()

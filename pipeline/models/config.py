@@ -95,7 +95,7 @@ class TrainConfig:
         check_float(self.psl_weight, "psl_weight", 0.0)
         check_float(self.negative_weight, "negative_weight", 0.0)
         check_seed(self.seed, "seed")
-        check_device(self.device)
+        object.__setattr__(self, "device", check_device(self.device))  # CPU is cpu
         object.__setattr__(self, "model_kwargs", _checked_model_kwargs(self.model, self.model_kwargs))
         if self.select_on not in SELECT_ON:
             raise PipelineError(f"select_on must be one of {', '.join(SELECT_ON)}, not {self.select_on!r}")

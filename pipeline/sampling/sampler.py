@@ -103,6 +103,7 @@ def resolve_types(types: Sequence[str] | None, split: str) -> list[str]:
     for t in types:
         if t not in QUERY_TYPES:
             raise unknown_name("query type", t, list(QUERY_TYPES))
+        t = QUERY_TYPES.canonical(t)  # 1P is 1p: every later step keys on the registered name
         if t not in out:
             out.append(t)
     return out
@@ -296,9 +297,11 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
         t0 = time.perf_counter()
         queries = [q for q, _, _ in batch]
         easy = ground_truth(queries, train_adj)
-        hard = easy if split_adj is train_adj else ground_truth(queries, split_adj)
+        # valid and test sets also keep the list the SQUK generator would have written (the paper protocol's
+        # truth); train sets only feed calibration L
+        hard = easy if split_adj is train_adj else ground_truth(queries, split_adj, paper=True)
         report.engine_seconds += time.perf_counter() - t0
-        for (query, text, level), (e_ids, e_vals, _), (h_ids, h_vals, h_all) in zip(
+        for (query, text, level), (e_ids, e_vals, _, _), (h_ids, h_vals, h_all, h_paper) in zip(
             batch, easy, hard, strict=True
         ):
             if len(kept) == per_type:
@@ -319,6 +322,7 @@ def _sample_type(job: _Job, name: str, rng: np.random.Generator) -> tuple[TypeRe
                     "utilities_easy": e_vals,
                     "answers_hard": h_ids,
                     "utilities_hard": h_vals,
+                    **({"answers_paper": h_paper} if h_paper is not None else {}),
                 }
             )
             report.answer_counts.append(h_all)

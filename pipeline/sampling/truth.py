@@ -5,12 +5,17 @@ of tied utilities crosses that cut, the WHOLE group: ids never decide who is an 
 design allows, a seeded random choice within the group, would leave the excluded members tied with the
 included ones, so even the true utilities could not score 100; the whole group keeps every invariant.)
 Within a group the stored order is by entity id, which no metric reads.
+
+Beside them, on request, the list the SQUK benchmark's generator would have written for the same utilities
+(:mod:`pipeline.squk.generator_order`): the truth the paper protocol reads, its ties in the generator's order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from pipeline.engine import Adjacency, search_batch, top_answers
@@ -30,21 +35,32 @@ def cut_answers(row: torch.Tensor, k: int = TOP_K) -> tuple[torch.Tensor, torch.
     return ids, vals
 
 
-def answer_lists(utility: torch.Tensor, k: int = TOP_K) -> list[tuple[list[int], list[float], int]]:
-    """Per row of utility (B, N) float32: (ids best first, their utilities as floats, the number of all
-    answers before the cut), see :func:`cut_answers`."""
+class Truth(NamedTuple):
+    """One query's answers on a graph: ids best first (:func:`cut_answers`), their utilities, the number of
+    all answers before the cut, and (when asked for) the SQUK generator's list, best first (None otherwise)."""
+
+    ids: list[int]
+    utilities: list[float]
+    n_all: int
+    paper: list[int] | None = None
+
+
+def answer_lists(utility: torch.Tensor, k: int = TOP_K, paper: bool = False) -> list[Truth]:
+    """Per row of utility (B, N) float32 its :class:`Truth`; with paper, also the generator's list
+    (:func:`pipeline.squk.generator_order.generator_answers` of the row)."""
+    if paper:  # numba, compiled once per installation: only where a query set will be evaluated
+        from pipeline.squk.generator_order import generator_answers
     out = []
     for row in utility:
         ids, vals = cut_answers(row, k=k)
         n_all = int((torch.isfinite(row) & (row > 0)).sum())
-        out.append(([int(i) for i in ids.tolist()], [float(v) for v in vals.tolist()], n_all))
+        gen = [int(i) for i in generator_answers(row.detach().cpu().numpy().astype(np.float64))] if paper else None
+        out.append(Truth([int(i) for i in ids.tolist()], [float(v) for v in vals.tolist()], n_all, gen))
     return out
 
 
-def ground_truth(
-    queries: Sequence[Query], graph: Adjacency, k: int = TOP_K
-) -> list[tuple[list[int], list[float], int]]:
+def ground_truth(queries: Sequence[Query], graph: Adjacency, k: int = TOP_K, paper: bool = False) -> list[Truth]:
     """Answer lists of queries on graph (an indexed observed graph), see :func:`answer_lists`."""
     if not queries:
         return []
-    return answer_lists(search_batch(list(queries), graph), k)
+    return answer_lists(search_batch(list(queries), graph), k, paper)

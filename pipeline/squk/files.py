@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.core import jsontext
 from pipeline.core.errors import DataFormatError, PipelineError
-from pipeline.softquery import QUERY_TYPES, Query, parse
+from pipeline.softquery import QUERY_TYPES, Query, parse, type_of
 from pipeline.softquery.printer import format_number
 
 # SQUK numbers the 12 types in the order of the design (and of QUERY_TYPES)
@@ -203,7 +204,7 @@ def read_squk_file(
     info = parse_file_name(path)
     path = info.path
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsontext.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise DataFormatError(path, None, None, f"cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
@@ -229,6 +230,12 @@ def read_squk_file(
                 raise DataFormatError(
                     path, None, f"{where} formula", f"{formula!r} is not a soft query: {exc}"
                 ) from None
+            shape = type_of(query)
+            if shape != info.type:  # the formula decides what the query is; a file named otherwise is refused
+                num = SQUK_TYPES.index(info.type)
+                held = f"type {shape} (type{SQUK_TYPES.index(shape):04d})" if shape else "none of the 12 types"
+                raise DataFormatError(path, None, f"{where} formula", f"{formula!r} is a query of {held}, but the "
+                                      f"file name says type{num:04d} ({info.type}); file it under its own type")
             ids, vals = _best_first(answers, values, path, where, n_entities)
             queries.append(SqukQuery(info.type, formula, text, query, ids, vals))
     return info, queries

@@ -29,8 +29,10 @@ from pipeline.core.versions import KEY as VERSION_KEY
 from pipeline.core.versions import check_versions
 from pipeline.engine import kernels
 from pipeline.formats.answers import (
+    PAPER_RANK,
     TOP_K,
     RankedRows,
+    entities_to_rank,
     ranked_rows,
     rows_frame,
     rows_from_utilities,
@@ -70,11 +72,14 @@ def query_set_record(qs: QuerySet) -> dict[str, Any]:
     return {"path": str(qs.path), "split": qs.meta.get("split"), "checksum": checksum(qs.frame)}
 
 
-def _truth(frame: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Ground truth per query (design section 1: the answers on the split's graph, best first)."""
+def _truth(frame: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Ground truth per query (design section 1: the answers on the split's graph, best first), and the list
+    the paper protocol reads (``answers_paper``; None for a query set without it)."""
+    paper = frame["answers_paper"] if "answers_paper" in frame.columns else [None] * len(frame)
     return [
-        (np.asarray(a, dtype=np.int64), np.asarray(u, dtype=np.float64))
-        for a, u in zip(frame["answers_hard"], frame["utilities_hard"], strict=True)
+        (np.asarray(a, dtype=np.int64), np.asarray(u, dtype=np.float64),
+         None if p is None else np.asarray(p, dtype=np.int64))
+        for a, u, p in zip(frame["answers_hard"], frame["utilities_hard"], paper, strict=True)
     ]
 
 
@@ -136,7 +141,7 @@ def answer_query_set(
     if workers == 1 and (executor is None or executor.in_process) and kernels.loading():
         # one task at a time in this process while the compiled steps load beside it: the lightest first,
         # so that this thread answers them while the load ends instead of waiting for it at the heaviest
-        # (the first batch, PPI5k's and CN15k's im, waited 0.1-0.3 s; docs/benchmarks.md, "Speed at the door")
+        # (the first batch, PPI5k's and CN15k's im, waited 0.1-0.3 s; docs/studies/where-a-fresh-process-spends-its-time.md)
         order.reverse()
     run = (executor or LocalExecutor()).map_on_actors(
         answer_batch, [tasks[j] for j in order], state, desc="answer", unit="query", progress=progress
@@ -166,6 +171,8 @@ def answer_query_set(
     if not parts:
         return rows_from_utilities([], [], torch.zeros(0, method.n_entities), [], k), stats
     frame = pd.concat(parts, ignore_index=True)
+    if PAPER_RANK in frame.columns:  # a batch of queries without the paper's list has no such column
+        frame[PAPER_RANK] = frame[PAPER_RANK].fillna(0).astype(np.int32)
     if permuted:  # the rows in the order of the queries grouped by type, whatever parts the types were cut in
         frame = frame.take(np.argsort(np.concatenate(positions), kind="stable")).reset_index(drop=True)
     return frame, stats
@@ -188,7 +195,7 @@ def task_cost(batch: AnswerBatch) -> float:
     """A batch's rough cost: its queries' shapes (query_cost, the engine) plus the rows it returns (every
     ground-truth answer has one: a CN15k 3in batch makes 0.84M rows, ~0.5 s to build and send back)."""
     engine = query_cost(batch.queries[0]) * len(batch.queries) if batch.queries else 0
-    rows = sum(len(t[0]) for t in batch.truth) + batch.k * len(batch.queries)
+    rows = sum(len(entities_to_rank(t)) for t in batch.truth) + batch.k * len(batch.queries)
     return engine + rows / 2000
 
 
@@ -199,7 +206,7 @@ class AnswerBatch:
     qtype: str
     ids: list[str]
     queries: list[Any]
-    truth: list[tuple[np.ndarray, np.ndarray]]
+    truth: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]
     k: int
 
 
@@ -214,7 +221,7 @@ def answer_batch(method: Method, batch: AnswerBatch) -> tuple[RankedRows, float,
     util = method.utilities(batch.queries)
     _sync(method.device)
     seconds = time.perf_counter() - t0
-    ranked = ranked_rows(util, [t[0] for t in batch.truth], batch.k)
+    ranked = ranked_rows(util, [entities_to_rank(t) for t in batch.truth], batch.k)
     return ranked, seconds, (start, time.time())
 
 

@@ -66,7 +66,6 @@ def ask(
     the first K of them."""
     from loaders import load
     from pipeline.core.checks import check_int, check_text
-    from pipeline.core.kg import observed_graph
     from pipeline.formats.engine_index import observed_index
     from pipeline.methods.src.method import SRC
     from pipeline.methods.src.saved import saved_label, saved_paths
@@ -80,6 +79,8 @@ def ask(
         cycle_cap = check_int(cycle_cap, "cycle_cap", 1)
     if not isinstance(explain, bool):
         explain = check_int(explain, "explain", 0)
+    if isinstance(graph, str) and graph.lower() in ("train", "valid", "test"):
+        graph = graph.lower()  # TEST is test, as a registry name in another case is that name
     if graph is not None and graph not in ("train", "valid", "test"):
         raise PipelineError(f"{option('graph', graph)}: expected train, valid or test")
     if adjacency is not None and not isinstance(adjacency, (str, Path)):
@@ -103,6 +104,9 @@ def ask(
                                  (f"the export {adjacency}", src.manifest.get(KEY))])
         threshold = src.manifest.get("threshold")
         source, where = f"adjacency {adjacency} (threshold {threshold})", f"in the export (facts >= {threshold})"
+    # the facts as stored, for the reason of an empty answer: the index answered with (an export's is kept
+    # per export in this process: a notebook's next pl.query reads no file), before calibration L
+    stored = src.adjacency
     if calibration:
         if adjacency is None:
             raise PipelineError(f"{option('calibration')} applies to a neural adjacency export ({option('adjacency')}), "
@@ -138,13 +142,10 @@ def ask(
     reason = None
     if ids.numel() == 0:
         from pipeline.engine.empty import empty_reason_text
-        from pipeline.formats.adjacency import load_adjacency
 
-        if graph is not None:
-            tensors = observed_graph(kg, graph, device)
-        else:  # the facts as stored: a calibration's lowered alphas are in `answered`, L is not
-            tensors, _ = load_adjacency(adjacency, kg.name, device, kg.n_entities, kg.n_relations)
-        reason = empty_reason_text(answered, tensors, vocab, where + (" before calibration L" if calibration else ""))
+        assert stored is not None
+        # a calibration's lowered alphas are in `answered`; L's confidences are not in `stored`
+        reason = empty_reason_text(answered, stored, vocab, where + (" before calibration L" if calibration else ""))
     frame = pd.DataFrame(rows, columns=["eid", "name", "utility"])
     frame.insert(0, "rank", range(1, len(frame) + 1))
     return Ranking(frame, explanations, to_text(answered, vocab), source, int(ids.numel()),

@@ -4,12 +4,13 @@ Per query: the ground-truth answers a_1..a_n (best first) and their predicted ra
 read from an answers file (:mod:`pipeline.formats.answers`), go through every metric of :data:`pipeline.core.metrics.METRICS`.
 Per type: the mean over the queries where the metric is defined. ``avg``: the mean over the types (every
 type weighs the same, as in the paper's tables). Summaries are ``{metric: {type or "avg": value x100}}``;
-``docs/results.json`` is ``{dataset: {method: summary}}`` and ``docs/results.md`` its tables.
+``docs/results.json`` is ``{dataset: {method: summary}}`` (:func:`update_results`); tools/pages.py renders
+``docs/results.md`` from it.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import re
 import zlib
@@ -22,7 +23,7 @@ import pandas as pd
 
 from pipeline.core import atomic
 from pipeline.core.errors import PipelineError
-from pipeline.core.metrics import METRICS, Ranked, chance, metric_columns
+from pipeline.core.metrics import METRICS, PAPER_DRAWS, Ranked, chance, metric_columns
 from pipeline.core.progress import output
 from pipeline.core.provenance import provenance
 from pipeline.formats import answers as col
@@ -68,14 +69,46 @@ def query_rankings(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[Ra
         for c, dt in ((col.TRUTH_UTILITY, np.float64), (col.UTILITY, np.float64), (col.RANK_FIRST, np.int64),
                       (col.TIES, np.int64), (col.RANK, np.int64))
     }
+    paper = _paper_ranks(frame)
     by_query = {
         qid: Ranked(cols[col.TRUTH_UTILITY][i], cols[col.UTILITY][i], cols[col.RANK_FIRST][i], cols[col.TIES][i],
-                    cols[col.RANK][i])
+                    cols[col.RANK][i], None if paper is None else paper.get(qid, np.zeros(0, dtype=np.int64)))
         for i, qid in enumerate(ids[starts])
     } if len(ids) else {}
     empty = Ranked(*(np.zeros(0),) * 2, *(np.zeros(0, dtype=np.int64),) * 3)
     per = [by_query.get(qid, empty) for qid in queries[col.QUERY_ID]]
     return queries[col.QUERY_ID].to_numpy(), queries[col.TYPE].to_numpy(), per
+
+
+def _paper_ranks(frame: pd.DataFrame) -> dict[object, np.ndarray] | None:
+    """Per query, the predicted ranks (ties by id) of the list the paper protocol reads, in its order; None
+    where the answers file has no paper_rank column (its query set predates that list)."""
+    if col.PAPER_RANK not in frame.columns:
+        return None
+    rows = frame[frame[col.PAPER_RANK] > 0].sort_values([col.QUERY_ID, col.PAPER_RANK])
+    ids = rows[col.QUERY_ID].to_numpy()
+    if not len(ids):
+        return {}
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ranks = np.split(rows[col.RANK].to_numpy(np.int64), starts[1:])
+    return dict(zip(ids[starts], ranks, strict=True))
+
+
+def paper_truth_source(frame: pd.DataFrame) -> str:
+    """How the paper protocol read this answers file's truth, in words for the reports."""
+    if col.PAPER_RANK in frame.columns:
+        return "the query file's own order (the SQUK generator's, or the published file's)"
+    return f"an estimate: each tie group in {PAPER_DRAWS} random orders, averaged (the query set predates the generator's order)"
+
+
+def single_as_zero(per_query: pd.DataFrame) -> Summary:
+    """The paper protocol's tau and rho read as the authors' fine-tuning code (QG_soft_train.py) reads them:
+    a single-answer query counted as 0 instead of left out (their solver, solve_soft_EFO1.py, leaves it
+    out: :func:`summarise` with prefix ``paper_``)."""
+    frame = per_query.copy()
+    single = frame["paper_n"] == 1
+    frame.loc[single, ["paper_tau", "paper_rho"]] = 0.0
+    return {m: v for m, v in summarise(frame, prefix="paper_").items() if m in ("tau", "rho")}
 
 
 def query_key(query_id: object) -> int:
@@ -101,6 +134,14 @@ def query_metrics(
     if n_entities:
         rnd = metric_columns([chance(q, n_entities) for q in per])
         cols.update({f"random_{k}": v for k, v in rnd.items()})
+    if paper and any(q.paper_ranks is not None for q in per):
+        # the readings used before the generator's order was known, kept beside it as labelled extras: how
+        # much the truth's tie order moves the paper protocol (random orders averaged; our id order reversed)
+        plain = [dataclasses.replace(q, paper_ranks=None) for q in per]
+        keys = [query_key(q) for q in qids]
+        for prefix, order in (("paper_random_", "shuffled"), ("paper_ids_", "reversed")):
+            other = metric_columns(plain, paper=True, keys=keys, tie_order=order)
+            cols.update({prefix + m: other[f"paper_{m}"] for m in METRICS.names()})
     return pd.DataFrame(
         {
             "query_id": qids,
@@ -195,6 +236,27 @@ def with_chance(report: dict[str, Any]) -> Summary:
     return out
 
 
+# the metrics' rows in a metrics frame, before the chance rows
+METRIC_ROWS = ("tau", "rho", "map", "ndcg")
+
+
+def metrics_frame(report: dict[str, Any]) -> pd.DataFrame:
+    """One report's metrics x100 as ``pl.evaluate`` shows them: index tau, rho, MAP, NDCG, then ``MAP chance``
+    and ``NDCG chance`` (:func:`with_chance`, when the answers file knows its entity count); columns the query
+    types in the paper's order, then avg; NaN where a metric is undefined on every query of a type. The one
+    table of ``pl.evaluate`` and of ``pl.run``'s ``Experiment`` (its ``per_type``, and ``table``'s rows)."""
+    summary = with_chance(report)
+    types = ordered_types({t for by in summary.values() for t in by if t != "avg"})
+    rows = [*METRIC_ROWS, *(m for m in summary if m not in METRIC_ROWS)]
+    frame = pd.DataFrame(
+        [[summary.get(m, {}).get(t, float("nan")) for t in [*types, "avg"]] for m in rows],
+        index=[METRICS[m].label if m in METRICS else m for m in rows],
+        columns=[*types, "avg"],
+    )
+    frame.index.name, frame.columns.name = "metric", "type"
+    return frame
+
+
 def tied_share(per_query: pd.DataFrame) -> dict[str, float]:
     """The pairs of answers tied in both true and predicted utility, summed over the queries: among each
     query's first 100 answers (the truth the paper's protocol reads, where such pairs counted as agreement)
@@ -278,6 +340,12 @@ def evaluate_file(path: str | Path) -> dict[str, Any]:
         "unanswered": unanswered_counts(per_query),
         "undefined": undefined_counts(per_query),
         "paper_protocol": summarise(per_query, prefix="paper_"),
+        "paper_single_as_zero": single_as_zero(per_query),
+        "paper_truth": paper_truth_source(ans.frame),
+        **({"paper_protocol_other_orders": {
+            "random ties (32 orders, averaged)": summarise(per_query, prefix="paper_random_"),
+            "our id order reversed": summarise(per_query, prefix="paper_ids_"),
+        }} if "paper_random_tau" in per_query.columns else {}),
         "doubly_tied": tied_share(per_query),
         **({"random": summarise(per_query, prefix="random_")} if n_entities else {}),
         "every_entity": every_entity_counts(per_query, int(n_entities) if n_entities else None),
@@ -348,8 +416,9 @@ def protocol_notes(report: dict[str, Any]) -> str:
         )
     if report.get("paper_protocol"):
         lines.append(
-            "\nPaper protocol (the authors' released evaluation: truth ties in stored order reversed, predicted "
-            "ties by entity id, single-answer queries counted as 0; for comparison only):\n\n"
+            "\nPaper protocol (the authors' released evaluation, for comparison only: the truth's first 100 "
+            f"answers in {report.get('paper_truth') or 'stored order'}, predicted ties by entity id, "
+            "single-answer queries left out of tau and rho):\n\n"
             + markdown_table(report["paper_protocol"])
         )
     return "\n".join(lines) + "\n"
@@ -357,91 +426,40 @@ def protocol_notes(report: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------------------- docs/results.*
 
-RESULTS_SECTION = "Query answering"
-COUNTS_SECTION = "Query counts"
-
 
 def update_results(
     reports: list[dict[str, Any]], docs: str | Path, backbones: dict[str, dict[str, Any]] | None = None
-) -> tuple[Path, Path]:
-    """Merge reports into ``docs/results.json`` ({dataset: {method: summary}}, and under ``"backbones"``
-    {dataset: the main table's backbone, :func:`pipeline.models.evaluation.backbone_summary`}: each data
-    set's entry replaced only by a reproduction of that data set) and regenerate the sections of
-    ``docs/results.md`` this module owns; every other section (e.g. "Confidence prediction") is kept."""
-    docs = Path(docs)
-    docs.mkdir(parents=True, exist_ok=True)
-    js_path, md_path = docs / "results.json", docs / "results.md"
-    results: dict[str, Any] = json.loads(js_path.read_text()) if js_path.exists() else {}
-    for dataset, entry in (backbones or {}).items():
-        results.setdefault(BACKBONES, {})[dataset] = entry
-    counts_path = docs / "results_counts.json"
-    counts: dict[str, Any] = json.loads(counts_path.read_text()) if counts_path.exists() else {}
-    protocol_path = docs / "results_protocol.json"
-    protocol: dict[str, Any] = json.loads(protocol_path.read_text()) if protocol_path.exists() else {}
-    for r in reports:
-        results.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
-        counts.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
-        protocol.setdefault(r["dataset"], {})[r["method"]] = {
-            k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")
-        }
-    atomic.write_json(js_path, results)
-    atomic.write_json(counts_path, counts)
-    atomic.write_json(protocol_path, protocol)
+) -> list[Path]:
+    """Merge reports into the data of the results pages (:mod:`pipeline.stages.docs_data`): ``results.json``
+    ({dataset: {method: summary}}, and under ``"backbones"`` {dataset: the main table's backbone,
+    :func:`pipeline.models.evaluation.backbone_summary`}: each data set's entry replaced only by a
+    reproduction of that data set), ``results_protocol.json`` (the paper protocol, undefined counts, doubly
+    tied pairs, chance) and ``results_counts.json``. A method evaluated again replaces its own entry; the
+    others stay. ``python tools/pages.py`` renders docs/results.md from them. The paths written."""
+    from pipeline.stages import docs_data
 
-    body = [
-        "Metrics x100 per query type and averaged over types (design section 1: tie-aware, no metric reads an "
-        "entity id; tau/rho left out where undefined); paper figures are averages. The comparison tables add "
-        "the paper protocol (the authors' evaluation code, where entity ids break ties) beside ours.\n"
-    ]
-    for dataset in sorted(d for d in results if d != BACKBONES):
-        body.append(f"### {dataset}\n")
-        if bb := results.get(BACKBONES, {}).get(dataset):
-            body.append(backbone_line(bb) + "\n")
-        for method in method_order(results[dataset]):
-            body.append(f"**{method}**\n\n{markdown_table(results[dataset][method])}\n")
-        paper = PAPER.get(dataset, {})
-        if paper:
-            body.append(comparison_table(dataset, results[dataset], protocol.get(dataset, {})) + "\n")
-    count_lines = ["Evaluated queries (with at least one ground-truth answer) per type.\n"]
-    for dataset in sorted(counts):
-        for method in method_order(counts[dataset]):
-            c = counts[dataset][method]
-            count_lines.append(f"- {dataset} {method}: " + ", ".join(f"{t} {c[t]}" for t in ordered_types(c)))
-    sections = _read_sections(md_path)
-    sections[RESULTS_SECTION] = "\n".join(body)
-    sections[COUNTS_SECTION] = "\n".join(count_lines) + "\n"
-    _write_sections(md_path, sections)
-    return js_path, md_path
+    atomic.check_docs_folder(docs, "docs")  # (the doors check it before any work; this is the last word)
+    docs = Path(docs).expanduser()
 
+    def results(doc: dict[str, Any]) -> None:
+        for dataset, entry in (backbones or {}).items():
+            doc.setdefault(BACKBONES, {})[dataset] = entry
+        for r in reports:
+            doc.setdefault(r["dataset"], {})[r["method"]] = r["summary"]
 
-def backbone_line(bb: dict[str, Any]) -> str:
-    """One sentence on a main table's backbone: its name and its valid MSE beside the mean predictor's (the
-    parts an older entry lacks are left out)."""
-    line = f"Backbone {bb['model']}"
-    if bb.get("valid_mse") is not None and bb.get("mean_valid_mse") is not None:
-        verdict = "below" if bb["valid_mse"] < bb["mean_valid_mse"] else "NOT below"
-        line += (f": valid MSE (positives) {bb['valid_mse']:.4f}, {verdict} the mean predictor's "
-                 f"{bb['mean_valid_mse']:.4f}")
-    if bb.get("test_mse") is not None:
-        line += f"; test MSE {bb['test_mse']:.4f} on the positives"
-        if bb.get("test_neg_mse") is not None:
-            source = "published" if bb.get("test_negatives") == "published" else "sampled"
-            line += f", {bb['test_neg_mse']:.4f} on the {source} negatives"
-    if bb.get("test_mrr") is not None:
-        line += (f"; link prediction as the unKR benchmark computes it (test tails, filtered): MRR "
-                 f"{bb['test_mrr']:.3f}, hits@1/3/10 {bb['test_hits@1']:.3f}/{bb['test_hits@3']:.3f}/"
-                 f"{bb['test_hits@10']:.3f}")
-    return line + "."
+    def counts(doc: dict[str, Any]) -> None:
+        for r in reports:
+            doc.setdefault(r["dataset"], {})[r["method"]] = r["counts"]
 
+    def protocol(doc: dict[str, Any]) -> None:
+        for r in reports:
+            doc.setdefault(r["dataset"], {})[r["method"]] = {
+                **{k: r.get(k) for k in ("paper_protocol", "undefined", "doubly_tied", "random")},
+                **{k: r[k] for k in ("paper_single_as_zero", "paper_truth", "paper_protocol_other_orders") if k in r},
+            }
 
-def set_section(docs: str | Path, name: str, text: str) -> Path:
-    """Replace (or add) the ``## name`` section of ``docs/results.md``, keeping every other section."""
-    md_path = Path(docs) / "results.md"
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    sections = _read_sections(md_path)
-    sections[name] = text
-    _write_sections(md_path, sections)
-    return md_path
+    return [docs_data.merge(docs, docs_data.RESULTS, results), docs_data.merge(docs, docs_data.COUNTS, counts),
+            docs_data.merge(docs, docs_data.PROTOCOL, protocol)]
 
 
 def _variant_key(variant: str) -> tuple[int, int, str]:
@@ -463,67 +481,6 @@ def method_order(methods: Iterable[str]) -> list[str]:
         return (backbone, _variant_key(variant))
 
     return sorted(methods, key=key)
-
-
-def comparison_table(dataset: str, methods: dict[str, Summary], protocol: dict[str, Any] | None = None) -> str:
-    """Averages of our methods beside the paper's figures (x100): the tie-aware metrics, then (when known)
-    the same answers under the paper protocol, the share of doubly tied answer pairs and how many queries
-    leave tau undefined."""
-    names = list(METRICS)
-    protocol = protocol or {}
-    extra = any(protocol.get(m) for m in methods)
-    head = [METRICS[m].label for m in names]
-    if extra:
-        head += [f"{METRICS[m].label} (paper protocol)" for m in names] + ["doubly tied % (top 100)", "tau undefined"]
-    lines = [
-        f"Averages beside the paper ({dataset}):\n",
-        "| method | " + " | ".join(head) + " |",
-        "|---|" + "---:|" * len(head),
-    ]
-    for method in method_order(methods):
-        cells = [_fmt(methods[method].get(m, {}).get("avg")) for m in names]
-        if extra:
-            p = protocol.get(method) or {}
-            pp = p.get("paper_protocol") or {}
-            cells += [_fmt(pp.get(m, {}).get("avg")) for m in names]
-            tied = p.get("doubly_tied") or {}
-            cells.append(_fmt(tied.get("share")))
-            cells.append(str((p.get("undefined") or {}).get("tau", {}).get("all", 0)) if p else "-")
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    rnd = next((p["random"] for m in method_order(methods) if (p := protocol.get(m)) and p.get("random")), None)
-    if rnd:  # the chance level of the (shared) test set: what a model that knows nothing scores
-        cells = [_fmt(rnd.get(m, {}).get("avg")) for m in names]
-        if extra:
-            cells += ["-"] * len(names) + ["-", "-"]
-        lines.append("| random ranking (constant predictions) | " + " | ".join(cells) + " |")
-    for method, figs in PAPER.get(dataset, {}).items():
-        cells = [_fmt(figs.get(m)) for m in names]
-        if extra:
-            cells += [_fmt(figs.get(m)) for m in names] + ["-", "-"]
-        lines.append(f"| paper {method} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _read_sections(path: Path) -> dict[str, str]:
-    """``## heading`` -> its text, in file order; text before the first heading is kept under ''."""
-    sections: dict[str, str] = {}
-    if not path.exists():
-        return {"": "# Results\n"}
-    current, buf = "", []
-    for line in path.read_text().splitlines():
-        if line.startswith("## "):
-            sections[current] = "\n".join(buf).strip("\n") + "\n"
-            current, buf = line[3:].strip(), []
-        else:
-            buf.append(line)
-    sections[current] = "\n".join(buf).strip("\n") + "\n"
-    return sections
-
-
-def _write_sections(path: Path, sections: dict[str, str]) -> None:
-    out = [sections.get("", "# Results\n").rstrip("\n") + "\n"]
-    out += [f"## {name}\n\n{text.strip(chr(10))}\n" for name, text in sections.items() if name]
-    atomic.write_text(path, "\n".join(out))
 
 
 # ------------------------------------------------------------------------------------------------ plots

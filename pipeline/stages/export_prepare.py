@@ -22,7 +22,7 @@ cannot be loaded (a toy graph in a test) gives every ordered pair. Only the CPU'
 cache (a GPU answers from the export it loads onto the device); with the cache off
 (``PIPELINE_PAIR_CACHE=off``) nothing is built.
 
-Cost measured on PPI5k (30-epoch UKGE logi, T = 0.1, 1.3M facts; docs/benchmarks.md, "Training loops with no host round trip, the first answer after export"): 2.2-2.7 s
+Cost measured on PPI5k (30-epoch UKGE logi, T = 0.1, 1.3M facts; docs/studies/fresh-answer-cache-and-workers.md): 2.2-2.7 s
 more per export (index 0.23-0.29 s, the data set's graph 0.96-1.16 s, 42 pairs 0.75-1.07 s) and 101 MiB in
 the pair cache (the index 30 MiB, the pairs 70 MiB), which the first answer wrote before (67-101 MiB).
 """

@@ -50,11 +50,16 @@ def build_items_file(
     from collections import Counter
 
     from loaders import load
+    from pipeline.core.checks import check_seed
+    from pipeline.core.errors import option
     from pipeline.core.kg import observed_graph
     from pipeline.formats.queryset import read_query_set
+    from pipeline.llm.items import check_margin
     from pipeline.softquery.vocab import Vocabulary
 
-    counts = parse_counts(per_type)  # a bad --per-type fails before anything is loaded
+    counts = parse_counts(per_type)  # a bad --per-type, --margin or --seed fails before anything is loaded
+    check_margin(margin)
+    check_seed(seed, option("seed"))
     paths = [queries_paths] if isinstance(queries_paths, str | Path) else list(queries_paths)
     sets = [read_query_set(p) for p in paths]
     kg = kg if kg is not None else load(dataset, source=source)
@@ -107,11 +112,15 @@ def evaluate_items_file(
 ) -> dict[str, Any]:
     """Ask the model (if an endpoint is given) and tabulate: {tables: {method: accuracy table}, responses,
     unclear: [ids of replies without a clear letter], failed: [ids of requests that failed]}."""
+    from pipeline.core import limits
     from pipeline.llm.client import ChatClient, ask_all
 
+    if endpoint is not None:
+        limits.check_count("concurrency", concurrency, "io")  # before the items are read
     items = read_items(items_path)
     tables: dict[str, Any] = {}
-    doc: dict[str, Any] = {"items": len(items), "tables": tables}
+    datasets = sorted({str(it["dataset"]) for it in items if it.get("dataset")})
+    doc: dict[str, Any] = {"items": len(items), "datasets": datasets, "tables": tables}
     if endpoint is not None:
         client = ChatClient(endpoint, model or "", **client_options)
         slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in client.model)
@@ -125,3 +134,27 @@ def evaluate_items_file(
     if src:
         tables["SRC"] = llm_eval.accuracy_table(items, src)
     return doc
+
+
+def record_in_docs(docs: str | Path, items_path: str | Path, doc: dict[str, Any], command: str) -> Path:
+    """Record ``evaluate_items_file``'s tables in ``docs/results_llm.json`` (the results page's LLM
+    comparison, :func:`pipeline.stages.docs_data.record_llm`): keyed by the items' data set, with the items
+    file's name and digest (tables of other items replace the record, tables of the same items join it) and
+    each table's command, machine and date. Items of several data sets are refused: one record names one."""
+    import hashlib
+
+    from pipeline.stages.docs_data import provenance, record_llm
+
+    if len(doc["datasets"]) != 1:
+        found = f"{len(doc['datasets'])} data sets ({', '.join(doc['datasets'])})" if doc["datasets"] else "no data set"
+        raise ArtifactError(f"{items_path}: items of {found}; the results page records the items of one data set "
+                            "(`pipeline llm-items DATASET` names it in every item)")
+    digest = hashlib.sha256(Path(items_path).read_bytes()).hexdigest()
+    made = provenance(command)
+    record = {
+        "items": doc["items"],
+        "items_file": Path(items_path).name,
+        "items_digest": digest,
+        "tables": {name: {"accuracy": table, **made} for name, table in doc["tables"].items()},
+    }
+    return record_llm(docs, doc["datasets"][0], record)

@@ -41,6 +41,17 @@ class Shown:
         return output(self.progress, self.quiet)
 
 
+def check_workers(executor: Any, address: str | None, workers: int | None) -> None:
+    """``workers`` of the executor an answering or export option names, bounded as the executor will bound
+    it (:mod:`pipeline.core.limits`), checked when the options are made: before any file is read."""
+    if workers is None or not isinstance(executor, str):
+        return  # an open executor was bounded when it was built
+    from pipeline.core import limits
+    from pipeline.executors import EXECUTORS
+
+    limits.check_count("workers", workers, "compute" if EXECUTORS[executor].bounded_here and not address else None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class AnswerOptions(Shown):
     """How the answering stage (:func:`pipeline.stages.answer.answer_queries`) answers, besides the method:
@@ -64,12 +75,14 @@ class AnswerOptions(Shown):
                                             "in Python also an open executor (the caller closes it).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
     workers: int | None = setting(None, low=1,
-                                  help="processes: worker processes (default: every core; 1 = this process). Ray: tasks at once.")
+                                  help="processes: worker processes (default: every core; 1 = this process; at most 4 per core). "
+                                       "Ray: tasks at once.")
     # not an option: the command line's own process keeps the heap it frees (never a notebook's)
     keep_heap: bool = setting(False, cli=False, api=False, help="Answering in this process: keep freed heap (glibc).")
 
     def __post_init__(self) -> None:
         check(self)
+        check_workers(self.executor, self.address, self.workers)  # at the door, before any file is read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +98,7 @@ class ExportOptions(Shown):
     overwrite: bool = setting(False, help="Replace an export of another run, model or threshold in the out folder.")
     executor: str = setting("local", registry="executors", help="Where the scoring runs (`pipeline ls executors`).")
     address: str | None = setting(None, help="Ray: an existing cluster (ray://host:10001 or auto); default: start a local one.")
-    workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs).")
+    workers: int | None = setting(None, low=1, help="Ray: tasks at once (default: the cluster's CPUs; at most 4 per CPU).")
     shards: str | None = setting(None, help="Where the (relation, head block) shards go (folder or URI such as "
                                             "s3://b/p): non-local executors (default OUT.shards), or this process "
                                             "when given (a resumable export).")
@@ -104,6 +117,7 @@ class ExportOptions(Shown):
 
     def __post_init__(self) -> None:
         check(self)
+        check_workers(self.executor, self.address, self.workers)  # at the door, before any file is read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,7 +126,8 @@ class SampleOptions(Shown):
 
     out: str | Path | None = setting(None, help="Folder of the query set file (default PIPELINE_HOME/queries/DATASET).")
     split: str = setting("test", choices=("train", "valid", "test"), help="The split whose graph grounds the answers.")
-    types: tuple[str, ...] | None = setting(None, help="Query types (default: the train types for train, all 12 otherwise).")
+    types: tuple[str, ...] | None = setting(None, registry="query-types",
+                                            help="Query types (default: the train types for train, all 12 otherwise).")
     per_type: int | None = setting(None, low=1, high=MAX_PER_TYPE,
                                    help="Queries per type (default: the literature's, 2000 or 3000 on CN15k).")
     alpha: str = setting("zero", registry="alpha-modes", help="Necessity levels (`pipeline ls alpha-modes`).")
@@ -151,10 +166,11 @@ class TrainOptions(Shown):
     device: str | None = setting(None, kind="device", help=DEVICE_HELP)
     resume: bool = setting(False, help="Continue from the run directory's checkpoint.")
     overwrite: bool = setting(False, help="Start over in a run directory that holds a run (its checkpoint and model are deleted).")
-    link_prediction: bool = setting(True, flag="--link-prediction/--no-link-prediction",
-                                    help="Rank every valid and test fact's tail and head among all entities as the "
-                                         "unKR benchmark does (filtered MRR, hits@k); on CN15k about a minute per split "
-                                         "for UKGE on a CPU, hours for BEUrRE.")
+    link_prediction: bool | None = setting(
+        None, flag="--link-prediction/--no-link-prediction",
+        help="Rank every valid and test fact's tail and head among all entities as the unKR benchmark does "
+             "(filtered MRR, hits@k). Default: when one scored block says it takes at most 10 minutes (UKGE on "
+             "CN15k: about a minute on a CPU; BEUrRE on a CPU: hours, skipped with a warning).")
     source: str | None = setting(None, help=SOURCE_HELP)
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 
 ingest -> sample (train set with alpha = 0; valid and test sets with the chosen alpha/beta modes) ->
 train each backbone -> export its neural adjacency -> answer the test set with SRC, SRC(D), SRC(L), SRC(D+L)
--> evaluate (docs/results.json, docs/results.md, a plot). Each stage writes ``OUT/stages.json`` entries
+-> evaluate (with --docs: the results pages' data, docs/results*.json, and a plot). Each stage writes ``OUT/stages.json`` entries
 ``{stage: {key, outputs, seconds}}``; a stage whose key (a hash of everything it depends on: settings, data
 checksums, the model's content hash, the query sets' contents) matches and whose outputs exist is skipped.
 Evaluation is cheap and always runs.
@@ -18,17 +18,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import atomic
+from pipeline.core import atomic, jsontext
 from pipeline.core.errors import option
 from pipeline.core.options import check, setting
 from pipeline.core.provenance import stable_key
+from pipeline.formats.meta import read_json_object
 from pipeline.methods.src.calibrations import CALIBRATIONS, L_VERSION
 from pipeline.sampling import MAX_PER_TYPE, SAMPLING_VERSION
 
 STAGES_FILE = "stages.json"
 
 # What `pipeline reproduce DATASET` does with a setting left unset (None): the recipe each data set's main
-# table was selected with on its valid queries (docs/results.md), then GENERAL_DEFAULTS (then the backbone's
+# table was selected with on its valid queries (docs/studies/), then GENERAL_DEFAULTS (then the backbone's
 # own default). An explicit value always wins; stage keys and reproduce.json hold the values used, so a
 # replay is exact.
 # - PPI5k: UKGE logi trained 300 epochs and kept at the last (the best valid score of 100, 200, 300 and 400
@@ -56,7 +57,7 @@ class ReproduceConfig:
     ``pipeline reproduce``'s options and ``pl.run``'s keywords (declared once, :mod:`pipeline.core.options`)."""
 
     dataset: str
-    models: tuple[str, ...] = setting(("ukge_logi",), empty=True,
+    models: tuple[str, ...] = setting(("ukge_logi",), empty=True, registry="models",
                                       help="Backbones to train and answer with, e.g. ukge_logi,beurre (\"\": "
                                            "none, the baselines only).")
     epochs: int | None = setting(None, low=1, help="Training epochs (default: the data set's recipe, else the backbone's).")
@@ -78,7 +79,7 @@ class ReproduceConfig:
     # calibration L's other settings given (pipeline.methods.options.LOptions fields, e.g. {"l_lr": 5e-5}; the
     # command line offers them as LOptions' own options); the L and D+L answer stages read them
     l_settings: dict[str, Any] = field(default_factory=dict)
-    calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), help="SRC variants (none,D,L,D+L).")
+    calibrations: tuple[str, ...] = setting(tuple(CALIBRATIONS), registry="calibrations", help="SRC variants (none,D,L,D+L).")
     seed: int = setting(0, low=0, high=2**32 - 1, help="Seed of every stage.")
     device: str | None = setting(None, kind="device", help="cpu | cuda | cuda:N (default: cuda when present).")
     psl: bool = setting(False, help="Train the backbones with the data set's soft-logic facts (UKGE+PSL).")
@@ -88,15 +89,18 @@ class ReproduceConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     # query-embedding baselines trained and answered beside SRC (pipeline.stages.reproduce_baselines), and their
     # setting overrides (QEConfig fields, train_per_type, small_per_type; flat or per model name)
-    baselines: tuple[str, ...] = setting((), help="Query-embedding baselines to train and answer beside SRC "
+    baselines: tuple[str, ...] = setting((), registry="baselines", help="Query-embedding baselines to train and answer beside SRC "
                                                   "(logice_ne,cone_ne; `pipeline ls baselines`).")
     qe: dict[str, Any] = setting(default_factory=dict, kind="any", cli=False, needs=(("baselines", ()),),
                                  help="The baselines' settings: {KEY: VALUE} or {MODEL: {KEY: VALUE}} (docs/baselines.md).")
 
     def __post_init__(self) -> None:
+        from loaders import dataset_name
         from pipeline.core.errors import PipelineError, option
-        from pipeline.methods.options import LOptions
+        from pipeline.methods.options import USES_L, LOptions
 
+        # PPI5K is ppi5k: the one spelling of the work folder, the stage keys and the configs it writes
+        object.__setattr__(self, "dataset", dataset_name(self.dataset))
         # a setting left unset takes the data set's default, then the general one (stage keys and
         # reproduce.json hold the values used, so a replay is exact)
         for name, value in dataset_defaults(self.dataset).items():
@@ -108,6 +112,8 @@ class ReproduceConfig:
         given = {k: v for k, v in self.l_settings.items() if k != "l_epochs"}
         l_opts = LOptions(**given, l_epochs=self.l_epochs)
         check(l_opts, context={"calibration": ("calibrations", self.calibrations)})
+        if any(c in USES_L[0][1] for c in self.calibrations):
+            l_opts.check_trains()
         object.__setattr__(self, "l_settings", {k: v for k, v in l_opts.l_settings().items() if k != "l_epochs"})
         if not self.models and not self.baselines:
             raise PipelineError(f"{option('models', '')}: no backbone, and {option('baselines')} names none: nothing to run")
@@ -137,7 +143,10 @@ class ReproduceConfig:
         if unknown:
             raise ArtifactError(f"{option('config', str(path))}: unknown setting(s) {', '.join(unknown)}")
         doc = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
-        if doc.get("dataset", dataset) != dataset:
+        from loaders import dataset_name
+
+        dataset = dataset_name(dataset)
+        if dataset_name(str(doc.get("dataset", dataset))) != dataset:
             raise PipelineError(f"{option('config', str(path))}: settings for data set '{doc['dataset']}', not '{dataset}'")
         return cls(**{**doc, "dataset": dataset, **(overrides or {})})
 
@@ -152,7 +161,7 @@ class Stages:
 
     def __init__(self, out: Path) -> None:
         self.path = out / STAGES_FILE
-        self.doc: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.doc: dict[str, Any] = read_json_object(self.path)
         self.report: list[dict[str, Any]] = []
 
     def run(
@@ -394,6 +403,42 @@ def with_counts(cfg: ReproduceConfig, n_train_facts: int, log: Callable[[str], N
     return done
 
 
+def pretrained_runs(runs: dict[str, str | Path] | None, models: tuple[str, ...],
+                    dataset: str | None = None) -> dict[str, Path]:
+    """The trained runs given (``--run MODEL=RUN_DIR``, ``runs={MODEL: RUN_DIR}``) by canonical model name,
+    checked before any work: a name that is no backbone (with the close ones), a backbone the reproduction
+    does not run (the run would be ignored without a word), or a folder that is no finished run of that
+    backbone on ``dataset`` (its answers would carry the name of another model) is one PipelineError."""
+    from pipeline.core.errors import PipelineError, front_end
+    from pipeline.models.registry import BACKBONES
+    from pipeline.models.runs import read_run
+
+    out: dict[str, Path] = {}
+    for model, path in (runs or {}).items():
+        shown = f"--run {model}={path}" if front_end() == "cli" else f"runs={{{model!r}: {str(path)!r}}}"
+        if not isinstance(model, str):
+            raise PipelineError(f"{shown}: a model name must be text")
+        try:
+            name = BACKBONES.canonical(model.strip())
+        except PipelineError as exc:
+            raise PipelineError(f"{shown}: {exc}") from None
+        if name not in models:
+            given = option("models", ",".join(models)) if models else option("models", "")
+            raise PipelineError(f"{shown}: {name} is not a backbone this reproduction trains ({given}); add it "
+                                "there or leave the run out")
+        if name in out:
+            raise PipelineError(f"{shown}: a second run for {name}")
+        if not isinstance(path, (str, Path)) or not (Path(path) / "model.pt").is_file():
+            raise PipelineError(f"{shown}: not a finished run directory (no model.pt)")
+        run = read_run(path)
+        made = (str(run.config.get("model")), run.dataset)
+        if made[0] != name or (dataset is not None and made[1] != dataset):
+            raise PipelineError(f"{shown}: a run of {made[0]} on '{made[1]}', not of {name}"
+                                + (f" on '{dataset}'" if dataset is not None else ""))
+        out[name] = Path(path)
+    return out
+
+
 def reproduce(
     cfg: ReproduceConfig,
     out: str | Path,
@@ -416,6 +461,8 @@ def reproduce(
 
     for c in cfg.calibrations:
         CALIBRATIONS.get(c)  # an unknown calibration fails before any work, with close matches
+    atomic.check_docs_folder(docs, "docs")  # before any work, not after hours of it
+    runs = pretrained_runs(runs, cfg.models, cfg.dataset)  # before any work too
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -426,7 +473,6 @@ def reproduce(
         from pipeline.stages.reproduce_baselines import check_counts
 
         check_counts(ctx.kg, cfg)
-    runs = {m: Path(p) for m, p in (runs or {}).items()}
     answer_files: list[str] = []
     backbone: Path | None = None  # the main table's: the first model's run
     try:
@@ -455,9 +501,13 @@ def reproduce(
     reports = evaluate_stage(ctx, answer_files, docs, backbone)
     seconds = time.perf_counter() - t_start
     if docs is not None:
-        from pipeline.stages.evaluate import set_section
+        from pipeline.stages.docs_data import record_reproduction
 
-        set_section(docs, f"Reproduction: {cfg.dataset}", reproduction_note(cfg, ctx.stages, runs, seconds))
+        methods = [r["method"] for r in reports]
+        from pipeline.stages.docs_data import recorded
+
+        path = record_reproduction(docs, cfg.dataset, reproduction_record(cfg, ctx.stages, runs, seconds, methods))
+        log(recorded([Path(docs) / "results.json", path]))
     summary = {
         "dataset": cfg.dataset,
         "config": asdict(cfg),
@@ -474,8 +524,9 @@ def reproduce(
 @dataclass(frozen=True)
 class Experiment:
     """One experiment run end to end (``pl.run``, ``pipeline reproduce``): ``table`` (one row per method, the
-    metrics x100 averaged over the query types: tau, rho, MAP, NDCG), ``per_type`` (method label -> the
-    metrics per query type, ``pl.evaluate``'s table), ``paths`` (each artifact: the query sets, runs,
+    metrics x100 averaged over the query types: tau, rho, MAP, NDCG, then ``MAP chance`` and ``NDCG chance``,
+    what a random ranking of the same answers scores), ``per_type`` (method label -> the metrics per query
+    type, ``pl.evaluate``'s table, chance rows included), ``paths`` (each artifact: the query sets, runs,
     exports, answers files), ``stages`` (stage, skipped, seconds), ``seconds`` and the work folder ``out``;
     ``summary`` is ``reproduce.json``. Run it again with the same settings and every stage is skipped.
 
@@ -497,24 +548,15 @@ class Experiment:
         """The experiment a reproduction's summary (``reproduce``'s return, ``reproduce.json``) describes."""
         import pandas as pd
 
-        from pipeline.core.metrics import METRICS
-        from pipeline.softquery.types import ordered_types
-        from pipeline.stages.evaluate import method_order
+        from pipeline.stages.evaluate import method_order, metrics_frame
 
         reports = {r["method"]: r for r in summary["reports"]}
-        metrics = [m for m in ("tau", "rho", "map", "ndcg")]
-        labels = {m: METRICS[m].label if m in METRICS else m for m in metrics}
-        rows = []
-        per_type = {}
-        for method in method_order(reports):
-            summ = reports[method]["summary"]
-            rows.append({"method": method, **{labels[m]: summ.get(m, {}).get("avg", float("nan")) for m in metrics}})
-            types = ordered_types({t for by in summ.values() for t in by if t != "avg"})
-            per_type[method] = pd.DataFrame(
-                [[summ.get(m, {}).get(t, float("nan")) for t in [*types, "avg"]] for m in metrics],
-                index=[labels[m] for m in metrics], columns=[*types, "avg"],
-            )
-        table = pd.DataFrame(rows, columns=["method", *labels.values()]).set_index("method")
+        per_type = {method: metrics_frame(reports[method]) for method in method_order(reports)}
+        # one row per method: each frame's avg column (tau, rho, MAP, NDCG, then the chance of MAP and NDCG)
+        columns = list(dict.fromkeys(m for frame in per_type.values() for m in frame.index))
+        table = pd.DataFrame([frame["avg"].reindex(columns) for frame in per_type.values()],
+                             index=pd.Index(list(per_type), name="method"), columns=columns)
+        table.columns.name = None
         ledger = _read_ledger(Path(summary["out"]))
         paths = {
             "queries": {n.split(" ", 1)[1]: e["outputs"]["file"] for n, e in ledger.items() if n.startswith("sample ")},
@@ -529,7 +571,7 @@ class Experiment:
 
 def _read_ledger(out: Path) -> dict[str, Any]:
     path = out / STAGES_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json_object(path)
 
 
 _STAGE_ORDER = ("ingest", "sample", "train", "train-qe", "export", "answer", "evaluate")
@@ -547,16 +589,10 @@ def _stage_order(name: str) -> tuple[int, str, int, str]:
     return order, rest, 0, ""
 
 
-def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path], seconds: float) -> str:
-    """Markdown for docs/results.md: the settings, each stage's time and the answering throughput per type."""
-    import platform
-
-    import torch
-
-    from pipeline.softquery.types import ordered_types
-
-    lines = [
-        f"Command: `pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
+def reproduce_command(cfg: ReproduceConfig, runs: dict[str, Path]) -> str:
+    """The ``pipeline reproduce`` command line that replays cfg (every setting written out)."""
+    return (
+        f"pipeline reproduce {cfg.dataset} --models {','.join(cfg.models) or _EMPTY} --per-type {cfg.per_type} "
         f"--train-per-type {cfg.train_per_type} --alpha {cfg.alpha} --beta {cfg.beta} --threshold {cfg.threshold} "
         f"--l-epochs {cfg.l_epochs}" + "".join(f" {_flag(k)} {_shown(v)}" for k, v in cfg.l_settings.items())
         + f" --seed {cfg.seed}"
@@ -566,48 +602,32 @@ def reproduction_note(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path
         + (f" --baselines {','.join(cfg.baselines)}" if cfg.baselines else "")
         + "".join(f" --qe {k}={v}" for k, v in _flat_qe(cfg.qe))
         + "".join(f" --run {m}={p}" for m, p in runs.items())
-        + "`",
-        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
-        f"device {cfg.device or 'auto'}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        f"Queries: {cfg.per_type} per type in valid and test (12 types), {cfg.train_per_type} per train type (alpha zero)"
-        + (f"; baselines trained on {_baseline_counts(cfg)}" if cfg.baselines else "") + ".",
-        "",
-        "| stage | seconds (when it last ran) |",
-        "|---|---:|",
-    ]
-    total = 0.0
-    for name, entry in sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0])):
-        lines.append(f"| {name} | {entry['seconds']:.1f} |")
-        total += entry["seconds"]
-    lines += [f"| **all stages** | **{total:.1f}** |", "", f"This invocation: {seconds:.1f} s.", ""]
-    answers = {
-        n: e["outputs"]
-        for n, e in sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0]))
-        if n.startswith("answer ") and "throughput" in e["outputs"]
+    )
+
+
+def reproduction_record(cfg: ReproduceConfig, stages: Stages, runs: dict[str, Path], seconds: float,
+                        methods: list[str]) -> dict[str, Any]:
+    """What ``docs/results_reproduce.json`` keeps of a reproduction (:mod:`pipeline.stages.docs_data`): its
+    command, machine and date, the query counts, the methods it evaluated, each stage's seconds (as it last
+    ran) in pipeline order, what calibration chose, every check of each L (:func:`l_checks`) and the
+    answering throughput per type (queries/s, engine time only)."""
+    from pipeline.stages.docs_data import provenance
+
+    ordered = sorted(stages.doc.items(), key=lambda kv: _stage_order(kv[0]))
+    answers = {n: e["outputs"] for n, e in ordered if n.startswith("answer ") and "throughput" in e["outputs"]}
+    return {
+        **provenance(reproduce_command(cfg, runs), cfg.device),
+        "queries": f"{cfg.per_type} per type in valid and test, {cfg.train_per_type} per train type (alpha zero)"
+        + (f"; baselines trained on {_baseline_counts(cfg)}" if cfg.baselines else ""),
+        "methods": list(methods),
+        "stages": [[name, round(float(entry["seconds"]), 3)] for name, entry in ordered],
+        "seconds": round(seconds, 3),
+        "calibration": {name: c for name, o in answers.items() if (c := calibration_choice(o["path"]))},
+        "l_checks": {name.removeprefix("answer "): l_checks(h) for name, o in answers.items()
+                     if (h := l_history(o["path"]))},
+        "throughput": {name: {t: round(float(v["queries_per_s"]), 1) for t, v in o["throughput"].items()}
+                       for name, o in answers.items()},
     }
-    choices = [f"- {name}: {c}" for name, o in answers.items() if (c := calibration_choice(o["path"]))]
-    if choices:
-        lines += ["Calibration chosen on the valid queries:", "", *choices, ""]
-    hists = {name.removeprefix("answer "): h for name, o in answers.items() if (h := l_history(o["path"]))}
-    if hists:
-        lines += ["Calibration L on the valid queries, check by check (the selection score: the mean over tau, "
-                  "rho, MAP, NDCG of their type averages x100; identity = no L; bold = kept):", "", *l_table(hists), ""]
-    if answers:
-        types = ordered_types({t for o in answers.values() for t in o["throughput"]})
-        lines += [
-            "Answering throughput (queries/s, engine time only, batches of one type):",
-            "",
-            "| answer stage | " + " | ".join(types) + " |",
-            "|---|" + "---:|" * len(types),
-        ]
-        for name, o in answers.items():
-            tp = o["throughput"]
-            lines.append(
-                f"| {name} | "
-                + " | ".join(f"{tp[t]['queries_per_s']:.1f}" if t in tp else "-" for t in types)
-                + " |"
-            )
-    return "\n".join(lines) + "\n"
 
 
 _EMPTY = '""'  # how a shell writes --models with no backbone (baselines only)
@@ -650,7 +670,7 @@ def _answers_meta(answers_path: str) -> dict[str, Any]:
     path = Path(answers_path)
     if not path.exists():
         return {}
-    return json.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
+    return jsontext.loads((pq.read_schema(path).metadata or {}).get(b"pipeline", b"{}"))
 
 
 def l_history(answers_path: str) -> dict[str, Any] | None:
@@ -659,7 +679,7 @@ def l_history(answers_path: str) -> dict[str, Any] | None:
     l_json = Path(meta["l_dir"]) / "L.json" if meta.get("l_dir") else None
     if l_json is None or not l_json.exists():
         return None
-    return json.loads(l_json.read_text())["history"]
+    return jsontext.loads(l_json.read_text())["history"]
 
 
 def l_verdict(hist: dict[str, Any]) -> str:
@@ -697,28 +717,21 @@ def calibration_choice(answers_path: str) -> str:
     return "; ".join(parts)
 
 
-def l_table(histories: dict[str, dict[str, Any]]) -> list[str]:
-    """Markdown: the valid selection score of the identity and of every check of each L (its train loss,
-    and under D+L the delta that scored best), one row per check."""
-    if not histories:
-        return []
-    names = list(histories)
-    rows = max(len(h["epochs"]) for h in histories.values())
-    head = "| check | " + " | ".join(f"{n}: valid | {n}: loss" for n in names) + " |"
-    lines = [head, "|---|" + "---:|---:|" * len(names)]
-    for i in range(rows):
-        cells = []
-        label = "identity" if i == 0 else str(i)
-        for n in names:
-            e = histories[n]["epochs"].get(str(i))
-            if e is None:
-                cells += ["", ""]
-                continue
-            if i and histories[n].get("config", {}).get("steps"):
-                label = f"{i} (step {e['step']})"
-            deltas = e.get("deltas")
-            at = f" (delta {max(deltas, key=lambda d: (deltas[d], -float(d)))})" if deltas else ""
-            mark = "**" if str(i) == str(histories[n].get("best", "")) else ""
-            cells += [f"{mark}{e['valid']:.2f}{mark}{at}", "" if e["loss"] is None else f"{e['loss']:.4f}"]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return lines
+def l_checks(hist: dict[str, Any]) -> dict[str, Any]:
+    """Every check of one L as data: ``{kept, checks: [{valid, loss, step, delta}]}``, check 0 the identity;
+    ``step`` only where L counts steps, ``delta`` (the best of D's grid) only under D+L."""
+    epochs = hist["epochs"]
+    by_steps = bool(hist.get("config", {}).get("steps"))
+    checks = []
+    for i in range(len(epochs)):
+        e = epochs.get(str(i))
+        if e is None:
+            break
+        check: dict[str, Any] = {"valid": round(float(e["valid"]), 4),
+                                 "loss": None if e["loss"] is None else round(float(e["loss"]), 6)}
+        if by_steps and i:
+            check["step"] = int(e["step"])
+        if deltas := e.get("deltas"):
+            check["delta"] = float(max(deltas, key=lambda d: (deltas[d], -float(d))))
+        checks.append(check)
+    return {"kept": int(hist.get("best", 0) or 0), "checks": checks}

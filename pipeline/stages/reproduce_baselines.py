@@ -105,6 +105,8 @@ def _qe_label(model: str | None = None) -> Any:
     from pipeline.core.errors import front_end
 
     def label(name: str, value: Any) -> str:
+        if isinstance(value, str) and len(value) > 80:  # a value of 50,000 brackets is not echoed whole
+            value = value[:77] + "..."
         if front_end() == "cli":
             return f"--qe {model + '.' if model else ''}{name}={value}"
         inner = {name: value}

@@ -66,13 +66,13 @@ def sample_dataset(dataset: str, options: SampleOptions | None = None, /, **sett
     """``pipeline sample DATASET``: check the options before the data and the store are touched, load the
     data set, sample over the store (:func:`sample_to_dir`). options: a :class:`SampleOptions`, or its
     fields as keywords (``settings``); types None = the split's defaults."""
-    from loaders import load
+    from loaders import dataset_name, load
     from pipeline.core.atomic import check_folder
     from pipeline.core.checks import check_text
     from pipeline.sampling.sampler import resolve_types
     from pipeline.store import open_store
 
-    check_text(dataset, "dataset")
+    dataset = dataset_name(check_text(dataset, "dataset"))  # PPI5K is ppi5k: one spelling in paths and keys
     o = options if options is not None else SampleOptions(**settings)
     if o.out is None:  # beside the runs and exports, under PIPELINE_HOME (never the current folder)
         from pipeline.core.config import home

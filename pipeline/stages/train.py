@@ -76,6 +76,15 @@ class Trained:
                      f"MRR {m['mrr_expected']:.4f} over random tie orders)")
         return line
 
+    def link_prediction_figures(self) -> dict[str, float]:
+        """The test tails' filtered figures under the names of the results pages' rows (``test_mrr``,
+        ``test_hits@1/3/10``, ``test_mr``, ``test_tied``, ``test_mrr_expected``); none without figures."""
+        lp = (self.results.get("link_prediction") or {}).get("test")
+        if not lp:
+            return {}
+        m = lp["tail"]["filtered"]
+        return {f"test_{k}": round(float(m[k]), 6) for k in ("mrr", "hits@1", "hits@3", "hits@10", "mr", "tied", "mrr_expected")}
+
     def warnings(self) -> list[str]:
         """Said plainly: the model is no better than predicting the mean confidence (both NaN without valid
         facts: nothing to compare, no warning)."""
@@ -88,6 +97,28 @@ class Trained:
             return [f"the model is no better than predicting the mean confidence; train longer ({option('epochs')}) "
                     f"or with more steps per epoch ({option('batch_size')})"]
         return []
+
+    def docs_row(self, command: str) -> dict[str, Any]:
+        """This run's row of the results pages' confidence-prediction table (``docs/results_backbones.json``,
+        :func:`pipeline.stages.docs_data.record_backbone_run`): the settings that identify it, the epochs run
+        and kept, seconds per epoch, the MSE/MAE on valid and test (negatives where measured), and the
+        command, machine and date."""
+        from pipeline.stages.docs_data import provenance
+
+        cfg, res = self.config, self.results
+        err = lambda part, key: None if (v := (res.get(part) or {}).get(key)) is None else round(float(v), 6)  # noqa: E731
+        return {
+            "dataset": cfg.dataset, "model": cfg.model + ("+psl" if cfg.psl else ""), "lr": cfg.lr,
+            "selection": cfg.select_on, "dim": cfg.dim, "batch_size": cfg.batch_size,
+            "negative_weight": cfg.negative_weight, "epochs": res["epochs_run"], "best": res["best_epoch"],
+            "seconds_per_epoch": None if res.get("seconds_per_epoch") is None else round(res["seconds_per_epoch"], 1),
+            "device": res.get("device"),
+            "valid_mse": err("valid", "mse"), "valid_neg_mse": err("valid_negatives", "mse"),
+            "test_mse": err("test", "mse"), "test_mae": err("test", "mae"),
+            "test_neg_mse": err("test_negatives", "mse"),
+            **self.link_prediction_figures(),
+            **provenance(command, res.get("device")),
+        }
 
     def _batch_note(self, asked: TrainOptions | None) -> str:
         """Why the batch size is what it is, when it is not the user's."""
@@ -114,7 +145,7 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
     PIPELINE_HOME/runs/DATASET-MODEL[-psl]-sSEED). options: a :class:`TrainOptions`, or its fields as keywords.
     Settings left None take the model's default or the replayed config's; without a given batch size or
     config file, the model's default is fitted to a small graph (pipeline.models.config)."""
-    from loaders import load
+    from loaders import dataset_name, load
     from pipeline.core import config
     from pipeline.core.atomic import check_folder
     from pipeline.models import read_run, train
@@ -122,7 +153,7 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
 
     o = options if options is not None else TrainOptions(**settings)
     check_folder(o.out, "out")
-    cfg = train_config(dataset.lower(), o.model, o.config, **o.overrides())
+    cfg = train_config(dataset_name(dataset), o.model, o.config, **o.overrides())
     kg = load(cfg.dataset, source=o.source)
     n_train = len(kg.graph("train"))
     if o.batch_size is None and o.config is None:  # a replayed config keeps its own

@@ -90,6 +90,8 @@ def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestO
     else:
         assert from_path is not None
         staged = stage_user_files(name, from_path, split=split, seed=seed, columns=o.columns)
+    for note in staged.notes:  # what the input holds that was taken one way of several (names merged by spacing)
+        o.output.warn(note)
     with staged:
         kg = staged.load()
         with open_store(o.store) as store:
@@ -106,6 +108,7 @@ def _ingest(name: str, from_path: str | None, from_store: str | None, o: IngestO
         "relations": kg.n_relations,
         "rows": staged.report.get("rows"),
         "duplicate_rows": staged.report.get("duplicate_rows"),
+        "notes": list(staged.notes),
         "store": where_to,
         "store_report": asdict(report),
     }

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.core import config
+from pipeline.core.checks import check_unicode
 from pipeline.core.errors import PipelineError
 from pipeline.store.backends import STORES, StoreBackend, backend_for
 from pipeline.store.base import (
@@ -43,6 +44,7 @@ def open_store(uri: str | None = None, graph: str | None = None) -> Store:
     if uri is not None and not isinstance(uri, str):
         raise PipelineError(f"store: expected a store URI, got {type(uri).__name__}")
     uri = (uri or config.default_store_uri()).strip()
+    check_unicode(uri, "store")
     return backend_for(uri).open(uri, graph)
 
 
@@ -80,7 +82,8 @@ def run_cypher(
     """:func:`query_store` with the write counters (nodes deleted, relationships created, ...); the server
     stops the statement after ``timeout_s`` (default ``statement.USER_TIMEOUT_S``). A ``range()`` the text
     bounds past what a statement may hold is refused before the store is opened (:mod:`pipeline.store.bounds`),
-    and so is a statement that ends a trial server at the store's memory cap (:mod:`pipeline.store.trial`)."""
+    and so is a statement that ends a trial server at the store's memory cap or does not finish there within
+    its time limit (:mod:`pipeline.store.trial`)."""
     from pipeline.store.bounds import check_ranges
     from pipeline.store.statement import check_params, check_statement, execute_statement
 

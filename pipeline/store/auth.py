@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pipeline.store.private as private
+from pipeline.core import jsontext
 from pipeline.core.errors import StoreUnavailable
 
 CREDENTIALS_FILE = "credentials.json"
@@ -81,7 +82,9 @@ def ensure(folder: Path) -> Credentials:
         doc = {"user": creds.user, "password": creds.password,
                "admin_user": creds.admin_user, "admin_password": creds.admin_password}
         private.write_file(folder, CREDENTIALS_FILE, (json.dumps(doc, indent=1) + "\n").encode())
-    private.write_file(folder, ACL_FILE, acl_text(creds).encode())
+    acl = acl_text(creds).encode()
+    if private.read_file(folder, ACL_FILE) != acl:  # unchanged: not written again (a start on a full disk)
+        private.write_file(folder, ACL_FILE, acl)
     return creds
 
 
@@ -94,7 +97,7 @@ def read(folder: Path) -> Credentials | None:
     if data is None:
         return None
     try:
-        doc = json.loads(data)
+        doc = jsontext.loads(data)
         return Credentials(str(doc["user"]), str(doc["password"]), str(doc["admin_user"]),
                            str(doc["admin_password"]))
     except (ValueError, KeyError, TypeError) as exc:

@@ -53,7 +53,25 @@ class StoreBackend:
         """Connect to ``uri`` (one of this backend's schemes); raises StoreUnavailable or PipelineError."""
         module, _, attr = self.opener.partition(":")
         fn: Opener = getattr(import_module(module), attr)
-        return fn(uri, urlsplit(uri), graph)
+        return fn(uri, split_uri(uri), graph)
+
+
+def split_uri(uri: str) -> SplitResult:
+    """The parts of a store URI whose host a connection can look up; PipelineError naming the URI for one
+    that cannot be (an unclosed ``[`` of an IPv6 address, a host name with an empty or over-long label:
+    Python's resolver raises a ValueError or a UnicodeError for them, far from the option that gave it)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:
+        raise PipelineError(f"store URI {uri!r}: {exc}") from None
+    host = parts.hostname
+    if host and not host.startswith("[") and ":" not in host:
+        try:
+            host.encode("idna")
+        except UnicodeError as exc:
+            why = str(exc).rpartition("UnicodeError: ")[2].rstrip(")") or str(exc)
+            raise PipelineError(f"store URI {uri!r}: the host {host!r} is not a valid host name ({why})") from None
+    return parts
 
 
 def _row(b: StoreBackend) -> dict[str, Any]:
@@ -101,7 +119,7 @@ _BARE = {"embedded", "embedded:", "embedded://"}
 
 def scheme_of(uri: str) -> str:
     """The scheme a URI is looked up by (``embedded`` for the bare word)."""
-    return "embedded" if uri in _BARE else urlsplit(uri).scheme.lower()
+    return "embedded" if uri.lower() in _BARE else split_uri(uri).scheme.lower()  # EMBEDDED is embedded
 
 
 def backend_for(uri: str) -> StoreBackend:

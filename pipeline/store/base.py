@@ -391,15 +391,76 @@ CONF_COLUMNS = ("conf_train", "conf_valid", "conf_test")
 
 
 
-_READ_PREFIXES = ("MATCH", "RETURN", "UNWIND", "WITH", "CALL DB.", "SHOW", "OPTIONAL")
-_WRITE_WORDS = ("CREATE", "MERGE", "DELETE", "SET ", "REMOVE", "DROP", "LOAD CSV")
+# A statement reads only when it starts like a read and holds no write clause and no procedure call that
+# may write. Words are matched whole, in the statement's code only (strings and comments left out): matched
+# as substrings, ``$dataset RETURN`` held "SET " and every read naming a data set counted as a write, so on
+# a full disk ``pipeline stats`` was refused like a write.
+_READ_STARTS = ("MATCH", "OPTIONAL", "RETURN", "UNWIND", "WITH", "CALL", "SHOW")
+_WRITE_CLAUSE = re.compile(r"\b(CREATE|MERGE|DELETE|SET|REMOVE|DROP|FOREACH|LOAD\s+CSV)\b")
+_NAME_AFTER = ("AS", "BY", "DISTINCT", "RETURN", "WITH", "UNWIND")  # a word after these is a name, never a clause
+_PROCEDURE = re.compile(r"\bCALL\s+([A-Z_][A-Z0-9_.]*)")
+_WRITE_PROCEDURE = ("CREATE", "DROP", "DELETE", "SET", "REMOVE", "MERGE", "ADD", "CONFIG", "ALTER")
+
+
+def statement_code(cypher: str) -> str:
+    """``cypher`` without its comments (``//`` to the line's end, ``/* */``) and with every string literal
+    emptied (``'it''s'`` -> ``''``); backtick-quoted names are kept (a write word there counts: the
+    conservative side)."""
+    out, i, n = [], 0, len(cypher)
+    while i < n:
+        c = cypher[i]
+        if c in "'\"":
+            j = i + 1
+            while j < n and cypher[j] != c:
+                j += 2 if cypher[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        elif c == "`":
+            j = cypher.find("`", i + 1)
+            j = n if j < 0 else j
+            out.append(cypher[i:j + 1])
+            i = j + 1
+        elif cypher.startswith("//", i):
+            j = cypher.find("\n", i)
+            i = n if j < 0 else j
+        elif cypher.startswith("/*", i):
+            j = cypher.find("*/", i + 2)
+            out.append(" ")
+            i = n if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def is_write(cypher: str) -> bool:
-    """Whether a query may write: anything but a query that starts like a read and has no write clause
-    (conservative: a false 'write' costs one save, a false 'read' would lose durability)."""
-    text = " ".join(cypher.upper().split()) + " "
-    return not text.startswith(_READ_PREFIXES) or any(w in text for w in _WRITE_WORDS)
+    """Whether a query may write: anything but a query that starts like a read and has no write clause and
+    no procedure call that may write (conservative: a false 'write' costs one save and is refused on a full
+    disk, a false 'read' would lose durability). Comments and strings never count, nor a write word that
+    is a name: a parameter or property (``$set``, ``q.set``), a map key (``{set: 1}``), an item after a
+    comma, an alias or a sort key (``ORDER BY dataset, set``, ``AS set``, ``ORDER BY set``).
+
+    >>> is_write("MATCH (q {dataset: $dataset, set: $set}) RETURN q.set AS set ORDER BY q.dataset, set")
+    False
+    >>> is_write("// a comment before\\nMATCH (n) SET n.x = 1")
+    True
+    >>> is_write("MATCH (n) WHERE n.name = 'CREATE' RETURN n")
+    False
+    """
+    text = " ".join(statement_code(cypher).upper().split())
+    if not text.startswith(_READ_STARTS) or any(_is_clause(text, m) for m in _WRITE_CLAUSE.finditer(text)):
+        return True
+    return any(not name.startswith("DB.") or any(w in name for w in _WRITE_PROCEDURE)
+               for name in _PROCEDURE.findall(text))
+
+
+def _is_clause(text: str, match: re.Match[str]) -> bool:
+    """Whether a write word found in normalised statement code (single spaces) stands as a clause."""
+    before = text[:match.start()].rstrip()
+    after = text[match.end():].lstrip()
+    if before.endswith(("$", ".", ",")) or before.rsplit(" ", 1)[-1] in _NAME_AFTER:
+        return False
+    return not (after.startswith(":") and before.endswith("{"))
 
 
 # Stores with writes not saved yet. Strong references on purpose: a store dropped without close() (e.g.

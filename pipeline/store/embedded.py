@@ -249,6 +249,93 @@ def _holds_listener(pid: int, port: int) -> bool:
     return False
 
 
+def stranger(info: ServerInfo) -> str | None:
+    """What runs under the recorded pid of ``info`` when it is not the store's server: its command line,
+    owner and start time, and why it is not the server (another program, another user's, a server of
+    another folder); None when no process runs there (it ended: a zombie too). Called only where
+    :func:`is_our_server` said no: a pid in server.json that the system gave to another program since, or
+    a file edited to name one, is told apart from a server that ended."""
+    if not isinstance(info.pid, int) or info.pid <= 0 or not pid_alive(info.pid) or _zombie(info.pid):
+        return None
+    proc = Path(f"/proc/{info.pid}")
+    if not proc.is_dir():
+        try:
+            out = subprocess.run(["ps", "-o", "user=,lstart=,command=", "-p", str(info.pid)], capture_output=True,
+                                 text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        return f"it is not the store's server ({_short_text(out) or 'a process ps does not show'})"
+    try:
+        command = proc.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        uid = proc.stat().st_uid
+    except OSError:
+        return None
+    command = _short_text(command) or f"[{_read_or(proc / 'comm', '?').strip()}]"  # a kernel thread has no cmdline
+    if uid != os.geteuid():
+        why = f"another user's (uid {uid})"
+    else:
+        try:
+            exe = Path(os.readlink(proc / "exe")).name.split(" ")[0]
+        except OSError:
+            exe = ""
+        why = "a server of another folder" if exe == "redis-server" else "another program"
+    return f"it is {why}: `{command}`{_started(info.pid)}"
+
+
+def unrecorded(folder: Path) -> ServerInfo | None:
+    """The server of ``folder`` when one runs that server.json does not name (the record removed, or
+    edited to name another pid): a live ``redis-server`` of this user working in that folder (the same
+    inode) and listening where its process title says (``redis-server 127.0.0.1:PORT``). None where none
+    runs, or where the system has no /proc to tell."""
+    try:
+        want = os.stat(folder, follow_symlinks=False)
+        pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        proc = Path(f"/proc/{pid}")
+        try:
+            if proc.joinpath("comm").read_text().strip() != "redis-server" or proc.stat().st_uid != os.geteuid():
+                continue
+            cwd = os.stat(proc / "cwd")
+            title = proc.joinpath("cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if (cwd.st_dev, cwd.st_ino) != (want.st_dev, want.st_ino):
+            continue
+        address = title.split()[-1] if title.split() else ""
+        host, _, port = address.rpartition(":")
+        if not port.isdigit() or host not in LOOPBACK_NAMES:
+            continue
+        info = ServerInfo(pid, host, int(port), None, str(folder))
+        if is_our_server(info):
+            return info
+    return None
+
+
+def _short_text(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _read_or(path: Path, default: str) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return default
+
+
+def _started(pid: int) -> str:
+    """", started 2026-11-29 05:31:16" from /proc (the process's start in clock ticks after boot)."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(int(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith("btime"))
+        when = boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return ""
+    return ", started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
 def _is_our_server_ps(info: ServerInfo) -> bool:
     try:
         out = subprocess.run(["ps", "-o", "uid=,command=", "-p", str(info.pid)], capture_output=True,
@@ -519,7 +606,14 @@ def launch(
         proc = _spawn(cmd, data_dir, memory_limit_bytes())
         info = ServerInfo(proc.pid, HOST, p, None, str(data_dir))
         if on_spawn is not None:
-            on_spawn(info)
+            try:
+                on_spawn(info)
+            except BaseException:
+                # not recorded (a full disk): a server nobody knows of must not run on the data folder,
+                # where the next start would put a second one beside it
+                proc.kill()
+                proc.wait()
+                raise
         outcome = _wait_ready(info, creds, proc, wait_s)
         if outcome == "up":
             if migrate:
@@ -569,21 +663,22 @@ def query_memory_bytes() -> int:
 
 
 def memory_limit_bytes() -> int:
-    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (>= MIN_MEMORY_GIB), else a quarter of the
-    machine's memory, at least 2 GiB."""
+    """The server's memory cap: PIPELINE_STORE_MEMORY GiB when set (from MIN_MEMORY_GIB up to the machine's
+    memory: a cap above it caps nothing), else a quarter of the machine's memory, at least 2 GiB."""
+    from pipeline.core import limits
+
+    total = limits.memory_bytes()
     raw = os.environ.get(MEMORY_ENV)
     if raw is not None and raw.strip():
         try:
             gib = float(raw)
         except ValueError:
             gib = float("nan")
-        if not MIN_MEMORY_GIB <= gib < 1 << 20:
-            raise PipelineError(f"{MEMORY_ENV}={raw!r}: expected GiB of memory for the store, at least {MIN_MEMORY_GIB:g}")
+        most = max(MIN_MEMORY_GIB, total / (1 << 30))
+        if not MIN_MEMORY_GIB <= gib <= most:
+            raise PipelineError(f"{MEMORY_ENV}={raw!r}: expected GiB of memory for the store, from {MIN_MEMORY_GIB:g} "
+                                f"up to this machine's {most:.1f}")
         return int(gib * (1 << 30))
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
     return max(2 << 30, total // 4)
 
 
@@ -764,9 +859,17 @@ def server_state(home: Path | None = None) -> ServerState:
     outside (its main thread, its log: :mod:`pipeline.store.health`), one second."""
     folder = _existing_folder(home)
     info = _recorded(folder) if folder is not None else None
+    if folder is not None and (info is None or not is_our_server(info, listening=False)):
+        found = unrecorded(folder)
+        if found is not None:  # the folder's server runs unrecorded: the next command records it again
+            info = found
     if info is None:
         return ServerState("stopped", None)
     if not is_our_server(info, listening=False):
+        other = stranger(info)
+        if other:
+            return ServerState("stopped", None, f"its record names pid {info.pid}, which is not its server: {other} "
+                               "(the next command starts the server)")
         return ServerState("stopped", None, f"its last server (pid {info.pid}) ended: {why_ended(info)}")
     if not is_our_server(info):
         return ServerState("busy", info, "starting")
@@ -871,6 +974,12 @@ def ensure_running(home: Path | None = None, port: int | None = None) -> tuple[S
     try:
         return _ensure_running(home, port)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreUnavailable(
+                f"the disk that holds the store ({store_dir(home)}) is full: its server is not running and cannot "
+                "be started there (it records itself and its log in that folder); a running server answers reads "
+                "on a full disk, a stopped one cannot start: free some space there and run it again"
+            ) from None
         if exc.errno != errno.EROFS:
             raise
         raise StoreUnavailable(
@@ -885,9 +994,26 @@ def _ensure_running(home: Path | None, port: int | None) -> tuple[ServerInfo, bo
     with _FolderLock(folder):
         recorded = _recorded(folder)
         notice = ""  # a line on stderr once a server is started in place of one that ended or hung
+        found = None if recorded is not None and is_our_server(recorded, listening=False) else unrecorded(folder)
+        if found is not None:
+            # the folder's server runs, but the record lost it (removed, or edited to name another pid): a
+            # second server beside it would append to the same file, so it is recorded again and used
+            other = stranger(recorded) if recorded is not None else None
+            was = ("is missing" if recorded is None else
+                   f"names pid {recorded.pid}, which is not its server: {other}" if other else
+                   f"names pid {recorded.pid}, which has ended")
+            _record(folder, found)
+            sys.stderr.write(f"the store's record ({folder / INFO_FILE}) {was}; its server runs as pid {found.pid} "
+                             f"(port {found.port}): recorded it again\n")
+            sys.stderr.flush()
+            recorded = found
         if recorded is not None and not is_our_server(recorded, listening=False):
-            # it ended without `pipeline store stop` (which forgets it): say why, from its log
-            notice = f"the store's server (pid {recorded.pid}) had ended: {why_ended(recorded)}; started it again"
+            # it ended without `pipeline store stop` (which forgets it): say why, from its log; a pid that
+            # another process holds now is never signalled, and the log of the last server says nothing of it
+            other = stranger(recorded)
+            notice = (f"the store's record ({folder / INFO_FILE}) names pid {recorded.pid}, which is not its "
+                      f"server: {other}; the record was stale, so the server was started again" if other else
+                      f"the store's server (pid {recorded.pid}) had ended: {why_ended(recorded)}; started it again")
         elif recorded is not None:
             if port is not None and recorded.port != port:
                 raise PipelineError(
@@ -945,11 +1071,14 @@ def stop(home: Path | None = None, timeout_s: float = 30.0) -> bool:
         return False
     info = _recorded(folder)
     if info is None or not is_our_server(info, listening=False):
+        found = unrecorded(folder)  # the folder's server, its record lost or edited: stopped all the same
+        if found is not None:
+            shutdown(found, timeout_s)
         try:
             _forget(folder)
         except OSError:
             pass  # (a read-only home: the stale record stays, and names no server that runs)
-        return False
+        return found is not None
     shutdown(info, timeout_s)
     _forget(folder, info.pid)
     return True

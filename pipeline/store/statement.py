@@ -11,7 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core import jsontext
+from pipeline.core.checks import lone_surrogate, unicode_problem
+from pipeline.core.errors import PipelineError, option
 from pipeline.store.base import COUNTER_NAMES, CypherError, Outcome
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -32,8 +34,10 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
         if name in params:
             raise PipelineError(f"--param {name} is given twice")
         try:
-            params[name] = json.loads(raw)
-        except (ValueError, RecursionError):
+            params[name] = jsontext.loads(raw)
+        except ValueError as exc:
+            if getattr(exc, "msg", "") == jsontext.TOO_DEEP:  # JSON, but too deep to read: not text in disguise
+                raise PipelineError(f"--param {name}: {jsontext.TOO_DEEP}") from None
             params[name] = raw
     return check_params(params, "--param ")
 
@@ -57,7 +61,10 @@ def check_params(params: Any, prefix: str = "") -> dict[str, Any]:
 def _check_value(value: Any, where: str, depth: int) -> None:
     if depth > 64:
         raise PipelineError(f"{where}: nested more than 64 levels deep")
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, str):
+        _valid_text(value, where)
+        return
+    if value is None or isinstance(value, bool):
         return
     if isinstance(value, int):
         if not _INT64[0] <= value <= _INT64[1]:
@@ -75,6 +82,7 @@ def _check_value(value: Any, where: str, depth: int) -> None:
         for k, v in value.items():
             if not isinstance(k, str) or not k or "`" in k:
                 raise PipelineError(f"{where}: map key {k!r} cannot be sent (empty, not text, or with a backtick)")
+            _valid_text(k, f"{where}: map key")
             _check_value(v, f"{where}.{k}", depth + 1)
         return
     raise PipelineError(f"{where}: a {type(value).__name__} cannot be a statement parameter")
@@ -84,9 +92,18 @@ def check_statement(statement: Any) -> str:
     """A statement to run: text with something besides comments, else PipelineError."""
     if not isinstance(statement, str):
         raise PipelineError(f"statement: expected Cypher text, got {type(statement).__name__}")
+    _valid_text(statement, "statement")
     if not strip_comments(statement).strip():
         raise PipelineError("empty Cypher statement" + (" (only comments)" if statement.strip() else ""))
     return statement
+
+
+def _valid_text(text: str, where: str) -> None:
+    """Text the store's protocol can carry (UTF-8): a lone surrogate, what Python makes of an undecodable
+    byte in an argument (``$'\\xff'``), is one line naming where, not an encoder's traceback."""
+    at = lone_surrogate(text)
+    if at is not None:
+        raise PipelineError(f"{where}: {unicode_problem(text, at)}")
 
 
 def strip_comments(text: str) -> str:
@@ -131,7 +148,7 @@ def execute_statement(
     params = check_params(params)
     limit = USER_TIMEOUT_S if timeout_s is None else timeout_s
     if not (isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit <= store.statement_timeout_s):
-        raise PipelineError(f"timeout: expected seconds in (0, {store.statement_timeout_s:g}], got {limit!r}")
+        raise PipelineError(f"{option('timeout', limit)}: expected seconds in (0, {store.statement_timeout_s:g}]")
     try:
         return store.execute(statement, params, limit)
     except CypherError as exc:

@@ -61,6 +61,9 @@ def dataset_stats(store: Store, dataset: str) -> DatasetStats:
     a name neither in the store nor registered (with close matches of both), PipelineError when a
     registered data set is not ingested, or when its stored copy is partial or doubled (the marker's
     counts are checked against the stored ones)."""
+    from loaders import dataset_name
+
+    dataset = dataset_name(dataset)  # PPI5K is ppi5k, the name the store keys it by
     st = dataset_status(store, dataset)
     if not st.present:
         raise absent(store, dataset)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core import jsontext
 from pipeline.core.provenance import stable_key
 from pipeline.sampling import SAMPLING_VERSION
 
@@ -82,7 +83,11 @@ def plot(rows: dict[str, dict[str, float]], out: str | Path, title: str) -> Path
 
 
 def mean_ndcg(answers: str | Path) -> dict[str, Any]:
-    """{ndcg: mean over types x100, per_type: {type: ndcg}, counts} of one answers file or folder."""
+    """What the study keeps of one answers file or folder (one file): ``ndcg`` (the mean over types x100),
+    ``per_type`` ({type: NDCG}), ``counts``, and beside them the averages of every metric (``averages``),
+    the same answers under the paper protocol (``paper_protocol``), a random ranking's MAP and NDCG
+    (``chance``) and the share of answer pairs tied on both sides among each query's first 100 answers
+    (``doubly_tied``, percent)."""
     from pipeline.stages.evaluate import evaluate_answers
 
     reports = evaluate_answers(answers)
@@ -90,11 +95,17 @@ def mean_ndcg(answers: str | Path) -> dict[str, Any]:
         from pipeline.core.errors import ArtifactError
 
         raise ArtifactError(f"{answers}: expected one answers file, found {len(reports)}")
-    s = reports[0]["summary"]["ndcg"]
+    r = reports[0]
+    s = r["summary"]["ndcg"]
+    avg = lambda summary: {m: by["avg"] for m, by in (summary or {}).items() if "avg" in by}  # noqa: E731
     return {
         "ndcg": s["avg"],
         "per_type": {t: v for t, v in s.items() if t != "avg"},
-        "counts": reports[0]["counts"],
+        "counts": r["counts"],
+        "averages": avg(r["summary"]),
+        "paper_protocol": avg(r.get("paper_protocol")),
+        "chance": {m: v for m, v in avg(r.get("random")).items() if m in ("map", "ndcg")},
+        "doubly_tied": (r.get("doubly_tied") or {}).get("share"),
     }
 
 
@@ -140,15 +151,18 @@ def run_study(
 
     Stages are recorded in OUT/stages.json and skipped when their inputs are unchanged (see
     pipeline.stages.reproduce.Stages), so an interrupted study resumes. Writes OUT/soft_requirements.{json,md,png}
-    and, with docs, docs/soft_requirements_<dataset>.png and a section of docs/results.md."""
+    and, with docs, docs/soft_requirements_<dataset>.png and the data set's record in docs/results_ablation.json
+    (:func:`ablation_record`)."""
     st = settings if settings is not None else StudySettings(**given)
     per_type, types, threshold, seed = st.per_type, (list(st.types) if st.types else None), st.threshold, st.seed
     store_uri, docs, progress = st.store, st.docs, st.progress
 
     from loaders import load
+    from pipeline.core.atomic import check_docs_folder
     from pipeline.models import load_run
     from pipeline.stages.reproduce import Stages
 
+    check_docs_folder(docs, "docs")  # before any work
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run_dir = Path(run_dir)
@@ -224,7 +238,10 @@ def run_study(
     rows = {"SRC": {s: r["ndcg"] for s, r in src.items()}, **baseline_rows(out / "baselines")}
     table = markdown_table(rows)
     backbone = model.name
+    command = (f"pipeline reproduce {kg.name} --study soft-requirements --run {backbone}=RUN --per-type {per_type}"
+               f" --threshold {threshold:g} --seed {seed}")
     doc = {
+        "command": command,
         "dataset": kg.name,
         "backbone_run": str(run_dir),
         "backbone": backbone,
@@ -233,6 +250,8 @@ def run_study(
         "seed": seed,
         "rows": {n: with_average(r) for n, r in rows.items()},
         "src_per_type": {s: r["per_type"] for s, r in src.items()},
+        # every metric of SRC per setting, the paper protocol, chance and ties beside (the results page's rows)
+        "src": {s: {k: r[k] for k in ("averages", "paper_protocol", "chance", "doubly_tied")} for s, r in src.items()},
         "counts": {s: r["counts"] for s, r in src.items()},
         "query_sets": sets,
         "seconds": round(time.perf_counter() - t0, 1),
@@ -244,14 +263,16 @@ def run_study(
     (out / "soft_requirements.md").write_text(table + "\n")
     plot(rows, out / "soft_requirements.png", f"{kg.name}: mean NDCG by soft requirements")
     if docs is not None:
-        from pipeline.stages.evaluate import set_section
+        from pipeline.stages.docs_data import record_ablation
 
         plot(
             rows,
             Path(docs) / f"soft_requirements_{kg.name}.png",
             f"{kg.name}: mean NDCG by soft requirements",
         )
-        set_section(docs, f"Soft-requirements ablation: {kg.name}", study_note(doc, table))
+        from pipeline.stages.docs_data import recorded
+
+        log(recorded([record_ablation(docs, kg.name, ablation_record(doc))]))
     doc["table"] = table
     return doc
 
@@ -259,7 +280,7 @@ def run_study(
 def _run_summary(run_dir: Path) -> dict[str, Any]:
     """Epochs and test MSE of the backbone's run (results.json), for the note; {} when absent."""
     try:
-        res = json.loads((run_dir / "results.json").read_text())
+        res = jsontext.loads((run_dir / "results.json").read_text())
     except (OSError, json.JSONDecodeError):
         return {}
     return {
@@ -269,27 +290,24 @@ def _run_summary(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def study_note(doc: dict[str, Any], table: str) -> str:
-    """The docs section: command, settings, table, per-type SRC NDCG."""
-    from pipeline.softquery.types import ordered_types
+def ablation_record(doc: dict[str, Any]) -> dict[str, Any]:
+    """What ``docs/results_ablation.json`` keeps of a study (:mod:`pipeline.stages.docs_data`): command,
+    machine and date; the backbone and the study's settings; per setting SRC's averages, paper protocol,
+    chance, doubly tied share and NDCG per type; the baseline rows (mean NDCG per test setting)."""
+    from pipeline.stages.docs_data import provenance
 
-    types = ordered_types({t for r in doc["src_per_type"].values() for t in r})
-    per_type = ["| SRC NDCG x100 | " + " | ".join(types) + " |", "|---|" + "---:|" * len(types)]
-    for s, r in doc["src_per_type"].items():
-        per_type.append(f"| {s} | " + " | ".join(f"{r[t]:.1f}" if t in r else "-" for t in types) + " |")
-    return (
-        f"Command: `pipeline reproduce {doc['dataset']} --study soft-requirements --run "
-        f"{doc['backbone']}=RUN --per-type {doc['per_type']} --threshold {doc['threshold']} --seed {doc['seed']}`"
-        f" ({doc['stage_seconds']:.0f} s over all stages). Test queries per setting: {doc['per_type']} per type;"
-        f" SRC without calibration over one export of {doc['backbone']}"
-        + (
-            f" ({b['epochs']} epochs, selection {b['selection']}, test MSE {b['test_mse']:.4f})"
-            if (b := doc["backbone_results"]) and b.get("test_mse") is not None
-            else ""
-        )
-        + ".\n\n"
-        + table
-        + "\n\n"
-        + "\n".join(per_type)
-        + "\n"
-    )
+    b = doc["backbone_results"]
+    backbone = doc["backbone"] + (
+        f" ({b['epochs']} epochs, selection {b['selection']}, test MSE {b['test_mse']:.4f})"
+        if b and b.get("test_mse") is not None else "")
+    return {
+        **provenance(doc["command"]),
+        "backbone": backbone,
+        "threshold": doc["threshold"],
+        "per_type": doc["per_type"],
+        "seconds": doc["stage_seconds"],
+        "settings": {s: {**v["averages"], "paper_protocol": v["paper_protocol"], "chance": v["chance"],
+                         "doubly_tied": v["doubly_tied"], "ndcg_per_type": doc["src_per_type"][s]}
+                     for s, v in doc["src"].items()},
+        "baselines": {n: r for n, r in doc["rows"].items() if n != "SRC"},
+    }

@@ -67,11 +67,11 @@ def write_toy_query_set(path: Path, queries=QUERIES, split: str = "test", datase
 
 
 def rows_of(
-    queries: list[Query], truth: list[tuple[list[int], list[float], int]], qtype: list[str], prefix: str
+    queries: list[Query], truth: list, qtype: list[str], prefix: str
 ) -> list[dict]:
     """Query-set rows of engine-computed ground truth (pipeline.sampling.truth.ground_truth output)."""
     out = []
-    for i, (q, (ids, vals, _)) in enumerate(zip(queries, truth, strict=True)):
+    for i, (q, (ids, vals, _, _)) in enumerate(zip(queries, truth, strict=True)):
         out.append(
             {
                 "id": f"{prefix}-{i:04d}",

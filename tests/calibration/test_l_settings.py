@@ -60,8 +60,14 @@ def test_a_bad_l_value_is_one_line_at_either_door(toy_pipeline: dict) -> None:
     res = CliRunner().invoke(cli, ["answer", str(toy_pipeline["test"]), "--adjacency", str(toy_pipeline["export"]),
                                    "--calibration", "D", "--valid-queries", str(toy_pipeline["valid"]), "--l-lr", "0.01"])
     assert res.exit_code == 2 and res.output == "error: --l-lr 0.01: does nothing without --calibration L or D+L\n"
-    with pytest.raises(PipelineError, match="l_shapes: 3p not a train query type"):
-        l_config(LOptions(l_shapes=("1p", "3p")), 0)
+    with pytest.raises(PipelineError, match=r"l_shapes=\('1p', '3p'\): unknown query type '3p'"):
+        LOptions(l_shapes=("1p", "3p"))
+    assert LOptions(l_shapes=("1P", "2I", "1p")).l_shapes == ("1p", "2i")  # canonical, once
+    with pytest.raises(PipelineError, match="l_shapes='1p,2u': 2u not a train query type"):
+        l_config(LOptions(l_shapes=("1p", "2U")), 0)
+    with pytest.raises(PipelineError, match="l_epochs=0: calibration L would train no step"):
+        MethodOptions(calibration="l", l_epochs=0)
+    assert l_config(MethodOptions(calibration="D+L", l_epochs=0, l_steps=5), 0).steps == 5
 
 
 def test_reproduce_records_the_l_settings_in_its_config_and_keys(tmp_path: Path) -> None:
@@ -264,7 +270,8 @@ def test_the_authors_variant_fits_saves_and_applies_its_relations(toy_pipeline: 
 
 
 def test_the_log_line_says_when_l_keeps_the_identity_and_what_each_check_lost() -> None:
-    from pipeline.stages.reproduce import l_table, l_verdict
+    from pipeline.stages.reproduce import l_checks, l_verdict
+    from tests.results_pages import tables
 
     hist = {"epochs": {"0": {"loss": None, "valid": 70.74, "step": 0}, "1": {"loss": 0.5, "valid": 70.21, "step": 16},
                        "2": {"loss": 0.4, "valid": 70.74, "step": 32}}, "best": 0, "config": {"steps": 0}}
@@ -278,7 +285,10 @@ def test_the_log_line_says_when_l_keeps_the_identity_and_what_each_check_lost() 
                         "1": {"loss": 0.1, "valid": 49.5, "step": 500, "deltas": {"0": 49.5, "0.05": 49.0}}},
              "best": 0, "config": {"steps": 5000}}
     assert l_verdict(steps).endswith("every one of its 1 steps scored lower or the same (500: -0.50)")
-    table = l_table({"ukge_logi L": hist, "ukge_logi D+L": steps})
+    # what the reproduction records of each L, and the table the Calibration L page renders from it
+    assert l_checks(steps) == {"kept": 0, "checks": [{"valid": 50.0, "loss": None},
+                                                     {"valid": 49.5, "loss": 0.1, "step": 500, "delta": 0.0}]}
+    table = tables().l_table({"ukge_logi D+L": l_checks(steps), "ukge_logi L": l_checks(hist)})
     assert table[0] == "| check | ukge_logi L: valid | ukge_logi L: loss | ukge_logi D+L: valid | ukge_logi D+L: loss |"
     assert table[2] == "| identity | 70.74 |  | **50.00** |  |"
     assert table[3] == "| 1 (step 500) | 70.21 | 0.5000 | 49.50 (delta 0) | 0.1000 |"

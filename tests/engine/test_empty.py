@@ -3,14 +3,18 @@ by hand, and each query is confirmed empty by the engine itself."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline.core.kg import GraphTensors
 from pipeline.engine.adjacency import as_adjacency
-from pipeline.engine.empty import EmptyReason, empty_reason_text, empty_reasons
+from pipeline.engine.empty import EmptyReason, _other_side, _positions, empty_reason_text, empty_reasons
 from pipeline.engine.search import solve, top_answers
 from pipeline.softquery import Vocabulary, parse
+from pipeline.softquery.model import Atom, Const, Var
 
 # entities: 0 ann, 1 ben, 2 cy, 3 dee, 4 eve (eve has no fact); relations: 0 knows, 1 likes
 ENTITIES = ["ann", "ben", "cy", "dee", "eve"]
@@ -108,3 +112,43 @@ def test_a_disjunction_gives_one_reason_per_branch(graph, vocab) -> None:
     assert [r.kind for r in _empty(q, graph, vocab)] == ["alpha", "anchor"]
     text = empty_reason_text(parse(q, vocab), graph, vocab)
     assert text.startswith("no answer: branch 1: knows(ann, ?y, 0.95): ") and "; branch 2: anchor dee" in text
+
+
+@st.composite
+def _graph_and_atom(draw):
+    """A random graph (self-loops and repeated heads included) and an atom over it: each of head and tail a
+    constant or a variable, the same variable at both ends (a self-loop) or two."""
+    n, n_rel = draw(st.integers(1, 6)), draw(st.integers(1, 3))
+    cells = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n_rel - 1), st.integers(0, n - 1)),
+                          max_size=25, unique=True))
+    confs = draw(st.lists(st.floats(0.0625, 1.0, width=32), min_size=len(cells), max_size=len(cells)))
+    facts = [(h, r, t, c) for (h, r, t), c in zip(cells, confs, strict=True)]
+    x, y = Var("x"), Var("y")
+    head = draw(st.sampled_from([x, *map(Const, range(n))]))
+    tail = draw(st.sampled_from([x, y, *map(Const, range(n))]))
+    return n, n_rel, facts, Atom(head, draw(st.integers(0, n_rel - 1)), tail)
+
+
+@given(_graph_and_atom())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_index_reads_the_facts_a_scan_finds(case) -> None:
+    """The reason reads an anchor's row, a relation's rows or its diagonal from the engine's index; the
+    same facts as a scan of every fact (the reading it replaced), and the other-side count likewise."""
+    n, n_rel, facts, a = case
+    frame = pd.DataFrame(facts or None, columns=["h", "r", "t", "conf"]).astype(
+        {"h": "int64", "r": "int64", "t": "int64", "conf": "float32"})
+    adj = as_adjacency(GraphTensors.from_frame(frame, n, n_rel, "random"))
+
+    def fits(h: int, t: int) -> bool:
+        ends = ((a.head, h), (a.tail, t))
+        if any(isinstance(term, Const) and term.eid != e for term, e in ends):
+            return False
+        return not (isinstance(a.head, Var) and a.head == a.tail and h != t)
+
+    scan = sorted((h, t, np.float32(c)) for h, r, t, c in facts if r == a.relation and fits(h, t))
+    h, t, c = _positions(adj, a)
+    assert c.dtype == np.float32
+    assert sorted(zip(h.tolist(), t.tolist(), c.tolist(), strict=True)) == [(x, y, float(z)) for x, y, z in scan]
+    for anchor in (x for x in a.terms if isinstance(x, Const)):
+        other = [f for f in facts if f[1] == a.relation and f[2 if isinstance(a.head, Const) else 0] == anchor.eid]
+        assert _other_side(adj, a, anchor) == len(other)

@@ -522,3 +522,25 @@ def test_the_compiled_form_loads_from_its_cache_without_numbas_registries():
     the known answers. A second process, so that the first compiled and saved the cache."""
     child(_QUICK, timeout=300)
     assert child(_QUICK, timeout=300) == "True False True"
+
+
+@pytest.mark.slow
+def test_the_first_compilation_says_so_on_stderr_once(tmp_path):
+    """The first load after an install compiles for 10-30 s where a cached load takes well under a second:
+    one line on stderr says so, with its seconds (never on stdout, which --json keeps to its document);
+    the next process reads the cache and says nothing."""
+    import re
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from pipeline.engine import kernels; assert kernels.load()"],
+                              env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}, capture_output=True,
+                              text=True, timeout=300)
+
+    first = run()
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = [ln for ln in first.stderr.splitlines() if "compiling" in ln]
+    assert len(lines) == 1 and re.fullmatch(r"compiling the engine's steps once \(\d+\.\d s; later runs read them "
+                                            r"from numba's disk cache\)", lines[0]), first.stderr
+    assert first.stdout == ""
+    second = run()
+    assert second.returncode == 0 and "compiling" not in second.stderr + second.stdout, second.stderr

@@ -19,7 +19,6 @@ from pipeline.formats.answers import read_answers, write_answers
 from pipeline.formats.answers import rows_from_utilities as answer_rows
 from pipeline.stages.evaluate import (
     PAPER,
-    backbone_line,
     evaluate_answers,
     markdown_table,
     method_order,
@@ -29,6 +28,7 @@ from pipeline.stages.evaluate import (
     summarise,
     update_results,
 )
+from tests.results_pages import render
 
 L3 = math.log2(3)
 INF = -math.inf
@@ -121,10 +121,11 @@ def test_methods_follow_backbone_then_calibration_order() -> None:
     ]
 
 
-def test_docs_results_merge_and_keep_other_sections(tmp_path: Path) -> None:
+def test_docs_results_merge_and_the_page_renders_them(tmp_path: Path) -> None:
+    """update_results writes the data only (no page); a method evaluated again replaces its own entry, and the
+    results page's tables render what was written."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "results.md").write_text("# Results\n\n## Confidence prediction\n\n| model | MSE |\n| x | 1 |\n")
     a = _answers(tmp_path, "SRC")
     b = _answers(tmp_path, "SRC(D)")
     update_results(evaluate_answers(a), docs)
@@ -132,14 +133,26 @@ def test_docs_results_merge_and_keep_other_sections(tmp_path: Path) -> None:
     results = json.loads((docs / "results.json").read_text())
     assert set(results["toy"]) == {"ukge_logi SRC", "ukge_logi SRC(D)"}
     assert results["toy"]["ukge_logi SRC"]["ndcg"]["1p"] == 100.0
-    md = (docs / "results.md").read_text()
-    assert "## Confidence prediction\n\n| model | MSE |\n| x | 1 |" in md
-    assert md.count("## Query answering") == 1 and md.count("**ukge_logi SRC**") == 1
+    protocol = json.loads((docs / "results_protocol.json").read_text())
+    assert set(protocol["toy"]["ukge_logi SRC"]) == {
+        "paper_protocol", "paper_single_as_zero", "paper_truth", "undefined", "doubly_tied", "random"}
+    assert json.loads((docs / "results_counts.json").read_text())["toy"]["ukge_logi SRC"] == {"1p": 2, "2p": 1}
+    assert not (docs / "results.md").exists()
+    summary = results["toy"]["ukge_logi SRC(D)"]
+    main = render("results.main", docs).splitlines()
+    row = next(line for line in main if "| ukge_logi SRC(D) |" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:2] == ["toy", "ukge_logi SRC(D)"]
+    assert cells[2:6] == [f"{summary[m]['avg']:.1f}" for m in ("tau", "rho", "map", "ndcg")]
+    pp = protocol["toy"]["ukge_logi SRC(D)"]["paper_protocol"]
+    assert cells[6] == " / ".join(f"{pp[m]['avg']:.1f}" for m in ("tau", "rho", "map", "ndcg"))
+    assert main.index(next(x for x in main if "| ukge_logi SRC |" in x)) < main.index(row)  # SRC before SRC(D)
     assert b.exists()
 
 
 def test_backbones_are_recorded_beside_the_tables_and_are_not_a_data_set(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
+    docs.mkdir()
     a = _answers(tmp_path, "SRC")
     good = {"model": "ukge_logi", "valid_mse": 0.04, "mean_valid_mse": 0.053, "test_mse": 0.05,
             "test_neg_mse": 0.2, "test_negatives": "sampled: one corruption per test fact (seed 0)"}
@@ -150,13 +163,11 @@ def test_backbones_are_recorded_beside_the_tables_and_are_not_a_data_set(tmp_pat
     results = json.loads((docs / "results.json").read_text())
     assert results["backbones"] == {"toy": good, "ppi5k": other}
     assert set(results) == {"toy", "backbones"}
-    md = (docs / "results.md").read_text()
-    assert "### backbones" not in md and md.count("### toy") == 1
-    assert ("Backbone ukge_logi: valid MSE (positives) 0.0400, below the mean predictor's 0.0530; test MSE "
-            "0.0500 on the positives, 0.2000 on the sampled negatives.") in md
-    assert backbone_line(other) == (
-        "Backbone ukge_rect: valid MSE (positives) 0.0600, NOT below the mean predictor's 0.0530; test MSE "
-        "0.0500 on the positives, 0.3000 on the published negatives.")
+    table = render("results.backbones", docs)
+    assert "| PPI5k | ukge_rect, ? epochs, kept ? (?) | 0.0600 | 0.0530 | no | 0.0500 | - | 0.3000 (published) |" in table
+    assert "| toy | ukge_logi, ? epochs, kept ? (?) | 0.0400 | 0.0530 | yes | 0.0500 | - | 0.2000 (sampled) |" in table
+    assert table.index("| PPI5k |") < table.index("| toy |")  # the paper's data sets first
+    assert "backbones" not in render("results.main", docs)
 
 
 def test_paper_comparison_is_in_the_docs(tmp_path: Path) -> None:
@@ -165,9 +176,12 @@ def test_paper_comparison_is_in_the_docs(tmp_path: Path) -> None:
         frame, tmp_path / "a.parquet", {"dataset": "ppi5k", "method": "SRC(D+L)", "query_set": "x"}
     )
     update_results(evaluate_answers(path), tmp_path)
-    md = (tmp_path / "results.md").read_text()
-    assert "| paper SRC(D+L) | 58.2 | 68.7 | 64.1 | 70.1 |" in md
+    main = render("results.main", tmp_path)
+    row = next(line for line in main.splitlines() if line.startswith("| PPI5k | SRC(D+L) |"))
+    assert row.endswith("| 58.2 / 68.7 / 64.1 / 70.1 |")  # the paper's row beside ours
     assert PAPER["cn15k"]["SRC(D+L)"]["ndcg"] == 23.2
+    headline = render("results.headline", tmp_path)
+    assert "| paper SRC(D+L) (its protocol) | 58.2 | 68.7 | 64.1 | 70.1 |" in headline
 
 
 def test_plot_is_a_png(tmp_path: Path) -> None:

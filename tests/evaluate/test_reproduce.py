@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
 from pipeline.stages.reproduce import ReproduceConfig, reproduce
 from tests.models.toy import toy_kg
+from tests.results_pages import render, tables
 
 
 @pytest.mark.slow
@@ -30,6 +32,7 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
         device="cpu",
     )
     logs: list[str] = []
+    (tmp_path / "docs").mkdir()  # a docs folder is given, never made at a path that is no checkout's
     first = reproduce(cfg, tmp_path / "work", tmp_path / "docs", uri, log=logs.append, progress=False, kg=kg)
     ran = [s["stage"] for s in first["stages"] if not s["skipped"]]
     assert ran == [
@@ -54,10 +57,33 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     assert backbone["valid_mse"] == pytest.approx(run["valid"]["mse"], abs=1e-6)
     assert backbone["mean_valid_mse"] == pytest.approx(run["mean_predictor"]["valid_mse"], abs=1e-6)
     assert (tmp_path / "docs" / "results_toy.png").exists()
-    md = (tmp_path / "docs" / "results.md").read_text()
-    assert "## Reproduction: toy" in md and "| answer ukge_logi D+L |" in md and "## Query answering" in md
+    # the reproduction's record: what the results page's tables read (no page is written)
+    assert not (tmp_path / "docs" / "results.md").exists()
+    (record,) = json.loads((tmp_path / "docs" / "results_reproduce.json").read_text())["toy"]
+    assert sorted(record["methods"]) == sorted(results["toy"])
+    assert sorted(n for n, _ in record["stages"]) == sorted(ran) and record["date"].endswith("UTC")
+    assert record["command"].startswith("pipeline reproduce toy --models ukge_logi ")
+    assert set(record["throughput"]) == {f"answer ukge_logi {c}" for c in ("none", "D", "L", "D+L")}
+    assert set(record["l_checks"]) == {"ukge_logi L", "ukge_logi D+L"}
+    ledger = json.loads((tmp_path / "work" / "stages.json").read_text())
+    assert dict(record["stages"]) == {n: round(e["seconds"], 3) for n, e in ledger.items()}
+    main = render("results.main", tmp_path / "docs")
+    assert f"- toy, ukge_logi SRC, SRC(D), SRC(L), SRC(D+L): `{record['command']}`; {record['machine']}; " in main
+    shown = tables().reproduction("toy")(tmp_path / "docs")
+    assert all(f"| {name} | {seconds:.1f} |" in shown for name, seconds in record["stages"])
 
     _check_metrics_independently(first, tmp_path / "work", kg)
+    # pl.run's Experiment shows, per method, pl.evaluate's table of its answers file (chance rows included)
+    import pipeline as pl
+    from pipeline.stages.reproduce import Experiment
+
+    exp = Experiment.of(first)
+    for method, file in exp.paths["answers"].items():
+        pd.testing.assert_frame_equal(exp.per_type[method], pl.evaluate(file))
+        assert exp.table.loc[method].tolist() == pytest.approx(exp.per_type[method]["avg"].tolist(), nan_ok=True)
+    # a random ranking's score is the query set's, not the method's: one chance level for every method
+    assert exp.table["MAP chance"].nunique() == 1 and exp.table["NDCG chance"].nunique() == 1
+    assert 0 < exp.table["MAP chance"].iloc[0] < 100
     # the saved settings replay the same reproduction: every stage is found done
     assert ReproduceConfig.from_file(tmp_path / "work" / "reproduce.json", "toy") == cfg
 
@@ -94,7 +120,9 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     assert "train ukge_logi" in [s["stage"] for s in fourth["stages"] if not s["skipped"]]
     run_cfg = json.loads((tmp_path / "work" / "runs" / "toy-ukge_logi-s0" / "config.json").read_text())
     assert run_cfg["select_on"] == "last" and run_cfg["epochs"] == 3
-    assert "--epochs 3 --select-on last" in (tmp_path / "docs" / "results.md").read_text()
+    records = json.loads((tmp_path / "docs" / "results_reproduce.json").read_text())["toy"]
+    assert len(records) == 1  # a re-run of the same rows replaces their record
+    assert "--epochs 3 --select-on last" in records[0]["command"]
 
     # Code that samples differently (a new SAMPLING_VERSION) re-ingests and re-samples, and keeps the trained
     # model (training does not read the store): a set written by older sampling code is never reused.
@@ -118,8 +146,37 @@ def test_reproduce_runs_then_resumes(fresh_store, tmp_path: Path, monkeypatch: p
     )
     assert [s["stage"] for s in sixth["stages"] if not s["skipped"]] == ["answer ukge_logi L", "answer ukge_logi D+L"]
     assert any(line.strip().startswith("L kept ") for line in logs)
-    md = (tmp_path / "docs" / "results.md").read_text()
-    assert "--l-epochs 3 --l-lr 0.01" in md and "| check | ukge_logi L: valid | ukge_logi L: loss" in md and "| identity |" in md
+    (record,) = json.loads((tmp_path / "docs" / "results_reproduce.json").read_text())["toy"]
+    assert "--l-epochs 3 --l-lr 0.01" in record["command"]
+    checks = tables().l_checks("toy")(tmp_path / "docs")
+    assert checks.startswith("| check | ukge_logi L: valid | ukge_logi L: loss | ukge_logi D+L: valid |")
+    assert "| identity |" in checks and len(record["l_checks"]["ukge_logi L"]["checks"]) == 4  # identity + 3
+
+
+def test_the_experiment_table_shows_chance_beside_map_and_ndcg(tmp_path: Path) -> None:
+    """Experiment.of: per method, the averages of pl.evaluate's rows (tau, rho, MAP, NDCG, then the chance
+    of MAP and NDCG from the report's ``random``); a report without ``random`` (no entity count) shows NaN."""
+    from pipeline.stages.reproduce import Experiment
+
+    def report(method: str, tau: float, chance_map: float | None) -> dict:
+        summary = {m: {"1p": tau + i, "2p": tau + 2 * i, "avg": tau + 1.5 * i}
+                   for i, m in enumerate(("tau", "rho", "map", "ndcg"))}
+        rnd = {} if chance_map is None else {"random": {
+            "map": {"1p": chance_map, "2p": chance_map + 2, "avg": chance_map + 1},
+            "ndcg": {"1p": 2 * chance_map, "2p": 2 * chance_map + 2, "avg": 2 * chance_map + 1}}}
+        return {"method": method, "file": f"{method}.parquet", "summary": summary, **rnd}
+
+    summary = {"reports": [report("ukge_logi SRC(D)", 20.0, 3.0), report("ukge_logi SRC", 10.0, None)],
+               "out": str(tmp_path), "stages": [], "seconds": 1.0}
+    exp = Experiment.of(summary)
+    assert list(exp.table.index) == ["ukge_logi SRC", "ukge_logi SRC(D)"]
+    assert list(exp.table.columns) == ["tau", "rho", "MAP", "NDCG", "MAP chance", "NDCG chance"]
+    assert exp.table.loc["ukge_logi SRC(D)"].tolist() == [20.0, 21.5, 23.0, 24.5, 4.0, 7.0]
+    assert exp.table.loc["ukge_logi SRC"].tolist()[:4] == [10.0, 11.5, 13.0, 14.5]
+    assert exp.table.loc["ukge_logi SRC"].isna().tolist()[4:] == [True, True]
+    frame = exp.per_type["ukge_logi SRC(D)"]
+    assert list(frame.columns) == ["1p", "2p", "avg"]
+    assert frame.loc["MAP chance"].tolist() == [3.0, 5.0, 4.0] and frame.loc["NDCG chance"].tolist() == [6.0, 8.0, 7.0]
 
 
 def _check_metrics_independently(summary: dict, work: Path, kg) -> None:

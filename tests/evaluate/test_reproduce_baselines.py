@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.stages.reproduce import ReproduceConfig, reproduce
 from tests.models.toy import toy_kg
+from tests.results_pages import render
 
 QE = {
     "train_per_type": 6,
@@ -47,6 +48,7 @@ def test_reproduce_with_baselines_runs_then_resumes(fresh_store, tmp_path: Path)
         qe=QE,
     )
     work, docs = tmp_path / "work", tmp_path / "docs"
+    docs.mkdir()  # a docs folder is given, never made at a path that is no checkout's
     first = reproduce(cfg, work, docs, uri, log=lambda m: None, progress=False, kg=kg)
     assert [s["stage"] for s in first["stages"] if not s["skipped"]] == [
         "ingest",
@@ -73,9 +75,16 @@ def test_reproduce_with_baselines_runs_then_resumes(fresh_store, tmp_path: Path)
 
     results = json.loads((docs / "results.json").read_text())
     assert set(results["toy"]) == {"LogicE+NE", "ConE+NE"}
-    md = (docs / "results.md").read_text()
-    assert "--baselines logice_ne,cone_ne" in md and "| train-qe cone_ne |" in md
-    assert "--qe cone_ne.lr=0.01" in md and "logice_ne: 6 per 1p/2p/2i and 3 per 2in/2il" in md
+    (record,) = json.loads((docs / "results_reproduce.json").read_text())["toy"]
+    assert "--baselines logice_ne,cone_ne" in record["command"] and "--qe cone_ne.lr=0.01" in record["command"]
+    assert "train-qe cone_ne" in dict(record["stages"]) and "logice_ne: 6 per 1p/2p/2i and 3 per 2in/2il" in record["queries"]
+    assert sorted(record["methods"]) == ["ConE+NE", "LogicE+NE"]
+    # the results page's baselines table reads them, each beside its provenance
+    table = render("results.baselines", docs)
+    for method in ("LogicE+NE", "ConE+NE"):
+        avg = [f"{results['toy'][method][m]['avg']:.1f}" for m in ("tau", "rho", "map", "ndcg")]
+        assert f"| toy | {method} | tie-aware | {' | '.join(avg)} |" in table
+    assert f"- toy: `{record['command']}`; {record['machine']}; {record['date']}." in table
     # each row is the run's own answers to the reproduction's test set (wiring: right run, right set)
     test = read_query_set(next((work / "queries").glob("toy_test_*.parquet")))
     for report in first["reports"]:

@@ -344,3 +344,63 @@ def test_query_set_checksum_covers_the_answer_lists_and_their_bounds() -> None:
     other = base.assign(utilities_hard=[[0.5, 0.25], [0.126]])
     sums = {checksum(f) for f in (base, moved, other)}
     assert len(sums) == 3 and checksum(base.copy()) == checksum(base)
+
+
+# ------------------------------------------------------------------------------------------------ seals
+# The seals are plain digests, no keys (docs/store.md, "What the seals protect against, and what not"):
+# an edit that computes the digest again is caught only where the file disagrees with itself or with the
+# files beside it. A key per home was weighed and left out: files move between homes (a run copied to a GPU
+# machine, an export shared with a colleague) and must load there.
+
+
+def _reseal(out: Path, edit) -> None:
+    from pipeline.core.provenance import seal
+
+    doc = json.loads((out / "manifest.json").read_text())
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    edit(body)
+    (out / "manifest.json").write_text(json.dumps(seal(body)))
+
+
+def test_a_resealed_manifest_is_caught_where_it_contradicts_itself_or_its_files(run: Path, tmp_path: Path) -> None:
+    from pipeline.core.errors import ArtifactError
+
+    out = tmp_path / "export"
+    export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)
+    pristine = (out / "manifest.json").read_text()
+    nnz = json.loads(pristine)["nnz"]
+    assert nnz == sum(r["nnz"] for r in json.loads(pristine)["relations"]) > 0
+    cases = {
+        "total facts": (lambda b: b.update(nnz=b["nnz"] + 1), f"its 'nnz' ({nnz + 1}) is not the sum over its relations ({nnz})"),
+        "total bytes": (lambda b: b.update(bytes=b["bytes"] * 2), "its 'bytes'"),
+        "a relation's facts": (lambda b: (b["relations"][0].update(nnz=b["relations"][0]["nnz"] + 1),
+                                          b.update(nnz=b["nnz"] + 1)), "relation/size differ from the manifest"),
+        "a relation's size": (lambda b: (b["relations"][0].update(bytes=b["relations"][0]["bytes"] + 8),
+                                         b.update(bytes=b["bytes"] + 8)), "bytes, the manifest says"),
+        "a count that is no count": (lambda b: b["relations"][0].update(nnz="12"), "a relation's 'nnz' is not a count"),
+    }
+    for name, (edit, needle) in cases.items():
+        (out / "manifest.json").write_text(pristine)
+        _reseal(out, edit)
+        with pytest.raises(ArtifactError) as err:
+            load_adjacency(out)
+        assert needle in str(err.value) and "\n" not in str(err.value), name
+    (out / "manifest.json").write_text(pristine)
+    load_adjacency(out)
+
+
+def test_sealed_files_load_in_another_home(run: Path, tmp_path: Path, monkeypatch) -> None:
+    """What a key per home would break: a run, its export, a query set, an answers file and a saved L
+    written under one PIPELINE_HOME are read under another one."""
+    from pipeline.methods.src.affine import AffineCalibration, load_affine, save_affine, saved_config
+
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home-a"))
+    out = tmp_path / "export"
+    export_adjacency(run, threshold=0.3, out=out, progress=False, allow_dense=True)
+    qs_path, answers_path = _answers(tmp_path)
+    save_affine(AffineCalibration(8, 4), tmp_path / "L", {"key": "k", "history": {"config": {"lr": 0.01}}})
+    monkeypatch.setenv("PIPELINE_HOME", str(tmp_path / "home-b"))
+    assert load_run(run) is not None
+    assert load_adjacency(out)[1]["nnz"] > 0
+    assert len(read_query_set(qs_path).frame) > 0 and len(read_answers(answers_path).frame) > 0
+    assert saved_config(tmp_path / "L").lr == 0.01 and load_affine(tmp_path / "L", 8, 4) is not None

@@ -184,3 +184,37 @@ def test_llm_eval_command(tmp_path):
     (tmp_path / "broken.jsonl").write_text("{}\n")
     broken = runner.invoke(cli, ["llm-eval", str(tmp_path / "broken.jsonl")])
     assert broken.exit_code == 2 and "line 1" in broken.output and "Traceback" not in broken.output
+
+
+def test_llm_eval_records_its_tables_for_the_results_page(tmp_path):
+    """--docs: the tables land in results_llm.json with their command, machine and date, and the results
+    page's table shows them; the same items again add a table, other items replace the record."""
+    from tests.results_pages import tables
+
+    its = [{**it, "dataset": "cn15k", "src": {"pick": "A" if k < 4 else "B"}} for k, it in enumerate(items(6))]
+    path = write_items(its, tmp_path / "items.jsonl")
+    docs = tmp_path / "docs"
+    runner = CliRunner()
+    with Stub({f"item-{k}": ["ok:A"] for k in range(6)}) as stub:
+        res = runner.invoke(cli, ["llm-eval", str(path), "--endpoint", stub.url, "--model", "stub-model", "--docs",
+                                  str(docs)])
+    assert res.exit_code == 0, res.output
+    record = json.loads((docs / "results_llm.json").read_text())["cn15k"]
+    assert record["items"] == 6 and record["items_file"] == "items.jsonl" and set(record["tables"]) == {"stub-model", "SRC"}
+    assert record["tables"]["SRC"]["accuracy"]["all"]["correct"] == 4
+    assert record["tables"]["stub-model"]["command"] == f"pipeline llm-eval items.jsonl --endpoint {stub.url} --model stub-model"
+    shown = tables().llm(docs)
+    assert "| method | 1p (n=3) | 2i (n=3) | all (n=6) |" in shown
+    assert "| stub-model | 100.0 [43.9, 100.0] | 100.0 [43.9, 100.0] | 100.0 [61.0, 100.0] |" in shown
+    assert "| SRC | 66.7 [20.8, 93.9] | 66.7 [20.8, 93.9] | 66.7 [30.0, 90.3] |" in shown  # q4, q5 picked B
+    # SRC alone on the same items: the model's table stays beside it
+    assert runner.invoke(cli, ["llm-eval", str(path), "--docs", str(docs)]).exit_code == 0
+    assert set(json.loads((docs / "results_llm.json").read_text())["cn15k"]["tables"]) == {"stub-model", "SRC"}
+    # other items: the record is replaced whole, no table of other items is kept beside them
+    write_items(its[:4], path)
+    assert runner.invoke(cli, ["llm-eval", str(path), "--docs", str(docs)]).exit_code == 0
+    assert set(json.loads((docs / "results_llm.json").read_text())["cn15k"]["tables"]) == {"SRC"}
+    # items that name no data set: one line, nothing recorded
+    write_items([{**it, "src": {"pick": "A"}} for it in items(2)], tmp_path / "anon.jsonl")
+    bad = runner.invoke(cli, ["llm-eval", str(tmp_path / "anon.jsonl"), "--docs", str(docs)])
+    assert bad.exit_code != 0 and "no data set" in bad.output and "Traceback" not in bad.output

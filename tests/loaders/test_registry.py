@@ -22,7 +22,9 @@ class TestONET20k(DatasetCase):
 
 
 def test_every_spec_is_complete() -> None:
-    for spec in REGISTRY.values():
+    # the benchmarks registered in code (a user data set recorded under PIPELINE_HOME by another test has its
+    # own checksum and a local source: tests/loaders/test_user.py)
+    for spec in (s for s in REGISTRY.values() if getattr(s, "kind", "benchmark") == "benchmark"):
         roles = {f.role for f in spec.files}
         assert {"train", "val", "test"} <= roles, spec.name
         if spec.id_format == "ids":

@@ -14,6 +14,7 @@ from pipeline.models import default_config, load_run, train
 from pipeline.models.evaluation import backbone_summary, sampled_negatives
 from pipeline.stages.evaluate import BACKBONES, update_results
 from tests.models.toy import toy_kg
+from tests.results_pages import render
 
 
 @pytest.mark.parametrize("published", [True, False])
@@ -55,5 +56,7 @@ def test_results_json_keeps_each_data_sets_backbone(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc[BACKBONES] == {"a": {"model": "ukge_rect", "valid_mse": 0.05}, "b": {"model": "beurre", "valid_mse": 0.2}}
     assert set(doc) == {"a", "b", BACKBONES}
-    md = (tmp_path / "results.md").read_text()
-    assert "### a" in md and "### b" in md and f"### {BACKBONES}" not in md
+    main = render("results.main", tmp_path)
+    assert "| a | m SRC |" in main and "| b | m SRC |" in main and BACKBONES not in main
+    backbones = render("results.backbones", tmp_path)
+    assert "| a | ukge_rect," in backbones and "| b | beurre," in backbones

@@ -1,6 +1,7 @@
 """The pruned box scoring against brute force on the real data sets (slow): a BEUrRE trained briefly on
 PPI5k and on CN15k (real torch training, lr 1e-2, few negatives, one epoch), 3 relations of PPI5k and 2
-of CN15k, a slice of heads against all tails (the full slices ran in benchmarks/bench_box_export.py)."""
+of CN15k, a slice of heads against all tails (``python -m benchmarks run export --verify-slice RxH`` checks
+any run's export the same way)."""
 
 from __future__ import annotations
 

@@ -317,8 +317,8 @@ def test_a_trained_run_carries_its_link_prediction(tmp_path: Path) -> None:
 
 
 def test_the_train_report_shows_the_figures(tmp_path: Path) -> None:
-    from pipeline.stages.evaluate import backbone_line
     from pipeline.stages.train import Trained
+    from tools.tables_results import link_prediction as render
 
     kg = toy_kg(negatives=False, softlogic=False)
     cfg = default_config("toy", "ukge_rect", epochs=1, dim=8, batch_size=32, lr=0.01)
@@ -329,9 +329,75 @@ def test_the_train_report_shows_the_figures(tmp_path: Path) -> None:
         ("valid", "tail"), ("valid", "both"), ("test", "tail"), ("test", "both")]
     assert rows[2]["MRR"] == f"{res['link_prediction']['test']['tail']['filtered']['mrr']:.4f}"
     assert done.link_prediction_line().startswith("link prediction (unKR's protocol")
-    line = backbone_line(backbone_summary(tmp_path / "run", kg))
-    assert "link prediction as the unKR benchmark computes it (test tails, filtered): MRR" in line
+    figures = done.link_prediction_figures()
+    assert figures["test_mrr"] == round(res["link_prediction"]["test"]["tail"]["filtered"]["mrr"], 6)
+    # the results pages: the main table's backbone and a recorded training, each a row beside the published ones
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    summary = backbone_summary(tmp_path / "run", kg)
+    (docs / "results.json").write_text(json.dumps({"backbones": {"toy": summary}}))
+    (docs / "results_backbones.json").write_text(json.dumps({
+        "runs": [done.docs_row("pipeline train toy")],
+        "published_link_prediction": {"source": "a table", "rows": [
+            {"dataset": "toy", "model": "Published", "mse": 0.5, "filtered": {"mrr": 0.25, "hits@1": 0.125}}]}}))
+    table = render(docs).splitlines()
+    published = next(line for line in table if "unKR (published)" in line)
+    assert "| Published | 0.250 | 0.125 | - | - | - | 0.5000 |" in published
+    main = next(line for line in table if "main tables' backbone" in line)
+    assert f"| {summary['test_mrr']:.3f} | {summary['test_hits@1']:.3f} |" in main
+    run = next(line for line in table if "recorded training 1" in line)
+    assert f"| {figures['test_mrr']:.3f} | {figures['test_hits@1']:.3f} |" in run
+    assert table.index(published) < table.index(main) < table.index(run)
     json.dumps(res)  # the results document stays JSON
+
+
+def test_a_long_forecast_skips_the_ranks_and_says_how_to_get_them(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Training's default ranks when the forecast is short and, past AUTO_SECONDS (BEUrRE on a CPU: hours),
+    records and prints why it did not; --link-prediction (True) ranks whatever the forecast; the summary of
+    the results pages then leaves the figures out rather than spending the hours."""
+    import pipeline.models.link_prediction as lp_mod
+    import pipeline.models.training as training_mod
+    from pipeline.models.link_prediction import estimated_seconds
+
+    kg = toy_kg(negatives=False, softlogic=False)
+    cfg = default_config("toy", "ukge_rect", epochs=1, dim=8, batch_size=32, lr=0.01)
+    res = train(kg, cfg, tmp_path / "short", progress=False)
+    assert "link_prediction" in res and "link_prediction_skipped" not in res
+    model = load_run(tmp_path / "short")
+    forecast = estimated_seconds(model, kg)
+    assert 0 < forecast < lp_mod.AUTO_SECONDS
+    assert estimated_seconds(model, kg, ("test",)) < forecast  # fewer rows, fewer anchors
+    monkeypatch.setattr(training_mod, "AUTO_SECONDS", 0.0)
+    res = train(kg, cfg, tmp_path / "long", progress=True)
+    assert "link_prediction" not in res
+    assert res["link_prediction_skipped"].startswith("link prediction skipped: it would take about ")
+    assert "--link-prediction" in res["link_prediction_skipped"]
+    assert "link prediction skipped" in capsys.readouterr().err
+    assert "link_prediction" in train(kg, cfg, tmp_path / "asked", progress=False, link_prediction=True)
+    monkeypatch.setattr(lp_mod, "AUTO_SECONDS", 0.0)
+    summary = backbone_summary(tmp_path / "long", kg)
+    assert "test_mrr" not in summary and summary["test_mse"] == pytest.approx(res["test"]["mse"], abs=1e-6)
+
+
+def test_the_train_flag_has_three_states() -> None:
+    """--link-prediction / --no-link-prediction / neither (None: the forecast decides)."""
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    import pipeline.stages.train as train_stage
+
+    seen = {}
+
+    def fake(dataset, o):
+        seen[dataset] = o.link_prediction
+        raise SystemExit(0)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(train_stage, "train_dataset", fake)
+        for args, want in (([], None), (["--link-prediction"], True), (["--no-link-prediction"], False)):
+            CliRunner().invoke(cli, ["train", "ppi5k", *args])
+            assert seen.pop("ppi5k") is want
 
 
 @pytest.mark.gpu

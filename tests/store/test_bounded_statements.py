@@ -6,6 +6,8 @@ and a store URI at the wrong kind of server is one line instead of a hang or a t
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.errors import PipelineError, StoreUnavailable
-from pipeline.store import embedded, open_store
+from pipeline.store import embedded, open_store, trial
 from pipeline.store.base import Store
 from pipeline.store.statement import USER_TIMEOUT_S
 from tests.cli_checks import invoke
@@ -101,6 +103,43 @@ def test_a_statement_that_blows_up_on_any_graph_is_refused_after_a_trial_run(hom
                       "RETURN size(reduce(l = [1], i IN range(1, 40) | l + l)) AS n"):
         one_line(invoke("cypher", statement), "in a trial run", "memory cap of 1.0 GiB", "nothing was run on the store")
     assert embedded.status() == first  # the same server
+
+
+BLOW_UPS = (
+    "RETURN size([x IN range(1, 20000) | range(1, 20000)]) AS n",  # ~5 s to the 1 GiB cap here
+    "RETURN size(reduce(l = [1], i IN range(1, 40) | l + l)) AS n",
+    "RETURN size(reduce(s = 'ab', i IN range(1, 35) | s + s + s)) AS n",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("statement", BLOW_UPS)
+def test_a_blow_up_never_reaches_the_store_however_busy_the_machine(home, monkeypatch, statement):
+    """The hostile probe saw three of these end the store's server in one of five runs: on a busy machine
+    their trials reached the time limit (or were killed after it) before the memory cap, and such a trial
+    let the statement go on to the store. A busy machine is made here by stopping the trial server for a
+    while once it has started (SIGSTOP, then SIGCONT): not at all (three times), past the statement's
+    time limit, and past the moment its trial is killed. The store must never run it: the same server
+    before and after, a line from the trial every time."""
+    monkeypatch.setenv(embedded.MEMORY_ENV, "1")
+    assert invoke("cypher", "CREATE (:Kept {v: 3})").exit_code == 0
+    first = embedded.status()
+    real_launch = embedded.launch
+    stall = {"s": 0.0}
+
+    def busy_launch(*args, persist=True, **kw):
+        info, proc = real_launch(*args, persist=persist, **kw)
+        if not persist and stall["s"]:  # the trial's server (the store's own persists)
+            os.kill(proc.pid, signal.SIGSTOP)
+            threading.Timer(stall["s"], lambda: proc.poll() is None and os.kill(proc.pid, signal.SIGCONT)).start()
+        return info, proc
+
+    monkeypatch.setattr(embedded, "launch", busy_launch)
+    limit = 6.0  # the store would reach the cap within it: what the miss let happen
+    for stall["s"] in (0.0, 0.0, 0.0, limit - 1.0, limit + trial.KILL_MARGIN_S + 2.0):
+        one_line(invoke("cypher", statement, "--timeout", f"{limit:g}"), "in a trial run", "nothing was run on the store")
+        assert embedded.status() == first, f"the store's server ended (trial stalled {stall['s']} s)"
+    assert json.loads(invoke("cypher", "MATCH (k:Kept) RETURN k.v AS v", "--json").stdout) == [{"v": 3}]
 
 
 def test_a_statement_that_ends_the_server_names_its_memory_cap_and_the_next_command_works(home, monkeypatch):

@@ -101,3 +101,44 @@ def test_no_write_is_acknowledged_that_a_kill_9_then_loses(small_disk, monkeypat
     assert embedded.status() is None  # stopped by the refused write; a kill -9 can lose nothing more
     filler.unlink()
     assert count("Fill") == 100 * acknowledged and count("Before") == 1
+
+
+def test_stats_and_every_stored_read_are_answered_on_a_full_disk(small_disk):
+    """`pipeline stats` was refused like a write: its statements name ``$dataset``, and the old test for a
+    write found "SET " in "$DATASET RETURN". Now a read is told by its clauses, and it is answered."""
+    from pipeline.store.ingest import ingest
+    from tests.store.kgs import make_kg
+
+    with open_store() as store:
+        ingest(make_kg("tiny"), store, progress=False)
+    fill(small_disk)
+    result = invoke("stats", "tiny", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["facts"] == {"train": 3, "valid": 4, "test": 6}
+    one_line_error(invoke("cypher", "MATCH (n:Entity) SET n.seen = 1"), "is full", "nothing was written")
+
+
+def test_a_stopped_server_on_a_full_disk_is_one_line_and_no_server_is_left_unrecorded(small_disk):
+    """A server cannot record itself on a full disk: the start is refused in one line, and the process
+    spawned before the record failed is gone (an unrecorded one would get a second server beside it)."""
+    assert invoke("cypher", "CREATE (:Before {v: 1})").exit_code == 0
+    kill_server()
+    filler = fill(small_disk)
+    folder = embedded.store_dir()
+    one_line_error(invoke("stats", "tiny"), "is full", "cannot be started", str(folder))
+    assert not [pid for pid in _servers() if os.readlink(f"/proc/{pid}/cwd") == str(folder)]
+    filler.unlink()
+    assert count("Before") == 1  # space again: started again, nothing lost
+
+
+def _servers() -> list[int]:
+    """The pids of the redis-server processes on this machine (by their executable's name)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == "redis-server":
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found

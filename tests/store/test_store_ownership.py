@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -172,17 +173,22 @@ def test_a_decoy_pid_is_never_signalled_and_its_port_never_gets_the_password(hom
     decoy = subprocess.Popen(["sleep", "300"])
     listener = Listener(info.port)
     try:
-        (home / "store" / "server.json").write_text(json.dumps({**json.loads(
-            (home / "store" / "server.json").read_text()), "pid": decoy.pid}))
+        record = json.dumps({**json.loads((home / "store" / "server.json").read_text()), "pid": decoy.pid})
+        (home / "store" / "server.json").write_text(record)
         assert embedded.status() is None
-        assert invoke("store", "status").stdout.startswith("not running")
+        status = invoke("store", "status").stdout
+        assert status.startswith("not running")
+        assert f"names pid {decoy.pid}, which is not its server: it is another program: `sleep 300`" in status
         assert invoke("store", "stop").stdout.strip() == "not running"
         assert decoy.poll() is None  # the decoy survives `store stop`
         # the URI `store status` printed before the crash: no password for whoever listens there now
         by_uri = invoke("cypher", "RETURN 1", "--store", f"falkordb://127.0.0.1:{info.port}")
         assert by_uri.exit_code == 2 and "Traceback" not in by_uri.output
+        (home / "store" / "server.json").write_text(record)  # (`store stop` forgot it)
         ran = invoke("cypher", "RETURN 1 AS one", "--json")  # starts a new server elsewhere
         assert ran.exit_code == 0, ran.output and json.loads(ran.stdout) == [{"one": 1}]
+        assert "had ended" not in ran.stderr and "which is not its server" in ran.stderr, ran.stderr
+        assert "`sleep 300`, started " in ran.stderr and "the record was stale" in ran.stderr
         assert creds.password.encode() not in listener.received
         assert creds.admin_password.encode() not in listener.received
         assert b"AUTH" not in listener.received.upper()
@@ -202,12 +208,69 @@ def test_a_server_of_another_folder_is_not_taken_for_ours(home, tmp_path):
         auth.ensure(folder)
         (folder / "server.json").write_text(json.dumps({**other.__dict__, "data_dir": str(folder)}))
         assert not embedded.is_our_server(embedded._recorded(folder))
+        assert embedded.stranger(embedded._recorded(folder)).startswith("it is a server of another folder: `")
         assert embedded.stop() is False and proc.poll() is None  # not signalled
         started = embedded.start()
         assert started.pid != other.pid
     finally:
         embedded.shutdown(other)
         proc.wait(30)
+
+
+def test_a_record_naming_pid_1_says_what_runs_there_and_starts_the_server(home):
+    """The init process is alive and never the store's server: the record is stale, not "had ended"."""
+    info = embedded.start()
+    embedded.stop()
+    (home / "store" / "server.json").write_text(json.dumps({**info.__dict__, "pid": 1}))
+    os.chmod(home / "store" / "server.json", 0o600)
+    said = embedded.stranger(embedded.ServerInfo(**{**info.__dict__, "pid": 1}))
+    owner = "another program" if os.stat("/proc/1").st_uid == os.geteuid() else "another user's (uid "
+    assert said.startswith(f"it is {owner}") and ", started 2" in said
+    ran = invoke("cypher", "RETURN 1 AS one", "--json")
+    assert ran.exit_code == 0 and json.loads(ran.stdout) == [{"one": 1}], ran.output
+    assert f"names pid 1, which is not its server: {said}; the record was stale" in ran.stderr
+    assert embedded.status().pid not in (1, info.pid)
+    assert embedded.stranger(embedded.ServerInfo(**{**info.__dict__, "pid": info.pid})) is None  # it ended
+
+
+@pytest.mark.parametrize("record", ["pid 1", "removed"])
+def test_a_running_server_its_record_lost_is_recorded_again_never_doubled(home, record):
+    """The record edited to name pid 1, or removed, while the folder's server runs: the next command
+    finds that server (its working folder, its listening port), records it again and uses it; a second
+    server beside it would append to the same file. `store stop` stops it all the same."""
+    info = embedded.start()
+    path = home / "store" / "server.json"
+    if record == "removed":
+        path.unlink()
+    else:
+        path.write_text(json.dumps({**info.__dict__, "pid": 1}))
+    assert invoke("store", "status").stdout.startswith(f"running: {info.uri} (pid {info.pid}")
+    ran = invoke("cypher", "RETURN 1 AS one", "--json")
+    assert ran.exit_code == 0 and json.loads(ran.stdout) == [{"one": 1}], ran.output
+    said = "is missing" if record == "removed" else "names pid 1, which is not its server: it is "
+    assert said in ran.stderr and f"its server runs as pid {info.pid} (port {info.port}): recorded it again" in ran.stderr
+    assert embedded._recorded(home / "store") == info and embedded.status() == info
+    assert [pid for pid in _redis_pids() if os.readlink(f"/proc/{pid}/cwd") == str(home / "store")] == [info.pid]
+    path.unlink()
+    assert embedded.stop() is True  # the unrecorded server is stopped, not left running
+    for _ in range(300):  # (a child of this process: a zombie until reaped; SHUTDOWN ends it soon after)
+        embedded._reap(info.pid)
+        if not embedded.pid_alive(info.pid):
+            break
+        time.sleep(0.1)
+    assert not embedded.pid_alive(info.pid)
+
+
+def _redis_pids() -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == "redis-server":
+                    out.append(int(entry))
+            except OSError:
+                pass
+    return out
 
 
 # ------------------------------------------------------------------------------------------ as nobody

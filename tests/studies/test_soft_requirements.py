@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.studies.soft_requirements import SETTINGS, markdown_table, run_study, with_average
 from tests.models.toy import toy_kg
+from tests.results_pages import tables
 
 
 def test_table_by_hand():
@@ -37,6 +38,7 @@ def test_study_on_a_toy_kg(fresh_store, tmp_path: Path) -> None:
     train(kg, default_config("toy", "ukge_logi", epochs=3, dim=8, seed=0, device="cpu"), run, progress=False)
     uri = f"falkordb://{fresh_store.host}:{fresh_store.port}/{fresh_store.graph}"
     logs: list[str] = []
+    (tmp_path / "docs").mkdir()  # an existing folder (a missing one is made only as a checkout's docs/)
     doc = run_study(
         "toy",
         tmp_path / "study",
@@ -71,7 +73,17 @@ def test_study_on_a_toy_kg(fresh_store, tmp_path: Path) -> None:
             assert all(a["alpha"] == 0.0 for a in atoms)
     assert (tmp_path / "study" / "soft_requirements.png").exists()
     assert (tmp_path / "docs" / "soft_requirements_toy.png").exists()
-    assert "## Soft-requirements ablation: toy" in (tmp_path / "docs" / "results.md").read_text()
+    # the record the results page reads: SRC per setting with the paper protocol, chance and ties beside
+    record = json.loads((tmp_path / "docs" / "results_ablation.json").read_text())["toy"]
+    assert set(record["settings"]) == set(SETTINGS) and record["per_type"] == 3 and record["threshold"] == 0.6
+    for name, row in record["settings"].items():
+        assert row["ndcg"] == src[name] and set(row["ndcg_per_type"]) == {"1p", "2i", "2in"}
+        assert set(row["paper_protocol"]) == {"tau", "rho", "map", "ndcg"} and set(row["chance"]) == {"map", "ndcg"}
+    assert record["command"] == ("pipeline reproduce toy --study soft-requirements --run ukge_logi=RUN --per-type 3 "
+                                 "--threshold 0.6 --seed 0")
+    shown = tables().ablation("toy")(tmp_path / "docs")
+    assert f"| SRC (tie-aware) | {' | '.join(f'{src[c]:.1f}' for c in [*SETTINGS, 'avg'])} |" in shown
+    assert f"Made by `{record['command']}` over " in shown and record["date"] in shown
 
     # a baseline row enters through its folder: here SRC's own Z+E answers stand in for one
     import shutil

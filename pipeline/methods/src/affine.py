@@ -12,7 +12,7 @@ per-relation projections ``(n_entities, 2)``, ``(n_relations, 2)``: no (nnz, fea
 A training step calibrates the batch's relations without autograd (:func:`training_adjacency`) and recomputes
 with autograd only the facts the engine reads with it (anchor rows, the max-plus winners): the values are
 those of autograd over every fact bit for bit, the gradients equal to 1e-6 (summation order), at ~1/4 of
-the time of a CN15k batch (docs/benchmarks.md, "Calibration L on CN15k: ≤ 3 s per batch"). Fitting for a method and reusing saved
+the time of a CN15k batch (docs/studies/calibration-cost.md). Fitting for a method and reusing saved
 fits: :mod:`pipeline.methods.src.fitting`.
 """
 
@@ -218,7 +218,7 @@ def training_adjacency(
     bit-for-bit those of calibrated_adjacency; the gradients of calib's parameters equal its autograd over
     every fact up to float summation order (tests/calibration/test_training_adjacency.py): a fact the
     engine never reads with autograd has a zero gradient there. Autograd over every fact of the batch's
-    relations cost ~13 of the ~16 s of a CN15k batch (docs/benchmarks.md). The index answers
+    relations cost ~13 of the ~16 s of a CN15k batch (docs/studies/calibration-cost.md). The index answers
     with autograd on only (under no_grad, the facts it did not fill read their predicted confidence)."""
     rels = None if relations is None else sorted({int(r) for r in relations})
     full = rels if streamed is None else sorted(set(rels if rels is not None else range(adj.n_relations))

@@ -12,7 +12,7 @@ options override (:func:`l_config`). No torch here.
   ``sqrt(1/(n + 4))``; 5,000 steps of 64 queries at lr 5e-6, divided by 5 at step 2,500 and again each
   time 1.5x as many steps have passed (Adam restarted each time); only the shapes without an existential
   variable or a negation (1p, 2i). Checked on the valid queries every 500 steps (their evaluation period).
-- ``heldout``: designed to help (docs/results.md, "Calibration L"): fitted to the valid graph's utilities
+- ``heldout``: designed to help (docs/studies/calibration-l.md): fitted to the valid graph's utilities
   (train + valid facts, so a fact the backbone generalised to and the valid split holds is a target, not
   an error to erase), per-relation terms only (rho and lambda of the relation's features: an affine map
   with 1 + rho > 0 reorders no fact within its relation, so 1p's rankings stay and the entity terms,
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 
 # the authors' schedule: lr / 5 at this step, then again each time the step passes 1.5x the last one
 AUTHORS_FIRST_DROP = 2500
@@ -106,21 +106,27 @@ _FIELDS = {
 def l_config(options: Any, seed: int) -> LConfig:
     """The LConfig of L options (pipeline.methods.options.LOptions: the variant's defaults, then every
     option given); ``l_epochs`` overrides a variant's only when it is not the option's default (20)."""
-    from pipeline.methods.options import LOptions
+    from dataclasses import fields
+
     from pipeline.softquery.types import TRAIN_TYPES
 
-    opts = options if options is not None else LOptions()
-    base = VARIANTS[opts.l_variant]
+    # the options' own declarations (pipeline.methods.options.LOptions, not imported: it imports this module)
+    defaults = {f.name: f.default for f in fields(options)} if options is not None else {}
+    base = VARIANTS[options.l_variant if options is not None else "default"]
     given = {}
     for name, target in _FIELDS.items():
-        value = getattr(opts, name)
-        if value is None or (name == "l_epochs" and value == LOptions.l_epochs):  # type: ignore[attr-defined]
+        value = getattr(options, name, None)
+        if value is None or (name == "l_epochs" and value == defaults.get("l_epochs")):
             continue
         given[target] = tuple(value) if target == "shapes" else value
     cfg = replace(base, seed=int(seed), **given)
     bad = [s for s in cfg.shapes if s not in TRAIN_TYPES]
     if bad:
-        raise PipelineError(f"l_shapes: {', '.join(bad)} not a train query type ({', '.join(TRAIN_TYPES)})")
-    if cfg.steps == 0 and cfg.epochs == 0 and cfg.check_every:
-        raise PipelineError("l_check_every: L trains no step (l_epochs 0, l_steps 0)")
+        raise PipelineError(f"{option('l_shapes', ','.join(cfg.shapes))}: {', '.join(bad)} not a train query type "
+                            f"({', '.join(TRAIN_TYPES)})")
+    if cfg.steps == 0 and cfg.epochs == 0:
+        # an L never fitted would answer as the identity under the label SRC(L): a result from nothing
+        raise PipelineError(f"{option('l_epochs', 0)}: calibration L would train no step (and no steps are set), "
+                            f"so its answers would come from an L never fitted; give at least 1 epoch, or a number "
+                            f"of steps ({option('l_steps')})")
     return cfg
