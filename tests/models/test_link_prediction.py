@@ -383,9 +383,8 @@ def test_the_train_flag_has_three_states() -> None:
     """--link-prediction / --no-link-prediction / neither (None: the forecast decides)."""
     from click.testing import CliRunner
 
-    from pipeline.cli import cli
-
     import pipeline.stages.train as train_stage
+    from pipeline.cli import cli
 
     seen = {}
 
