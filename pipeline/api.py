@@ -209,7 +209,8 @@ def query(
 @api_function(TrainOptions)
 def train(dataset: Dataset | str, **options: Any) -> Run:
     r"""Train an uncertain-KG embedding, like ``pipeline train``: on the train facts, selected on valid,
-    with the test MSE/MAE in ``metrics``. Options:
+    with the test MSE/MAE in ``metrics`` and the link-prediction figures (unKR's protocol) in
+    ``link_prediction``. Options:
 
     {options}
 
@@ -228,6 +229,8 @@ def train(dataset: Dataset | str, **options: Any) -> Run:
     done = train_dataset(_name(dataset), o)
     out = o.output
     for line in done.summary_lines(o):
+        out.summary(line)
+    if line := done.link_prediction_line():
         out.summary(line)
     for w in done.warnings():
         out.warn(w)

@@ -22,7 +22,8 @@ from pipeline.stages.options import ExportOptions, TrainOptions
 @json_option("Print the results document.")
 @friendly
 def train_cmd(dataset: str, as_json: bool, docs_dir: str | None, **given: Any) -> None:
-    """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE.
+    """Train an uncertain-KG embedding on DATASET's train facts; select on valid; report test MSE/MAE and
+    the link-prediction figures (filtered MRR, hits@1/3/10) on valid and test.
 
     A run directory that already holds a run is never started over silently: the same settings on the
     same data reuse a finished run and resume an unfinished one; other settings are refused (--resume
@@ -47,6 +48,9 @@ def train_cmd(dataset: str, as_json: bool, docs_dir: str | None, **given: Any) -
         if isinstance(v, dict) and "mse" in v
     ])
     click.echo(lines[-1])
+    if rows := done.link_prediction_rows():
+        click.echo("link prediction, filtered, as the unKR benchmark computes it (its tables rank the tails):")
+        print_table(rows)
     for w in done.warnings():
         click.echo(f"warning: {w}")
 

@@ -427,6 +427,8 @@ def _click_option(click: Any, d: Declared) -> Callable[..., Any]:
     kw: dict[str, Any] = {"help": o.help}
     if d.kind == "bool":
         if o.flag and "/" in o.flag:
+            if default is None:  # three states: on, off, or left to the command (its help says how it decides)
+                return click.option(o.flag, d.name, default=None, help=o.help)
             return click.option(o.flag, d.name, default=bool(default), show_default=True, help=o.help)
         return click.option(d.flag, d.name, is_flag=True, default=bool(default), help=o.help)
     if o.registry is not None:

@@ -62,6 +62,25 @@ class Run:
                 if isinstance(v, dict) and "mse" in v]
         return pd.DataFrame(rows, columns=["split", "n", "MSE", "MAE"]).set_index("split")
 
+    @property
+    def link_prediction(self) -> Any:
+        """The link-prediction figures as the unKR benchmark computes them
+        (:func:`pipeline.models.link_prediction.link_prediction`), a DataFrame: index (split, direction,
+        setting) with direction tail (unKR's tables), head or both and setting filtered or raw; columns
+        MRR, MR, hits@1/3/10, tied (the share of targets tied with another entity) and MRR_expected (over
+        random orders of ties). Empty when the run has none (trained with ``link_prediction=False``)."""
+        import pandas as pd
+
+        from pipeline.models.link_prediction import iter_settings
+
+        cols = {"mrr": "MRR", "mr": "MR", "hits@1": "hits@1", "hits@3": "hits@3", "hits@10": "hits@10",
+                "tied": "tied", "mrr_expected": "MRR_expected"}
+        rows = [{"split": split, "direction": d, "setting": s, **{v: m[k] for k, v in cols.items()}}
+                for split, res in (self.results.get("link_prediction") or {}).items()
+                for d, s, m in iter_settings(res)]
+        frame = pd.DataFrame(rows, columns=["split", "direction", "setting", *cols.values()])
+        return frame.set_index(["split", "direction", "setting"])
+
 
 # how a run directory whose checksums cannot be checked is made again
 TRAIN_AGAIN = "train it again (`pipeline train ... --out` this folder, with --overwrite)"

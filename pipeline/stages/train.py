@@ -50,6 +50,41 @@ class Trained:
         )
         return lines
 
+    def link_prediction_rows(self) -> list[dict[str, str]]:
+        """The link-prediction figures as table rows (split, ranked, MRR, hits@1/3/10, MR, tied): the tails
+        (unKR's tables) and both directions, filtered; none when the run has none (``--no-link-prediction``,
+        or a reused run trained before they existed)."""
+        rows = []
+        for split, res in (self.results.get("link_prediction") or {}).items():
+            for direction in ("tail", "both"):
+                m = res[direction]["filtered"]
+                rows.append({"split": split, "ranked": f"{direction} of {res['rows']}", "MRR": f"{m['mrr']:.4f}",
+                             **{f"hits@{k}": f"{m[f'hits@{k}']:.4f}" for k in (1, 3, 10)},
+                             "MR": f"{m['mr']:.1f}", "tied": f"{m['tied']:.1%}"})
+        return rows
+
+    def link_prediction_line(self) -> str | None:
+        """One sentence on the test tails' filtered ranks, unKR's protocol (None without figures)."""
+        lp = (self.results.get("link_prediction") or {}).get("test")
+        if not lp:
+            return None
+        m = lp["tail"]["filtered"]
+        line = (f"link prediction (unKR's protocol: each test fact's tail among all entities, filtered): "
+                f"MRR {m['mrr']:.4f}, hits@1/3/10 {m['hits@1']:.3f}/{m['hits@3']:.3f}/{m['hits@10']:.3f}")
+        if m["tied"] > 0:
+            line += (f"; {m['tied']:.1%} of the tails tied with another entity (broken by id as unKR's sort does; "
+                     f"MRR {m['mrr_expected']:.4f} over random tie orders)")
+        return line
+
+    def link_prediction_figures(self) -> dict[str, float]:
+        """The test tails' filtered figures under the names of the results pages' rows (``test_mrr``,
+        ``test_hits@1/3/10``, ``test_mr``, ``test_tied``, ``test_mrr_expected``); none without figures."""
+        lp = (self.results.get("link_prediction") or {}).get("test")
+        if not lp:
+            return {}
+        m = lp["tail"]["filtered"]
+        return {f"test_{k}": round(float(m[k]), 6) for k in ("mrr", "hits@1", "hits@3", "hits@10", "mr", "tied", "mrr_expected")}
+
     def warnings(self) -> list[str]:
         """Said plainly: the model is no better than predicting the mean confidence (both NaN without valid
         facts: nothing to compare, no warning)."""
@@ -81,6 +116,7 @@ class Trained:
             "valid_mse": err("valid", "mse"), "valid_neg_mse": err("valid_negatives", "mse"),
             "test_mse": err("test", "mse"), "test_mae": err("test", "mae"),
             "test_neg_mse": err("test_negatives", "mse"),
+            **self.link_prediction_figures(),
             **provenance(command, res.get("device")),
         }
 
@@ -123,5 +159,6 @@ def train_dataset(dataset: str, options: TrainOptions | None = None, /, **settin
     if o.batch_size is None and o.config is None:  # a replayed config keeps its own
         cfg = dataclasses.replace(cfg, batch_size=fitted_batch_size(cfg.batch_size, n_train))
     out = Path(o.out or config.home() / "runs" / f"{kg.name}-{cfg.model}{'-psl' if cfg.psl else ''}-s{cfg.seed}")
-    results = train(kg, cfg, out, resume=o.resume, progress=o.output, overwrite=o.overwrite)
+    results = train(kg, cfg, out, resume=o.resume, progress=o.output, overwrite=o.overwrite,
+                    link_prediction=o.link_prediction)
     return Trained(read_run(out), cfg, n_train, results)

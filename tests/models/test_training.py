@@ -235,6 +235,9 @@ def test_cli_train_twice_gives_the_same_run(ppi5k, tmp_path: Path) -> None:
         docs.append(json.loads(res.stdout))  # --json: one document on stdout, progress on stderr
     assert docs[0]["model_hash"] == docs[1]["model_hash"]
     assert docs[0]["test"] == docs[1]["test"] and docs[0]["test"]["n"] == len(ppi5k.split_facts("test"))
+    # the link-prediction figures rank every test row (21,720, duplicates included), the same twice
+    ranked = docs[0]["link_prediction"]["test"]
+    assert ranked["rows"] == 21720 and ranked["tail"] == docs[1]["link_prediction"]["test"]["tail"]
     assert (tmp_path / "a" / "model.pt").exists() and (tmp_path / "a" / "checkpoint.pt").exists()
     # the same command again into a finished run reuses it (a re-run cell); another setting is
     # refused naming it; --overwrite starts over to the same model
