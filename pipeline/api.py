@@ -228,10 +228,10 @@ def train(dataset: Dataset | str, **options: Any) -> Run:
     (o,) = split_options(options, TrainOptions, what="train")
     done = train_dataset(_name(dataset), o)
     out = o.output
-    for line in done.summary_lines(o):
-        out.summary(line)
+    lines = done.summary_lines(o)
     if line := done.link_prediction_line():
-        out.summary(line)
+        lines.append(line)
+    out.summary("\n".join(lines))  # one print: one output of a notebook cell
     for w in done.warnings():
         out.warn(w)
     return done.run

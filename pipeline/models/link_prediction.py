@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -323,7 +324,7 @@ def estimated_seconds(model: ConfidenceModel, kg: Any, splits: tuple[str, ...] =
 
 def link_prediction(
     model: ConfidenceModel, kg: Any, split: str = "test", *, rows: pd.DataFrame | None = None,
-    batch_size: int | None = None, progress: bool | Output = False,
+    batch_size: int | None = None, progress: bool | Output = False, step: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """The link-prediction figures of ``model`` on a split ("val" or "test") of ``kg`` (a ``loaders.KGData``),
     as unKR computes them (module docstring): for each direction ("tail": unKR's tables; "head"; "both":
@@ -333,18 +334,21 @@ def link_prediction(
     averages, duplicate rows included); ``rows``, ``seconds``. Runs on the model's device, ``batch_size``
     ranked rows at a time (default :data:`DEFAULT_BATCH`), with a progress bar when ``progress``. ``rows``
     (columns h, r, t, conf) ranks those rows instead of the split's (e.g. another copy of the test file);
-    the filter stays the test graph."""
+    the filter stays the test graph. ``step(k)``: called after each k ranked queries, in place of a bar of
+    its own (a caller ranking several splits under one bar)."""
     t0 = time.perf_counter()
     facts = _split_rows(kg, split) if rows is None else rows[["h", "r", "t", "conf"]].reset_index(drop=True)
     device = model.device
     was_training = model.training
     model.eval()
     counts: dict[str, tuple[RankCounts, RankCounts]] = {}
-    with output(progress).bar(total=len(DIRECTIONS) * len(facts), desc=f"link prediction ({split})", unit="query") as bar:
+    own = nullcontext(None) if step is not None else output(progress).bar(
+        total=len(DIRECTIONS) * len(facts), desc=f"link prediction ({split})", unit="query")
+    with own as bar:
         for direction in DIRECTIONS:
             counts[direction] = query_ranks(
                 scorer(model, direction), _queries(facts, direction), _known(kg, direction), device,
-                batch_size or DEFAULT_BATCH, bar.update,
+                batch_size or DEFAULT_BATCH, step if step is not None else bar.update,
             )
     model.train(was_training)
     conf = facts["conf"].to_numpy(np.float64)

@@ -332,10 +332,14 @@ def _train(
                 f"`pipeline train ... --link-prediction` computes it")
             out.warn(results["link_prediction_skipped"])
     if ranks:
-        # once, on the selected model: a model's ranking of unseen facts caps SRC's answers
-        results["link_prediction"] = {
-            name: link_prediction(model, kg, split, progress=out) for name, split in (("valid", "val"), ("test", "test"))
-        }
+        # once, on the selected model: a model's ranking of unseen facts caps SRC's answers; the splits that
+        # hold rows, under one bar
+        sizes = {split: int((kg.rows["split"] == split).sum()) for split in ("val", "test")}
+        splits = [(name, split) for name, split in (("valid", "val"), ("test", "test")) if sizes[split]]
+        with out.bar(total=2 * sum(sizes.values()), desc="link prediction", unit="query") as bar:
+            results["link_prediction"] = {
+                name: link_prediction(model, kg, split, step=bar.update) for name, split in splits
+            }
     write_run_json(run_dir / RESULTS_FILE, results)
     return results
 

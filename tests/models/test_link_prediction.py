@@ -379,6 +379,21 @@ def test_a_long_forecast_skips_the_ranks_and_says_how_to_get_them(tmp_path: Path
     assert "test_mrr" not in summary and summary["test_mse"] == pytest.approx(res["test"]["mse"], abs=1e-6)
 
 
+def test_a_split_without_rows_is_not_ranked(tmp_path: Path) -> None:
+    """A graph whose test split is empty (a user's KG): training ranks valid only, no NaN figures."""
+    import dataclasses
+
+    kg = toy_kg(negatives=False, softlogic=False)
+    rows = kg.rows.copy()
+    rows.loc[rows["split"] == "test", "split"] = "train"
+    bare = dataclasses.replace(kg, rows=rows)
+    assert not (bare.rows["split"] == "test").any()
+    cfg = default_config("toy", "ukge_rect", epochs=1, dim=8, batch_size=32, lr=0.01)
+    res = train(bare, cfg, tmp_path / "run", progress=False, link_prediction=True)
+    assert set(res["link_prediction"]) == {"valid"}
+    assert res["link_prediction"]["valid"]["rows"] == int((kg.rows["split"] == "val").sum()) > 0
+
+
 def test_the_train_flag_has_three_states() -> None:
     """--link-prediction / --no-link-prediction / neither (None: the forecast decides)."""
     from click.testing import CliRunner
