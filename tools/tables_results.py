@@ -288,20 +288,20 @@ def link_prediction(docs: Path) -> str:
     results, runs_doc = _read(docs, docs_data.RESULTS), _read(docs, docs_data.BACKBONE_RUNS)
     published = runs_doc.get("published_link_prediction") or {}
     ours: list[tuple[str, str, Mapping[str, Any]]] = [
-        (dataset, "this project: the main tables' backbone", b) for dataset, b in results.get(BACKBONES, {}).items()
+        (dataset, "ours: main table", b) for dataset, b in results.get(BACKBONES, {}).items()
         if b.get("test_mrr") is not None]
-    ours += [(r["dataset"], f"this project: recorded training {i}", r)
+    ours += [(r["dataset"], f"ours: training {i}", r)
              for i, r in enumerate(runs_doc.get("runs", []), 1) if r.get("test_mrr") is not None]
     if not published.get("rows") and not ours:
         return _missing("link-prediction figures", "pipeline reproduce DATASET --docs docs")
-    head = ["data set", "row", "model", "MRR", "hits@1", "hits@3", "hits@10", "MR", "test MSE", "test MAE",
+    head = ["data set", "source", "model", "MRR", "hits@1", "hits@3", "hits@10", "MR", "test MSE", "test MAE",
             "test MSE of negatives"]
     rows = []
     for dataset in _order_datasets({r["dataset"] for r in published.get("rows", [])} | {d for d, _, _ in ours}):
         mine = [p for p in published.get("rows", []) if p["dataset"] == dataset]
         for p in sorted(mine, key=lambda p: -(p.get("filtered") or {}).get("mrr", -1.0)):
             f = p.get("filtered") or {}
-            rows.append([_name(dataset), "unKR (published)", p["model"], *(_num(f.get(k), 3) for k in LINK),
+            rows.append([_name(dataset), "unKR", p["model"], *(_num(f.get(k), 3) for k in LINK),
                          _num(f.get("mr"), 1), _num(p.get("mse"), 4), _num(p.get("mae"), 4), "-"])
         for _, label, b in (o for o in ours if o[0] == dataset):
             model = b["model"] + (f", {b['epochs_run']} epochs" if b.get("epochs_run") else
@@ -310,8 +310,10 @@ def link_prediction(docs: Path) -> str:
                          _num(b.get("test_mr"), 1), _num(b.get("test_mse_rows", b.get("test_mse")), 4),
                          _num(b.get("test_mae_rows", b.get("test_mae")), 4), _num(b.get("test_neg_mse"), 4)])
     lines = _table(head, rows, right_from=3)
+    lines += ["", "- ours: main table = the backbone of the main tables above; ours: training N = run N of the "
+              "confidence-prediction table below."]
     if published.get("source"):
-        lines += ["", f"- Published rows: {published['source']}."]
+        lines += [f"- unKR: its published rows, {published['source']}."]
     lines += [f"- {c}" for c in published.get("caveats", [])]
     return "\n".join(lines)
 

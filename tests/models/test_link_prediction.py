@@ -341,11 +341,11 @@ def test_the_train_report_shows_the_figures(tmp_path: Path) -> None:
         "published_link_prediction": {"source": "a table", "rows": [
             {"dataset": "toy", "model": "Published", "mse": 0.5, "filtered": {"mrr": 0.25, "hits@1": 0.125}}]}}))
     table = render(docs).splitlines()
-    published = next(line for line in table if "unKR (published)" in line)
+    published = next(line for line in table if "| unKR |" in line)
     assert "| Published | 0.250 | 0.125 | - | - | - | 0.5000 |" in published
-    main = next(line for line in table if "main tables' backbone" in line)
+    main = next(line for line in table if "ours: main table" in line)
     assert f"| {summary['test_mrr']:.3f} | {summary['test_hits@1']:.3f} |" in main
-    run = next(line for line in table if "recorded training 1" in line)
+    run = next(line for line in table if "ours: training 1" in line)
     assert f"| {figures['test_mrr']:.3f} | {figures['test_hits@1']:.3f} |" in run
     assert table.index(published) < table.index(main) < table.index(run)
     json.dumps(res)  # the results document stays JSON
