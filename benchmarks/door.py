@@ -338,31 +338,14 @@ def door(
     tables, measured = [], {}
     if "fresh" in parts:
         rows = fresh(d, rounds)
+        seconds = ["min wall s", "above floor s", "min CPU s", "CPU above floor s",
+                   "fixed costs s (wall - answering)", "fixed above floor s"]
         tables.append(
             Table(
-                [
-                    "command",
-                    "code",
-                    "min wall s",
-                    "above floor s",
-                    "min CPU s",
-                    "CPU above floor s",
-                    "fixed costs s (wall - answering)",
-                    "fixed above floor s",
-                ],
+                ["command", "code", *seconds],
                 rows,
                 title=f"Fresh processes ({dataset}), minima of {rounds} rounds",
-                formats={
-                    c: ".2f"
-                    for c in (
-                        "min wall s",
-                        "above floor s",
-                        "min CPU s",
-                        "CPU above floor s",
-                        "fixed costs s (wall - answering)",
-                        "fixed above floor s",
-                    )
-                },
+                formats=dict.fromkeys(seconds, ".2f"),
             )
         )
         mine = [r for r in rows if r[1] == "this"]

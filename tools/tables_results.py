@@ -280,6 +280,9 @@ def confidence(docs: Path) -> str:
     return "\n".join(lines)
 
 
+LINK = ("mrr", "hits@1", "hits@3", "hits@10")
+
+
 def link_prediction(docs: Path) -> str:
     """Link prediction as the unKR benchmark computes it (test tails among all entities, filtered): unKR's
     published rows, best MRR first, then this project's backbones (the main tables' ones and every recorded
@@ -316,9 +319,6 @@ def link_prediction(docs: Path) -> str:
         lines += [f"- unKR: its published rows, {published['source']}."]
     lines += [f"- {c}" for c in published.get("caveats", [])]
     return "\n".join(lines)
-
-
-LINK = ("mrr", "hits@1", "hits@3", "hits@10")
 
 
 # ------------------------------------------------------------------------------------------ baselines

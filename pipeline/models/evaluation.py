@@ -113,21 +113,7 @@ def backbone_summary(run_dir: str | Path, kg) -> dict[str, Any]:
         "test_negatives": source,
     }
     if lp is not None:
-        tail, both = lp["tail"]["filtered"], lp["both"]["filtered"]
-        out.update({
-            "link_prediction": "unKR: every test row's tail among all entities, filtered by train+valid+test, ties by id",
-            "test_ranked": lp["rows"],
-            "test_mrr": tail["mrr"],
-            "test_hits@1": tail["hits@1"],
-            "test_hits@3": tail["hits@3"],
-            "test_hits@10": tail["hits@10"],
-            "test_mr": tail["mr"],
-            "test_mrr_raw": lp["tail"]["raw"]["mrr"],
-            "test_tied": tail["tied"],
-            "test_mrr_expected": tail["mrr_expected"],
-            "test_mrr_both": both["mrr"],
-            "test_hits@10_both": both["hits@10"],
-            "test_mse_rows": lp["errors"]["mse"],
-            "test_mae_rows": lp["errors"]["mae"],
-        })
+        from pipeline.models.link_prediction import summary_figures
+
+        out.update(summary_figures(lp))
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}

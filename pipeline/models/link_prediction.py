@@ -379,6 +379,25 @@ def _figures(counts: dict[str, tuple[RankCounts, RankCounts]], conf: np.ndarray,
     return out
 
 
+def summary_figures(result: dict[str, Any]) -> dict[str, Any]:
+    """One split's :func:`link_prediction` result flattened under the results pages' names: the tails'
+    filtered ``test_mrr``, ``test_hits@1/3/10``, ``test_mr``, ``test_tied``, ``test_mrr_expected``, their raw
+    MRR, tails and heads together (``*_both``), the ranked rows and the MSE/MAE over them (``*_rows``)."""
+    tail, both = result["tail"]["filtered"], result["both"]["filtered"]
+    return {
+        "link_prediction": "unKR: every test row's tail among all entities, filtered by train+valid+test, ties by id",
+        "test_ranked": result["rows"],
+        **{f"test_{k}": tail[k] for k in ("mrr", "hits@1", "hits@3", "hits@10", "mr")},
+        "test_mrr_raw": result["tail"]["raw"]["mrr"],
+        "test_tied": tail["tied"],
+        "test_mrr_expected": tail["mrr_expected"],
+        "test_mrr_both": both["mrr"],
+        "test_hits@10_both": both["hits@10"],
+        "test_mse_rows": result["errors"]["mse"],
+        "test_mae_rows": result["errors"]["mae"],
+    }
+
+
 def iter_settings(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, float]]]:
     """(direction, setting, figures) of one split's :func:`link_prediction` result, tail first."""
     for direction in ("tail", "head", "both"):

@@ -63,9 +63,13 @@ class Trained:
                              "MR": f"{m['mr']:.1f}", "tied": f"{m['tied']:.1%}"})
         return rows
 
+    def _test_ranks(self) -> dict[str, Any] | None:
+        """The test split's link-prediction result, None without one."""
+        return (self.results.get("link_prediction") or {}).get("test") or None
+
     def link_prediction_line(self) -> str | None:
         """One sentence on the test tails' filtered ranks, unKR's protocol (None without figures)."""
-        lp = (self.results.get("link_prediction") or {}).get("test")
+        lp = self._test_ranks()
         if not lp:
             return None
         m = lp["tail"]["filtered"]
@@ -76,14 +80,13 @@ class Trained:
                      f"MRR {m['mrr_expected']:.4f} over random tie orders)")
         return line
 
-    def link_prediction_figures(self) -> dict[str, float]:
-        """The test tails' filtered figures under the names of the results pages' rows (``test_mrr``,
-        ``test_hits@1/3/10``, ``test_mr``, ``test_tied``, ``test_mrr_expected``); none without figures."""
-        lp = (self.results.get("link_prediction") or {}).get("test")
-        if not lp:
-            return {}
-        m = lp["tail"]["filtered"]
-        return {f"test_{k}": round(float(m[k]), 6) for k in ("mrr", "hits@1", "hits@3", "hits@10", "mr", "tied", "mrr_expected")}
+    def link_prediction_figures(self) -> dict[str, Any]:
+        """The test split's figures under the names of the results pages' rows, as the main tables' backbones
+        carry them (:func:`pipeline.models.link_prediction.summary_figures`, rounded); none without figures."""
+        from pipeline.models.link_prediction import summary_figures
+
+        lp = self._test_ranks()
+        return {} if not lp else {k: round(v, 6) if isinstance(v, float) else v for k, v in summary_figures(lp).items()}
 
     def warnings(self) -> list[str]:
         """Said plainly: the model is no better than predicting the mean confidence (both NaN without valid
